@@ -1,0 +1,52 @@
+# assessd build, code generation and test entry points.
+SHELL := /bin/bash
+BIN := $(CURDIR)/bin
+GO ?= go
+# The google/api annotation protos come from this pinned module in the Go module cache.
+GOOGLEAPIS_MODULE := github.com/grpc-ecosystem/grpc-gateway@v1.16.0
+GENERATED := api/gen api/openapi/openapi.yaml
+
+.PHONY: all build tools generate check-generated test bench run lint fmt
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/assessd ./cmd/assessd
+
+$(BIN)/protoc-gen-go $(BIN)/protoc-gen-connect-go $(BIN)/protoc-gen-connect-openapi &: tools/go.mod
+	cd tools && GOBIN=$(BIN) $(GO) install tool
+
+$(BIN)/buf: tools/buf/go.mod
+	cd tools/buf && GOBIN=$(BIN) $(GO) install tool
+
+tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-connect-go $(BIN)/protoc-gen-connect-openapi
+
+third_party/googleapis/google/api/annotations.proto:
+	dir=$$(cd tools && $(GO) mod download -json $(GOOGLEAPIS_MODULE) | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p'); \
+	mkdir -p third_party/googleapis/google/api && \
+	install -m 0644 $$dir/third_party/googleapis/google/api/{annotations,http,httpbody}.proto third_party/googleapis/google/api/
+
+generate: tools third_party/googleapis/google/api/annotations.proto
+	rm -rf api/gen
+	$(BIN)/buf generate
+
+# CI: regenerate and fail if the committed generated files differ.
+check-generated: generate
+	@git add -N $(GENERATED) && git diff --exit-code --stat -- $(GENERATED) || \
+		{ echo "generated code is stale: run 'make generate' and commit"; exit 1; }
+
+fmt:
+	gofmt -w $$(git ls-files '*.go' | grep -v '^api/gen/')
+
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go' | grep -v '^api/gen/'))" || { gofmt -l .; exit 1; }
+	$(GO) vet ./...
+
+test: lint
+	$(GO) test -count=1 -race ./...
+
+bench:
+	$(GO) run ./cmd/benchhttp
+
+run:
+	$(GO) run ./cmd/assessd dev

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/assessd/assessd/api"
+	"github.com/assessd/assessd/api/openapi"
+	"github.com/assessd/assessd/observability"
+	"github.com/assessd/assessd/server"
+	"github.com/assessd/assessd/store"
+	"github.com/assessd/assessd/tenancy"
+)
+
+func newLogger(w io.Writer, level slog.Level) *slog.Logger {
+	return observability.NewLogger(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+func serve(ctx context.Context, args []string, stderr io.Writer) error {
+	var cfg config
+	if err := cfg.parse(cfg.newFlagSet("serve", stderr), args); err != nil {
+		return err
+	}
+	if err := cfg.requireDatabase(); err != nil {
+		return err
+	}
+	log := cfg.logger(stderr)
+	slog.SetDefault(log)
+	a, err := newApp(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	return a.serve(ctx, nil)
+}
+
+// app is the wired server process.
+type app struct {
+	cfg     config
+	log     *slog.Logger
+	db      *store.DB
+	tenancy *tenancy.Service
+	handler http.Handler
+}
+
+func newApp(ctx context.Context, cfg config, log *slog.Logger) (*app, error) {
+	db, err := store.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+	metrics := observability.NewMetrics()
+	metrics.RegisterPool(db)
+	ten := tenancy.NewService(db)
+	apiHandler, err := api.NewHandler(api.Services{Tenancy: ten})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("api: %w", err)
+	}
+	h := server.New(server.Config{
+		Logger:      log,
+		Metrics:     metrics,
+		API:         apiHandler,
+		Credentials: []server.Credential{{Prefix: "ak_", Authenticate: ten.AuthenticateAPIKey}},
+		Ready:       map[string]func(context.Context) error{"postgres": db.Ping},
+		OpenAPI:     openapi.Document,
+	})
+	return &app{cfg: cfg, log: log, db: db, tenancy: ten, handler: h}, nil
+}
+
+func (a *app) close() { a.db.Close() }
+
+// serve listens on the configured address until ctx ends, then stops
+// accepting connections and lets in-flight requests finish (up to 30s).
+// ready, if not nil, is called once the listener is open.
+func (a *app) serve(ctx context.Context, ready func()) error {
+	ln, err := net.Listen("tcp", a.cfg.Addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           a.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	a.log.Info("listening", "addr", ln.Addr().String(), "base_url", a.cfg.BaseURL)
+	if ready != nil {
+		ready()
+	}
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	a.log.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func migrateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var cfg config
+	if err := cfg.parse(cfg.newFlagSet("migrate", stderr), args); err != nil {
+		return err
+	}
+	if err := cfg.requireDatabase(); err != nil {
+		return err
+	}
+	if err := store.Migrate(ctx, cfg.DatabaseURL); err != nil {
+		return err
+	}
+	return writeJSON(stdout, map[string]string{"status": "migrated"})
+}

@@ -1,0 +1,45 @@
+// Package ids makes and checks the platform's opaque, type-prefixed ids.
+//
+// An id is a prefix such as "usr_" followed by a ULID: 48 bits of
+// millisecond time and 80 random bits. Ids sort by creation time, which
+// gives cursor pagination a stable order for free.
+package ids
+
+import (
+	"strings"
+
+	"github.com/oklog/ulid/v2"
+)
+
+// Prefix is the type marker at the start of an id.
+type Prefix string
+
+// The id prefixes of API.md.
+const (
+	Org            Prefix = "org_"
+	User           Prefix = "usr_"
+	APIKey         Prefix = "key_"
+	Client         Prefix = "cli_"
+	Folder         Prefix = "fld_"
+	Exam           Prefix = "exm_"
+	Question       Prefix = "qst_"
+	QuestionType   Prefix = "qtp_"
+	Result         Prefix = "res_"
+	Audit          Prefix = "aud_"
+	Generation     Prefix = "gen_"
+	Embed          Prefix = "emb_"
+	ServiceAccount Prefix = "sva_"
+)
+
+// New returns a fresh id with prefix p.
+func New(p Prefix) string { return string(p) + ulid.Make().String() }
+
+// Valid reports whether s is a well-formed id with prefix p.
+func Valid(p Prefix, s string) bool {
+	rest, ok := strings.CutPrefix(s, string(p))
+	if !ok || len(rest) != ulid.EncodedSize {
+		return false
+	}
+	_, err := ulid.ParseStrict(rest)
+	return err == nil
+}

@@ -1,0 +1,108 @@
+// Package server assembles assessd's HTTP surface: the API behind its
+// middleware chain (request id, recovery, logging and metrics, body limit,
+// authentication) and the operational endpoints (health, readiness,
+// metrics, OpenAPI).
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/assessd/assessd/observability"
+	"github.com/assessd/assessd/tenancy"
+)
+
+// Authenticator resolves a bearer token to its caller, or fails with an
+// errs.KindUnauthenticated error.
+type Authenticator func(ctx context.Context, token string) (*tenancy.Caller, error)
+
+// Credential pairs a bearer token prefix with the authenticator for it.
+type Credential struct {
+	Prefix       string
+	Authenticate Authenticator
+}
+
+// Config is everything the HTTP surface needs.
+type Config struct {
+	Logger      *slog.Logger
+	Metrics     *observability.Metrics
+	API         http.Handler
+	Credentials []Credential
+	// Ready holds the readiness checks by dependency name.
+	Ready   map[string]func(context.Context) error
+	OpenAPI []byte
+}
+
+// New returns the root handler.
+func New(cfg Config) http.Handler {
+	auth := newAuthenticator(cfg.Credentials, cfg.Metrics)
+	mux := http.NewServeMux()
+	mux.Handle("GET /healthz", named("GET /healthz", http.HandlerFunc(healthz)))
+	mux.Handle("GET /readyz", named("GET /readyz", readyz(cfg.Ready)))
+	mux.Handle("GET /metrics", named("GET /metrics", promhttp.HandlerFor(cfg.Metrics.Registry, promhttp.HandlerOpts{})))
+	mux.Handle("GET /openapi.yaml", named("GET /openapi.yaml", openapi(cfg.OpenAPI)))
+	mux.Handle("/", limitBody(auth.middleware(cfg.API)))
+	return withRequestInfo(recoverer(cfg.Logger, instrument(cfg.Logger, cfg.Metrics, securityHeaders(mux))))
+}
+
+// named records the route template of a handler that is not an API route.
+func named(route string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		observability.Info(r.Context()).Route = route
+		h.ServeHTTP(w, r)
+	})
+}
+
+func healthz(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// readyz reports 200 when every dependency answers within two seconds,
+// 503 with the failing checks otherwise.
+func readyz(checks map[string]func(context.Context) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		results := map[string]string{}
+		code := http.StatusOK
+		for name, check := range checks {
+			if err := check(ctx); err != nil {
+				results[name] = "unavailable"
+				code = http.StatusServiceUnavailable
+				slog.WarnContext(ctx, "readiness check failed", "check", name, "err", err)
+				continue
+			}
+			results[name] = "ok"
+		}
+		status := "ok"
+		if code != http.StatusOK {
+			status = "unavailable"
+		}
+		writeJSON(w, code, map[string]any{"status": status, "checks": results})
+	})
+}
+
+func openapi(doc []byte) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/yaml")
+		_, _ = w.Write(doc)
+	})
+}
+
+func securityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		next.ServeHTTP(w, r)
+	})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,250 @@
+package tenancy
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/golang-lru/v2/expirable"
+
+	"github.com/assessd/assessd/audit"
+	"github.com/assessd/assessd/errs"
+	"github.com/assessd/assessd/ids"
+	"github.com/assessd/assessd/store"
+)
+
+// An API key reads "ak_<key ulid>_<secret>": the ulid names the key row
+// (id "key_<ulid>") and the secret is 256 random bits, stored only as its
+// SHA-256 hash and compared in constant time.
+const (
+	apiKeyPrefix = "ak_"
+	ulidLen      = 26
+)
+
+// APIKey describes a key without its secret.
+type APIKey struct {
+	ID         string
+	UserID     string
+	Name       string
+	CreatedAt  time.Time
+	LastUsedAt *time.Time
+	RevokedAt  *time.Time
+}
+
+// OrgOf returns the organization that owns a user or API key id. Operator
+// commands use it to scope themselves.
+func (s *Service) OrgOf(ctx context.Context, id string) (string, error) {
+	var org *string
+	if err := s.db.Unscoped().QueryRow(ctx, `SELECT org_of($1)`, id).Scan(&org); err != nil {
+		return "", fmt.Errorf("org of %s: %w", id, err)
+	}
+	if org == nil {
+		return "", errs.NotFound(resourceOf(id))
+	}
+	return *org, nil
+}
+
+func resourceOf(id string) string {
+	if strings.HasPrefix(id, string(ids.APIKey)) {
+		return "api key"
+	}
+	return "user"
+}
+
+// CreateAPIKey issues a key for userID and returns it with the plaintext
+// key, which is never retrievable again. Callers may create keys for
+// themselves; managing another user's keys needs users:write.
+func (s *Service) CreateAPIKey(ctx context.Context, userID, name string) (APIKey, string, error) {
+	caller, err := s.authorizeKeyOwner(ctx, userID)
+	if err != nil {
+		return APIKey{}, "", err
+	}
+	if name = strings.TrimSpace(name); name == "" {
+		name = "API key"
+	}
+	if len(name) > 200 {
+		return APIKey{}, "", errs.Invalid("name", "must be at most 200 characters")
+	}
+	id := ids.New(ids.APIKey)
+	secret := make([]byte, 32)
+	if _, err := rand.Read(secret); err != nil {
+		return APIKey{}, "", err
+	}
+	plain := apiKeyPrefix + strings.TrimPrefix(id, string(ids.APIKey)) + "_" + base64.RawURLEncoding.EncodeToString(secret)
+	hash := sha256.Sum256([]byte(plain))
+	k := APIKey{ID: id, UserID: userID, Name: name}
+	err = s.db.Tx(ctx, func(ctx context.Context) error {
+		q := s.db.Q(ctx)
+		if _, err := s.loadUser(ctx, q, userID, false); err != nil {
+			return err
+		}
+		if err := q.QueryRow(ctx, `
+			INSERT INTO api_keys (id, org_id, user_id, name, secret_hash)
+			VALUES ($1, app_org_id(), $2, $3, $4) RETURNING created_at`,
+			id, userID, name, hash[:]).Scan(&k.CreatedAt); err != nil {
+			return fmt.Errorf("create api key: %w", err)
+		}
+		_, err := audit.Append(ctx, q, audit.Entry{
+			Action: "api_key.created", Actor: ActorOf(caller), Target: audit.Target{Type: "api_key", ID: id},
+			After: map[string]any{"userId": userID, "name": name},
+		})
+		return err
+	})
+	if err != nil {
+		return APIKey{}, "", err
+	}
+	return k, plain, nil
+}
+
+// RevokeAPIKey revokes key id at once.
+func (s *Service) RevokeAPIKey(ctx context.Context, id string) error {
+	if !ids.Valid(ids.APIKey, id) {
+		return errs.Invalid("id", "must be an API key id (key_...)")
+	}
+	err := s.db.Tx(ctx, func(ctx context.Context) error {
+		q := s.db.Q(ctx)
+		var userID string
+		err := q.QueryRow(ctx, `SELECT user_id FROM api_keys WHERE org_id = app_org_id() AND id = $1`, id).Scan(&userID)
+		if isNoRows(err) {
+			return errs.NotFound("api key")
+		}
+		if err != nil {
+			return fmt.Errorf("revoke api key: %w", err)
+		}
+		caller, err := s.authorizeKeyOwner(ctx, userID)
+		if err != nil {
+			return err
+		}
+		if _, err := q.Exec(ctx, `UPDATE api_keys SET revoked_at = now() WHERE org_id = app_org_id() AND id = $1 AND revoked_at IS NULL`, id); err != nil {
+			return fmt.Errorf("revoke api key: %w", err)
+		}
+		_, err = audit.Append(ctx, q, audit.Entry{
+			Action: "api_key.revoked", Actor: ActorOf(caller), Target: audit.Target{Type: "api_key", ID: id},
+		})
+		return err
+	})
+	if err == nil {
+		s.keys.purge()
+	}
+	return err
+}
+
+// ListAPIKeys returns the keys of userID, newest first.
+func (s *Service) ListAPIKeys(ctx context.Context, userID string) ([]APIKey, error) {
+	if _, err := s.authorizeKeyOwner(ctx, userID); err != nil {
+		return nil, err
+	}
+	rows, err := s.db.Q(ctx).Query(ctx, `
+		SELECT id, user_id, name, created_at, last_used_at, revoked_at FROM api_keys
+		 WHERE org_id = app_org_id() AND user_id = $1 ORDER BY id DESC`, userID)
+	if err != nil {
+		return nil, fmt.Errorf("list api keys: %w", err)
+	}
+	defer rows.Close()
+	var keys []APIKey
+	for rows.Next() {
+		var k APIKey
+		if err := rows.Scan(&k.ID, &k.UserID, &k.Name, &k.CreatedAt, &k.LastUsedAt, &k.RevokedAt); err != nil {
+			return nil, fmt.Errorf("list api keys: %w", err)
+		}
+		keys = append(keys, k)
+	}
+	return keys, rows.Err()
+}
+
+// authorizeKeyOwner lets a user manage their own keys and a manager with
+// users:write manage anyone's.
+func (s *Service) authorizeKeyOwner(ctx context.Context, userID string) (*Caller, error) {
+	c, ok := CallerFrom(ctx)
+	if ok && c.UserID == userID && c.Kind != KindJWT {
+		return c, nil
+	}
+	return Authorize(ctx, WriteUsers)
+}
+
+// AuthenticateAPIKey resolves a bearer API key to its caller. Unknown,
+// malformed and revoked keys are errs.KindUnauthenticated.
+func (s *Service) AuthenticateAPIKey(ctx context.Context, token string) (*Caller, error) {
+	hash := sha256.Sum256([]byte(token))
+	if e, ok := s.keys.get(hash); ok {
+		s.touch(ctx, e)
+		return e.caller, nil
+	}
+	keyULID, _, ok := strings.Cut(strings.TrimPrefix(token, apiKeyPrefix), "_")
+	keyID := string(ids.APIKey) + keyULID
+	if !strings.HasPrefix(token, apiKeyPrefix) || !ok || len(keyULID) != ulidLen || !ids.Valid(ids.APIKey, keyID) {
+		return nil, errs.Unauthenticated("invalid API key")
+	}
+	var (
+		c        = Caller{Kind: KindAPIKey, CredentialID: keyID}
+		stored   []byte
+		lastUsed *time.Time
+	)
+	err := s.db.Unscoped().QueryRow(ctx, `SELECT org_id, user_id, role, secret_hash, last_used_at FROM api_key_for_auth($1)`, keyID).
+		Scan(&c.OrgID, &c.UserID, &c.Role, &stored, &lastUsed)
+	if isNoRows(err) {
+		return nil, errs.Unauthenticated("invalid or revoked API key")
+	}
+	if err != nil {
+		return nil, errs.Unavailable("DATABASE_UNAVAILABLE", "cannot verify credentials right now").WithCause(err)
+	}
+	if subtle.ConstantTimeCompare(stored, hash[:]) != 1 {
+		return nil, errs.Unauthenticated("invalid or revoked API key")
+	}
+	c.Scopes = APIKeyScopes(c.Role)
+	e := &cachedKey{caller: &c}
+	if lastUsed != nil {
+		e.lastUsed.Store(lastUsed.UnixNano())
+	}
+	s.keys.add(hash, e)
+	s.touch(ctx, e)
+	return &c, nil
+}
+
+// lastUsedResolution bounds how often a key's last-used time is written.
+const lastUsedResolution = time.Minute
+
+// touch records that a key was used, at most once per lastUsedResolution,
+// so a busy key costs no write on most requests.
+func (s *Service) touch(ctx context.Context, e *cachedKey) {
+	now := time.Now()
+	prev := e.lastUsed.Load()
+	if now.UnixNano()-prev < int64(lastUsedResolution) || !e.lastUsed.CompareAndSwap(prev, now.UnixNano()) {
+		return
+	}
+	ctx = store.WithOrg(ctx, e.caller.OrgID)
+	// Best effort: a failed write only leaves last_used_at a little stale.
+	_, _ = s.db.Q(ctx).Exec(ctx, `UPDATE api_keys SET last_used_at = now() WHERE org_id = app_org_id() AND id = $1`, e.caller.CredentialID)
+}
+
+// keyCache keeps recently verified keys so authenticated requests skip the
+// database. Any revocation or change of a user in this process purges it;
+// entries live at most keyCacheTTL, which bounds how long a revocation made
+// by another instance takes to apply here.
+type keyCache struct {
+	lru *expirable.LRU[[32]byte, *cachedKey]
+}
+
+type cachedKey struct {
+	caller   *Caller
+	lastUsed atomic.Int64
+}
+
+const (
+	keyCacheSize = 10_000
+	keyCacheTTL  = 30 * time.Second
+)
+
+func newKeyCache() *keyCache {
+	return &keyCache{lru: expirable.NewLRU[[32]byte, *cachedKey](keyCacheSize, nil, keyCacheTTL)}
+}
+
+func (k *keyCache) get(h [32]byte) (*cachedKey, bool) { return k.lru.Get(h) }
+func (k *keyCache) add(h [32]byte, e *cachedKey)      { k.lru.Add(h, e) }
+func (k *keyCache) purge()                            { k.lru.Purge() }

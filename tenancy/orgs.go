@@ -1,0 +1,215 @@
+package tenancy
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"golang.org/x/text/language"
+
+	"github.com/assessd/assessd/audit"
+	"github.com/assessd/assessd/errs"
+	"github.com/assessd/assessd/ids"
+	"github.com/assessd/assessd/store"
+)
+
+// AI regions of settings.aiRegion.
+const (
+	RegionGlobal = "global"
+	RegionEU     = "eu"
+)
+
+// Plans. Region selection is a paid feature: see PlanAllowsRegionChoice.
+const (
+	PlanFree       = "free"
+	PlanPro        = "pro"
+	PlanEnterprise = "enterprise"
+)
+
+// ActionAIRegionChanged is the audit action of every aiRegion change.
+const ActionAIRegionChanged = "org.ai_region_changed"
+
+// PlanAllowsRegionChoice reports whether organizations on plan may change
+// settings.aiRegion.
+func PlanAllowsRegionChoice(plan string) bool { return plan == PlanPro || plan == PlanEnterprise }
+
+// Org is an organization (workspace).
+type Org struct {
+	ID        string
+	Name      string
+	Country   string
+	Plan      string
+	AIRegion  string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// NewOrg is the input of CreateOrg.
+type NewOrg struct {
+	Name    string
+	Country string
+	Plan    string
+}
+
+// OrgPatch changes the fields that are set.
+type OrgPatch struct {
+	Name     *string
+	AIRegion *string
+}
+
+const orgColumns = `id, name, country, plan, ai_region, created_at, updated_at`
+
+func scanOrg(row interface{ Scan(...any) error }) (Org, error) {
+	var o Org
+	err := row.Scan(&o.ID, &o.Name, &o.Country, &o.Plan, &o.AIRegion, &o.CreatedAt, &o.UpdatedAt)
+	return o, err
+}
+
+func validateName(field, name string) (string, error) {
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return "", errs.Invalid(field, "is required")
+	}
+	if utf8.RuneCountInString(name) > 200 {
+		return "", errs.Invalid(field, "must be at most 200 characters")
+	}
+	return name, nil
+}
+
+// CreateOrg creates an organization; its aiRegion defaults from its
+// country. It is an operator action (the admin command line).
+func (s *Service) CreateOrg(ctx context.Context, in NewOrg) (Org, error) {
+	name, err := validateName("name", in.Name)
+	if err != nil {
+		return Org{}, err
+	}
+	country := strings.ToUpper(strings.TrimSpace(in.Country))
+	if region, err := language.ParseRegion(country); err != nil || !region.IsCountry() || region.String() != country {
+		return Org{}, errs.Invalid("country", "must be an ISO 3166-1 alpha-2 country code")
+	}
+	plan := in.Plan
+	if plan == "" {
+		plan = PlanFree
+	}
+	if plan != PlanFree && plan != PlanPro && plan != PlanEnterprise {
+		return Org{}, errs.Invalid("plan", "must be free, pro or enterprise")
+	}
+	id := ids.New(ids.Org)
+	ctx = WithCaller(ctx, SystemCaller(id))
+	var org Org
+	err = s.db.Tx(ctx, func(ctx context.Context) error {
+		q := s.db.Q(ctx)
+		org, err = scanOrg(q.QueryRow(ctx, `
+			INSERT INTO orgs (id, name, country, plan, ai_region) VALUES ($1, $2, $3, $4, $5)
+			RETURNING `+orgColumns, id, name, country, plan, DefaultAIRegion(country)))
+		if err != nil {
+			return fmt.Errorf("create org: %w", err)
+		}
+		_, err = audit.Append(ctx, q, audit.Entry{
+			Action: "org.created", Actor: ActorOf(SystemCaller(id)), Target: audit.Target{Type: "org", ID: id},
+			After: orgSnapshot(org),
+		})
+		return err
+	})
+	return org, err
+}
+
+// Org returns the caller's organization.
+func (s *Service) Org(ctx context.Context) (Org, error) {
+	if _, err := Authorize(ctx, ReadOrg); err != nil {
+		return Org{}, err
+	}
+	return s.loadOrg(ctx, s.db.Q(ctx), false)
+}
+
+func (s *Service) loadOrg(ctx context.Context, q store.Querier, forUpdate bool) (Org, error) {
+	sql := `SELECT ` + orgColumns + ` FROM orgs WHERE id = app_org_id()`
+	if forUpdate {
+		sql += ` FOR UPDATE`
+	}
+	org, err := scanOrg(q.QueryRow(ctx, sql))
+	if isNoRows(err) {
+		return Org{}, errs.NotFound("org")
+	}
+	if err != nil {
+		return Org{}, fmt.Errorf("load org: %w", err)
+	}
+	return org, nil
+}
+
+// UpdateOrg applies p to the caller's organization. A change of aiRegion
+// needs a plan with region choice and is audited as org.ai_region_changed
+// in the same transaction, so the change and its entry exist together or
+// not at all.
+func (s *Service) UpdateOrg(ctx context.Context, p OrgPatch) (Org, error) {
+	caller, err := Authorize(ctx, WriteOrg)
+	if err != nil {
+		return Org{}, err
+	}
+	if p.Name != nil {
+		name, err := validateName("name", *p.Name)
+		if err != nil {
+			return Org{}, err
+		}
+		p.Name = &name
+	}
+	if p.AIRegion != nil && *p.AIRegion != RegionGlobal && *p.AIRegion != RegionEU {
+		return Org{}, errs.Invalid("settings.aiRegion", "must be global or eu")
+	}
+	var org Org
+	err = s.db.Tx(ctx, func(ctx context.Context) error {
+		q := s.db.Q(ctx)
+		before, err := s.loadOrg(ctx, q, true)
+		if err != nil {
+			return err
+		}
+		org = before
+		if p.Name != nil {
+			org.Name = *p.Name
+		}
+		regionChanged := p.AIRegion != nil && *p.AIRegion != before.AIRegion
+		if regionChanged {
+			if !PlanAllowsRegionChoice(before.Plan) {
+				return errs.Forbidden("PLAN_FEATURE_UNAVAILABLE", "the %s plan does not include choosing the AI region", before.Plan)
+			}
+			org.AIRegion = *p.AIRegion
+		}
+		if org.Name == before.Name && !regionChanged {
+			return nil
+		}
+		org, err = scanOrg(q.QueryRow(ctx, `
+			UPDATE orgs SET name = $1, ai_region = $2, updated_at = now()
+			 WHERE id = app_org_id() RETURNING `+orgColumns, org.Name, org.AIRegion))
+		if err != nil {
+			return fmt.Errorf("update org: %w", err)
+		}
+		if regionChanged {
+			if _, err := audit.Append(ctx, q, audit.Entry{
+				Action: ActionAIRegionChanged, Actor: ActorOf(caller), Target: audit.Target{Type: "org", ID: org.ID},
+				Before: map[string]any{"settings": map[string]any{"aiRegion": before.AIRegion}},
+				After:  map[string]any{"settings": map[string]any{"aiRegion": org.AIRegion}},
+			}); err != nil {
+				return err
+			}
+		}
+		if org.Name != before.Name {
+			if _, err := audit.Append(ctx, q, audit.Entry{
+				Action: "org.updated", Actor: ActorOf(caller), Target: audit.Target{Type: "org", ID: org.ID},
+				Before: map[string]any{"name": before.Name}, After: map[string]any{"name": org.Name},
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return org, err
+}
+
+func orgSnapshot(o Org) map[string]any {
+	return map[string]any{
+		"name": o.Name, "country": o.Country, "plan": o.Plan,
+		"settings": map[string]any{"aiRegion": o.AIRegion},
+	}
+}

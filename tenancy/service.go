@@ -1,0 +1,51 @@
+package tenancy
+
+import (
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/assessd/assessd/audit"
+	"github.com/assessd/assessd/store"
+)
+
+// Service implements organizations, users, API keys and the audit log API
+// on top of PostgreSQL.
+type Service struct {
+	db   *store.DB
+	keys *keyCache
+}
+
+// NewService returns a Service using db.
+func NewService(db *store.DB) *Service {
+	return &Service{db: db, keys: newKeyCache()}
+}
+
+// KindSystem is the operator acting through the assessd command line. It is
+// never produced by network authentication.
+const KindSystem Kind = "system"
+
+// SystemCaller is the caller of operator commands for organization orgID:
+// every scope, owner role, attributed to the system in the audit log.
+func SystemCaller(orgID string) *Caller {
+	return &Caller{Kind: KindSystem, OrgID: orgID, UserID: "cli", Role: RoleOwner, Scopes: AllScopes}
+}
+
+// ActorOf is how c appears in the audit log.
+func ActorOf(c *Caller) audit.Actor {
+	switch c.Kind {
+	case KindSystem:
+		return audit.Actor{Kind: audit.ActorSystem, ID: c.UserID}
+	case KindJWT:
+		return audit.Actor{Kind: audit.ActorServiceAccount, ID: c.UserID}
+	}
+	return audit.Actor{Kind: audit.ActorUser, ID: c.UserID, ClientID: c.ClientID}
+}
+
+func isUniqueViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505"
+}
+
+func isNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }
