@@ -46,7 +46,7 @@ func New(cfg Config) http.Handler {
 	mux.Handle("GET /readyz", named("GET /readyz", readyz(cfg.Ready)))
 	mux.Handle("GET /metrics", named("GET /metrics", promhttp.HandlerFor(cfg.Metrics.Registry, promhttp.HandlerOpts{})))
 	mux.Handle("GET /openapi.yaml", named("GET /openapi.yaml", openapi(cfg.OpenAPI)))
-	mux.Handle("/", limitBody(auth.middleware(cfg.API)))
+	mux.Handle("/", limitBody(auth.middleware(jsonErrors(cfg.API))))
 	return withRequestInfo(recoverer(cfg.Logger, instrument(cfg.Logger, cfg.Metrics, securityHeaders(mux))))
 }
 

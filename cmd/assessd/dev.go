@@ -36,12 +36,12 @@ func dev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := store.Migrate(ctx, cfg.DatabaseURL); err != nil {
 		return err
 	}
-	a, err := newApp(ctx, cfg, log)
+	a, err := newProcess(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer a.close()
-	demo, err := seedDemo(ctx, a.tenancy, cfg.BaseURL)
+	demo, err := seedDemo(ctx, a.Tenancy, cfg.BaseURL)
 	if err != nil {
 		return fmt.Errorf("seed demo data: %w", err)
 	}

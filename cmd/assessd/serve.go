@@ -10,12 +10,9 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/assessd/assessd/api"
-	"github.com/assessd/assessd/api/openapi"
+	"github.com/assessd/assessd/app"
 	"github.com/assessd/assessd/observability"
-	"github.com/assessd/assessd/server"
 	"github.com/assessd/assessd/store"
-	"github.com/assessd/assessd/tenancy"
 )
 
 func newLogger(w io.Writer, level slog.Level) *slog.Logger {
@@ -32,7 +29,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	log := cfg.logger(stderr)
 	slog.SetDefault(log)
-	a, err := newApp(ctx, cfg, log)
+	a, err := newProcess(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
@@ -40,51 +37,40 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	return a.serve(ctx, nil)
 }
 
-// app is the wired server process.
-type app struct {
-	cfg     config
-	log     *slog.Logger
-	db      *store.DB
-	tenancy *tenancy.Service
-	handler http.Handler
+// process is the running server: its configuration, database and the
+// wired application.
+type process struct {
+	cfg config
+	log *slog.Logger
+	db  *store.DB
+	*app.App
 }
 
-func newApp(ctx context.Context, cfg config, log *slog.Logger) (*app, error) {
+func newProcess(ctx context.Context, cfg config, log *slog.Logger) (*process, error) {
 	db, err := store.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return nil, err
 	}
-	metrics := observability.NewMetrics()
-	metrics.RegisterPool(db)
-	ten := tenancy.NewService(db)
-	apiHandler, err := api.NewHandler(api.Services{Tenancy: ten})
+	a, err := app.New(db, log)
 	if err != nil {
 		db.Close()
-		return nil, fmt.Errorf("api: %w", err)
+		return nil, err
 	}
-	h := server.New(server.Config{
-		Logger:      log,
-		Metrics:     metrics,
-		API:         apiHandler,
-		Credentials: []server.Credential{{Prefix: "ak_", Authenticate: ten.AuthenticateAPIKey}},
-		Ready:       map[string]func(context.Context) error{"postgres": db.Ping},
-		OpenAPI:     openapi.Document,
-	})
-	return &app{cfg: cfg, log: log, db: db, tenancy: ten, handler: h}, nil
+	return &process{cfg: cfg, log: log, db: db, App: a}, nil
 }
 
-func (a *app) close() { a.db.Close() }
+func (a *process) close() { a.db.Close() }
 
 // serve listens on the configured address until ctx ends, then stops
 // accepting connections and lets in-flight requests finish (up to 30s).
 // ready, if not nil, is called once the listener is open.
-func (a *app) serve(ctx context.Context, ready func()) error {
+func (a *process) serve(ctx context.Context, ready func()) error {
 	ln, err := net.Listen("tcp", a.cfg.Addr)
 	if err != nil {
 		return err
 	}
 	srv := &http.Server{
-		Handler:           a.handler,
+		Handler:           a.Handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,

@@ -1,0 +1,145 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/assessd/assessd/app"
+	"github.com/assessd/assessd/store/storetest"
+	"github.com/assessd/assessd/tenancy"
+)
+
+// env is a running assessd on a fresh database.
+type env struct {
+	t   *testing.T
+	srv *httptest.Server
+	app *app.App
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	db := storetest.New(t)
+	a, err := app.New(db, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(a.Handler)
+	t.Cleanup(srv.Close)
+	return &env{t: t, srv: srv, app: a}
+}
+
+// tenant is an organization with one user of each role and their API keys.
+type tenant struct {
+	org   tenancy.Org
+	users map[tenancy.Role]tenancy.User
+	keys  map[tenancy.Role]string
+}
+
+func (e *env) newTenant(country, plan string) tenant {
+	e.t.Helper()
+	ctx := context.Background()
+	org, err := e.app.Tenancy.CreateOrg(ctx, tenancy.NewOrg{Name: "School " + country, Country: country, Plan: plan})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ctx = tenancy.WithCaller(ctx, tenancy.SystemCaller(org.ID))
+	tn := tenant{org: org, users: map[tenancy.Role]tenancy.User{}, keys: map[tenancy.Role]string{}}
+	for _, r := range tenancy.Roles {
+		u, err := e.app.Tenancy.CreateUser(ctx, tenancy.NewUser{Email: string(r) + "@" + org.ID + ".test", Name: string(r), Role: r})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		_, key, err := e.app.Tenancy.CreateAPIKey(ctx, u.ID, "test")
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		tn.users[r], tn.keys[r] = u, key
+	}
+	return tn
+}
+
+// response is a decoded API answer.
+type response struct {
+	status int
+	header http.Header
+	body   map[string]any
+	raw    []byte
+}
+
+// reason returns the ErrorInfo reason of an error body.
+func (r response) reason() string {
+	details, _ := r.body["details"].([]any)
+	for _, d := range details {
+		if m, ok := d.(map[string]any); ok && m["@type"] == "type.googleapis.com/google.rpc.ErrorInfo" {
+			s, _ := m["reason"].(string)
+			return s
+		}
+	}
+	return ""
+}
+
+// field returns the first BadRequest field violation of an error body.
+func (r response) field() string {
+	details, _ := r.body["details"].([]any)
+	for _, d := range details {
+		if m, ok := d.(map[string]any); ok && m["@type"] == "type.googleapis.com/google.rpc.BadRequest" {
+			if v, ok := m["fieldViolations"].([]any); ok && len(v) > 0 {
+				s, _ := v[0].(map[string]any)["field"].(string)
+				return s
+			}
+		}
+	}
+	return ""
+}
+
+// do sends a request; body may be nil, a string (sent as is) or a value to
+// encode as JSON.
+func (e *env) do(method, path, key string, body any) response {
+	e.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = bytes.NewBufferString(b)
+	default:
+		data, err := json.Marshal(b)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequest(method, e.srv.URL+path, rd)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	res, err := e.srv.Client().Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	out := response{status: res.StatusCode, header: res.Header, raw: raw}
+	_ = json.Unmarshal(raw, &out.body)
+	return out
+}
+
+// must fails the test unless r has status want.
+func (r response) must(t *testing.T, want int) response {
+	t.Helper()
+	if r.status != want {
+		t.Fatalf("status %d, want %d; body %s", r.status, want, r.raw)
+	}
+	return r
+}

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/assessd/assessd/store/storetest"
+)
+
+// runJSON runs the command line and decodes its JSON output.
+func runJSON(t *testing.T, args ...string) map[string]any {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), args, &out, &errOut); err != nil {
+		t.Fatalf("assessd %s: %v\n%s", strings.Join(args, " "), err, errOut.String())
+	}
+	var v map[string]any
+	if err := json.Unmarshal(out.Bytes(), &v); err != nil {
+		t.Fatalf("assessd %s printed non-JSON %q", strings.Join(args, " "), out.String())
+	}
+	return v
+}
+
+func TestAdminCommands(t *testing.T) {
+	dbURL := storetest.NewURL(t)
+	t.Setenv("DATABASE_URL", dbURL)
+
+	org := runJSON(t, "admin", "org", "create", "--name", "Lycée Test", "--country", "FR", "--plan", "pro")
+	orgID, _ := org["id"].(string)
+	if !strings.HasPrefix(orgID, "org_") || org["settings"].(map[string]any)["aiRegion"] != "eu" {
+		t.Fatalf("org create = %v", org)
+	}
+	user := runJSON(t, "admin", "user", "create", "--org", orgID, "--email", "t@lycee.test", "--name", "T", "--role", "teacher", "--password", "correct horse")
+	userID, _ := user["id"].(string)
+	if !strings.HasPrefix(userID, "usr_") {
+		t.Fatalf("user create = %v", user)
+	}
+	key := runJSON(t, "admin", "apikey", "create", "--user", userID, "--name", "ci")
+	if !strings.HasPrefix(key["key"].(string), "ak_") || !strings.HasPrefix(key["id"].(string), "key_") {
+		t.Fatalf("apikey create = %v", key)
+	}
+	if got := runJSON(t, "admin", "apikey", "revoke", "--key", key["id"].(string)); got["revoked"] != true {
+		t.Fatalf("apikey revoke = %v", got)
+	}
+
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), []string{"admin", "org", "create", "--name", "X", "--country", "XX"}, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "country") {
+		t.Fatalf("invalid country: err = %v", err)
+	}
+	err = run(context.Background(), []string{"admin", "apikey", "create", "--user", "usr_01ARZ3NDEKTSV4RRFFQ69G5FAV"}, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Fatalf("unknown user: err = %v", err)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	var out, errOut bytes.Buffer
+	for _, args := range [][]string{nil, {"frobnicate"}, {"admin", "org"}, {"admin", "org", "create", "--nope"}} {
+		if err := run(context.Background(), args, &out, &errOut); !errors.Is(err, errUsage) {
+			t.Errorf("assessd %v: err = %v, want usage error", args, err)
+		}
+	}
+	t.Setenv("DATABASE_URL", "")
+	if err := run(context.Background(), []string{"migrate"}, &out, &errOut); err == nil || !strings.Contains(err.Error(), "DATABASE_URL") {
+		t.Errorf("migrate without database: err = %v", err)
+	}
+}
+
+func TestServeShutsDownGracefully(t *testing.T) {
+	t.Setenv("DATABASE_URL", storetest.NewURL(t))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	var errOut bytes.Buffer
+	go func() { done <- run(ctx, []string{"serve", "--assessd-addr", addr}, &bytes.Buffer{}, &errOut) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		res, err := http.Get("http://" + addr + "/healthz")
+		if err == nil {
+			res.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server did not come up: %v\n%s", err, errOut.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve returned %v", err)
+		}
+	case <-time.After(35 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+}
