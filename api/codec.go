@@ -3,38 +3,82 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 
 	"connectrpc.com/connect"
 	"connectrpc.com/vanguard"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
-// strictJSON is the REST body codec: it rejects unknown fields (vanguard's
-// default discards them) and turns every decoding failure into a 400 that
-// names the field, instead of the transcoder's default 500.
-type strictJSON struct {
+// The API's JSON: every field emitted (clients see a stable shape, empty
+// lists as []), compact output, and unknown or mistyped input fields
+// rejected as 400s naming the field. Vanguard's REST codec and the Connect
+// handlers' JSON codec share these options, so a body is held to the same
+// rules whichever side decodes it.
+var (
+	marshalJSON   = protojson.MarshalOptions{EmitUnpopulated: true}
+	unmarshalJSON = protojson.UnmarshalOptions{DiscardUnknown: false}
+)
+
+// restJSON is the codec Vanguard uses for REST bodies.
+type restJSON struct {
 	*vanguard.JSONCodec
 }
 
-func newStrictJSON(res vanguard.TypeResolver) vanguard.Codec {
+func newRESTJSON(res vanguard.TypeResolver) vanguard.Codec {
 	c := vanguard.NewJSONCodec(res)
-	c.UnmarshalOptions.DiscardUnknown = false
-	return strictJSON{c}
+	c.MarshalOptions.EmitUnpopulated = marshalJSON.EmitUnpopulated
+	c.UnmarshalOptions.DiscardUnknown = unmarshalJSON.DiscardUnknown
+	return restJSON{c}
 }
 
-// MarshalAppend writes compact JSON: protojson varies its whitespace on
-// purpose, and clients read nicer, smaller bodies without it.
-func (c strictJSON) MarshalAppend(base []byte, msg proto.Message) ([]byte, error) {
+func (c restJSON) MarshalAppend(base []byte, msg proto.Message) ([]byte, error) {
 	data, err := c.JSONCodec.MarshalAppend(nil, msg)
 	return appendCompact(base, data, err)
 }
 
-func (c strictJSON) MarshalAppendField(base []byte, msg proto.Message, field protoreflect.FieldDescriptor) ([]byte, error) {
+func (c restJSON) MarshalAppendField(base []byte, msg proto.Message, field protoreflect.FieldDescriptor) ([]byte, error) {
 	data, err := c.JSONCodec.MarshalAppendField(nil, msg, field)
 	return appendCompact(base, data, err)
+}
+
+func (c restJSON) Unmarshal(data []byte, msg proto.Message) error {
+	return bodyError(c.JSONCodec.Unmarshal(data, msg))
+}
+
+func (c restJSON) UnmarshalField(data []byte, msg proto.Message, field protoreflect.FieldDescriptor) error {
+	return bodyError(c.JSONCodec.UnmarshalField(data, msg, field))
+}
+
+// connectJSON is the JSON codec of the Connect handlers. The transcoder
+// hands JSON bodies to them as they are when it needs no transformation,
+// and passes their JSON responses through, which saves a protobuf round
+// trip per request.
+type connectJSON struct{}
+
+var _ connect.Codec = connectJSON{}
+
+func (connectJSON) Name() string { return "json" }
+
+func (connectJSON) Marshal(v any) ([]byte, error) {
+	msg, ok := v.(proto.Message)
+	if !ok {
+		return nil, fmt.Errorf("marshal %T: not a protobuf message", v)
+	}
+	data, err := marshalJSON.Marshal(msg)
+	return appendCompact(nil, data, err)
+}
+
+func (connectJSON) Unmarshal(data []byte, v any) error {
+	msg, ok := v.(proto.Message)
+	if !ok {
+		return fmt.Errorf("unmarshal into %T: not a protobuf message", v)
+	}
+	return bodyError(unmarshalJSON.Unmarshal(data, msg))
 }
 
 func appendCompact(base, data []byte, err error) ([]byte, error) {
@@ -48,16 +92,8 @@ func appendCompact(base, data []byte, err error) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-func (c strictJSON) Unmarshal(data []byte, msg proto.Message) error {
-	return bodyError(c.JSONCodec.Unmarshal(data, msg))
-}
-
-func (c strictJSON) UnmarshalField(data []byte, msg proto.Message, field protoreflect.FieldDescriptor) error {
-	return bodyError(c.JSONCodec.UnmarshalField(data, msg, field))
-}
-
 var (
-	protojsonPosition = regexp.MustCompile(`^proto:\s*(\(line \d+:\d+\):\s*)?`)
+	protojsonPosition = regexp.MustCompile(`^proto:\s*(syntax error\s*)?(\(line \d+:\d+\):\s*)?`)
 	protojsonField    = regexp.MustCompile(`field "?([A-Za-z_][A-Za-z0-9_.]*)"?`)
 )
 

@@ -5,8 +5,10 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 
@@ -35,16 +37,23 @@ type Services struct {
 // NewHandler returns the API handler: every service on its REST paths and
 // on its Connect/gRPC paths.
 func NewHandler(s Services) (http.Handler, error) {
-	routes := routeTemplates(v1.File_assessd_v1_users_proto.Package())
+	pkg := v1.File_assessd_v1_users_proto.Package()
+	routes := routeTemplates(pkg)
 	opts := []connect.HandlerOption{
 		connect.WithInterceptors(routeInterceptor(routes)),
 		connect.WithReadMaxBytes(MaxBodyBytes),
+		// Small responses are not worth compressing.
+		connect.WithCompressMinBytes(4 << 10),
+		connect.WithCodec(connectJSON{}),
 	}
 	svcOpts := []vanguard.ServiceOption{
 		vanguard.WithRESTUnmarshalOptions(vanguard.RESTUnmarshalOptions{DiscardUnknownQueryParams: true}),
-		// Always transcode REST JSON to protobuf, so every body passes the
-		// strict codec (a JSON-to-JSON pass-through would skip it).
-		vanguard.WithTargetCodecs(vanguard.CodecProto),
+		// JSON end to end: the transcoder passes handler responses through
+		// instead of re-encoding them from protobuf.
+		vanguard.WithTargetCodecs(vanguard.CodecJSON),
+		// The hop from transcoder to handler is in-process: compressing it
+		// only burns CPU.
+		vanguard.WithNoTargetCompression(),
 	}
 	var services []*vanguard.Service
 	for _, h := range []func() (string, http.Handler){
@@ -61,10 +70,58 @@ func NewHandler(s Services) (http.Handler, error) {
 		path, handler := h()
 		services = append(services, vanguard.NewService(path, handler, svcOpts...))
 	}
-	return vanguard.NewTranscoder(services,
-		vanguard.WithCodec(newStrictJSON),
+	transcoder, err := vanguard.NewTranscoder(services,
+		vanguard.WithCodec(newRESTJSON),
 		vanguard.WithUnknownHandler(http.HandlerFunc(notFound)),
 	)
+	if err != nil {
+		return nil, err
+	}
+	return strictBodies(transcoder, passThroughBodies(pkg)), nil
+}
+
+// passThroughBodies finds the routes whose JSON body the transcoder hands
+// to the handler untouched: body "*" on a path without variables. They get
+// the strict REST decoding here, so every body is held to the same rules.
+func passThroughBodies(pkg protoreflect.FullName) map[string]protoreflect.MessageType {
+	out := map[string]protoreflect.MessageType{}
+	forEachRule(pkg, func(m protoreflect.MethodDescriptor, rule *annotations.HttpRule) {
+		method, path := httpPattern(rule)
+		if rule.Body != "*" || strings.Contains(path, "{") {
+			return
+		}
+		if mt, err := protoregistry.GlobalTypes.FindMessageByName(m.Input().FullName()); err == nil {
+			out[method+" "+path] = mt
+		}
+	})
+	return out
+}
+
+// strictBodies decodes the bodies of the given routes with the REST codec
+// before the transcoder sees them, answering 400 for unknown or mistyped
+// fields. The body was buffered by the server's body limit.
+func strictBodies(next http.Handler, routes map[string]protoreflect.MessageType) http.Handler {
+	codec := newRESTJSON(protoregistry.GlobalTypes)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mt, ok := routes[r.Method+" "+r.URL.Path]
+		if !ok || r.Body == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			WriteError(w, r, NewError(connect.CodeInvalidArgument, "INVALID_BODY", "could not read the request body", "", nil))
+			return
+		}
+		if len(body) > 0 {
+			if err := codec.Unmarshal(body, mt.New().Interface()); err != nil {
+				WriteError(w, r, ToConnect(r.Context(), err))
+				return
+			}
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		next.ServeHTTP(w, r)
+	})
 }
 
 func notFound(w http.ResponseWriter, r *http.Request) {
@@ -89,22 +146,26 @@ func routeInterceptor(routes map[string]string) connect.UnaryInterceptorFunc {
 // google.api.http rules of every file of the package.
 func routeTemplates(pkg protoreflect.FullName) map[string]string {
 	routes := map[string]string{}
+	forEachRule(pkg, func(m protoreflect.MethodDescriptor, rule *annotations.HttpRule) {
+		method, path := httpPattern(rule)
+		routes["/"+string(m.Parent().FullName())+"/"+string(m.Name())] = method + " " + path
+	})
+	return routes
+}
+
+// forEachRule calls fn for every method of pkg with a google.api.http rule.
+func forEachRule(pkg protoreflect.FullName, fn func(protoreflect.MethodDescriptor, *annotations.HttpRule)) {
 	protoregistry.GlobalFiles.RangeFilesByPackage(pkg, func(f protoreflect.FileDescriptor) bool {
 		for i := range f.Services().Len() {
-			svc := f.Services().Get(i)
-			for j := range svc.Methods().Len() {
-				m := svc.Methods().Get(j)
-				rule, ok := proto.GetExtension(m.Options(), annotations.E_Http).(*annotations.HttpRule)
-				if !ok || rule == nil {
-					continue
+			methods := f.Services().Get(i).Methods()
+			for j := range methods.Len() {
+				if rule, ok := proto.GetExtension(methods.Get(j).Options(), annotations.E_Http).(*annotations.HttpRule); ok && rule != nil {
+					fn(methods.Get(j), rule)
 				}
-				method, path := httpPattern(rule)
-				routes["/"+string(svc.FullName())+"/"+string(m.Name())] = method + " " + path
 			}
 		}
 		return true
 	})
-	return routes
 }
 
 func httpPattern(rule *annotations.HttpRule) (string, string) {

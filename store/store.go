@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -31,6 +32,9 @@ type Querier interface {
 // DB is the application's handle on PostgreSQL.
 type DB struct {
 	pool *pgxpool.Pool
+	// sessionOrg remembers, per connection, the organization its session
+	// is scoped to (see scoped).
+	sessionOrg sync.Map // *pgx.Conn -> string
 }
 
 // Open connects to url. Every connection runs as AppRole, so row-level
@@ -44,11 +48,14 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		_, err := conn.Exec(ctx, "SET ROLE "+AppRole)
 		return err
 	}
+	db := &DB{}
+	cfg.BeforeClose = func(conn *pgx.Conn) { db.sessionOrg.Delete(conn) }
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("store: connect: %w", err)
 	}
-	return &DB{pool: pool}, nil
+	db.pool = pool
+	return db, nil
 }
 
 // Close closes every connection of the pool.
@@ -60,10 +67,10 @@ func (db *DB) Ping(ctx context.Context) error { return db.pool.Ping(ctx) }
 // Stat reports pool statistics for metrics.
 func (db *DB) Stat() *pgxpool.Stat { return db.pool.Stat() }
 
-// Unscoped returns a querier without a tenant. Row-level security still
+// Unscoped returns a querier scoped to no tenant. Row-level security still
 // applies, so it sees no tenant row; it serves the SECURITY DEFINER lookups
 // that run before the tenant is known (authentication).
-func (db *DB) Unscoped() Querier { return db.pool }
+func (db *DB) Unscoped() Querier { return scoped{db: db} }
 
 type orgKey struct{}
 type txKey struct{}
@@ -91,7 +98,7 @@ func (db *DB) Q(ctx context.Context) Querier {
 	if !ok {
 		return failed{ErrNoTenant}
 	}
-	return scoped{pool: db.pool, org: org}
+	return scoped{db: db, org: org}
 }
 
 // Tx runs fn in one transaction scoped to ctx's organization; fn's context
@@ -117,46 +124,49 @@ func (db *DB) Tx(ctx context.Context, fn func(ctx context.Context) error) error 
 // row-level security policies read it through app_org_id().
 const setOrgSQL = "SELECT set_config('app.org_id', $1, true)"
 
-// scoped sends the scope and the statement as one pipelined batch: a batch
-// is one implicit transaction, so the transaction-local setting holds for
-// the statement, and it costs a single network round trip.
+// scoped runs single statements for one organization. A connection keeps
+// the organization it last served in its session (app.org_id set with
+// is_local false); a statement on a connection already scoped to the same
+// organization is sent alone, otherwise the scope and the statement go as
+// one pipelined batch (one implicit transaction, one round trip). Every
+// acquisition checks the scope, so a connection never serves one tenant
+// with another's setting; the pool is private to this package.
 type scoped struct {
-	pool *pgxpool.Pool
-	org  string
-}
-
-func (s scoped) send(ctx context.Context, sql string, args []any) pgx.BatchResults {
-	b := &pgx.Batch{}
-	b.Queue(setOrgSQL, s.org)
-	b.Queue(sql, args...)
-	return s.pool.SendBatch(ctx, b)
+	db  *DB
+	org string
 }
 
 func (s scoped) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	br := s.send(ctx, sql, args)
-	defer br.Close()
-	if _, err := br.Exec(); err != nil {
+	rows, err := s.Query(ctx, sql, args...)
+	if err != nil {
 		return pgconn.CommandTag{}, err
 	}
-	tag, err := br.Exec()
-	if err != nil {
-		return tag, err
-	}
-	return tag, br.Close()
+	rows.Close()
+	return rows.CommandTag(), rows.Err()
 }
 
 func (s scoped) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	br := s.send(ctx, sql, args)
-	if _, err := br.Exec(); err != nil {
-		br.Close()
-		return nil, err
-	}
-	rows, err := br.Query()
+	conn, err := s.db.pool.Acquire(ctx)
 	if err != nil {
-		br.Close()
 		return nil, err
 	}
-	return &batchRows{Rows: rows, batch: br}, nil
+	r := &scopedRows{conn: conn, db: s.db}
+	if current, _ := s.db.sessionOrg.Load(conn.Conn()); current == s.org {
+		r.Rows, err = conn.Query(ctx, sql, args...)
+	} else {
+		r.batch = conn.SendBatch(ctx, scopeBatch(s.org, sql, args))
+		if _, err = r.batch.Exec(); err == nil {
+			s.db.sessionOrg.Store(conn.Conn(), s.org)
+			r.Rows, err = r.batch.Query()
+		}
+	}
+	if err != nil {
+		r.Rows = nil
+		r.err = err
+		r.Close()
+		return nil, err
+	}
+	return r, nil
 }
 
 func (s scoped) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
@@ -167,26 +177,55 @@ func (s scoped) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	return rowOf{rows}
 }
 
-// batchRows releases the batch (and its connection) when the rows close.
-type batchRows struct {
+// setSessionOrgSQL scopes a connection's session to one organization.
+const setSessionOrgSQL = "SELECT set_config('app.org_id', $1, false)"
+
+func scopeBatch(org, sql string, args []any) *pgx.Batch {
+	b := &pgx.Batch{}
+	b.Queue(setSessionOrgSQL, org)
+	b.Queue(sql, args...)
+	return b
+}
+
+// scopedRows releases its connection when closed. If anything failed, the
+// implicit transaction rolled back the scope with it, so the connection's
+// remembered organization is forgotten and set again on next use.
+type scopedRows struct {
 	pgx.Rows
+	conn   *pgxpool.Conn
+	db     *DB
 	batch  pgx.BatchResults
 	closed bool
 	err    error
 }
 
-func (r *batchRows) Close() {
+func (r *scopedRows) Close() {
 	if r.closed {
 		return
 	}
 	r.closed = true
-	r.Rows.Close()
-	r.err = r.batch.Close()
+	if r.Rows != nil {
+		r.Rows.Close()
+		if err := r.Rows.Err(); err != nil && r.err == nil {
+			r.err = err
+		}
+	}
+	if r.batch != nil {
+		if err := r.batch.Close(); err != nil && r.err == nil {
+			r.err = err
+		}
+	}
+	if r.err != nil {
+		r.db.sessionOrg.Delete(r.conn.Conn())
+	}
+	r.conn.Release()
 }
 
-func (r *batchRows) Err() error {
-	if err := r.Rows.Err(); err != nil {
-		return err
+func (r *scopedRows) Err() error {
+	if r.Rows != nil {
+		if err := r.Rows.Err(); err != nil {
+			return err
+		}
 	}
 	return r.err
 }

@@ -157,3 +157,36 @@ func TestQueryRowNoRows(t *testing.T) {
 		t.Fatalf("err = %v, want pgx.ErrNoRows", err)
 	}
 }
+
+// With a single pooled connection, every statement reuses the session the
+// previous tenant scoped; each must still see only its own tenant.
+func TestReusedConnectionsAreRescoped(t *testing.T) {
+	url := storetest.NewURL(t)
+	db, err := store.Open(context.Background(), url+"&pool_max_conns=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	seed(t, db, "org_a")
+	seed(t, db, "org_b")
+	ctxA := store.WithOrg(context.Background(), "org_a")
+	ctxB := store.WithOrg(context.Background(), "org_b")
+	for i := range 3 {
+		if got := strings.Join(userIDs(t, db.Q(ctxA), ctxA), ","); got != "org_a-a,org_a-b" {
+			t.Fatalf("round %d: org_a saw %q", i, got)
+		}
+		if got := strings.Join(userIDs(t, db.Q(ctxB), ctxB), ","); got != "org_b-a,org_b-b" {
+			t.Fatalf("round %d: org_b saw %q", i, got)
+		}
+		if got := userIDs(t, db.Unscoped(), context.Background()); len(got) != 0 {
+			t.Fatalf("round %d: unscoped saw %v after a tenant used the connection", i, got)
+		}
+		// A failed statement rolls its scope back; the next one must rescope.
+		if _, err := db.Q(ctxB).Exec(ctxB, `SELECT 1/0`); err == nil {
+			t.Fatal("division by zero succeeded")
+		}
+		if got := strings.Join(userIDs(t, db.Q(ctxA), ctxA), ","); got != "org_a-a,org_a-b" {
+			t.Fatalf("round %d: org_a after a failed org_b statement saw %q", i, got)
+		}
+	}
+}

@@ -1,12 +1,13 @@
-// Package storetest gives each test its own freshly migrated PostgreSQL
-// database on the server named by TEST_DATABASE_URL (default: the local
-// server, user postgres), dropped when the test ends.
+// Package storetest makes throwaway, freshly migrated PostgreSQL databases
+// on the server named by TEST_DATABASE_URL (default: the local server, user
+// postgres) for tests and benchmarks.
 package storetest
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net/url"
 	"os"
 	"testing"
@@ -19,50 +20,67 @@ import (
 // DefaultURL is used when TEST_DATABASE_URL is not set.
 const DefaultURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
 
-// NewURL creates a migrated database and returns its URL (as the schema
-// owner, as `assessd migrate` would use it).
-func NewURL(t testing.TB) string {
-	t.Helper()
-	ctx := context.Background()
-	admin := os.Getenv("TEST_DATABASE_URL")
-	if admin == "" {
-		admin = DefaultURL
+// ServerURL is the URL of the PostgreSQL server test databases live on.
+func ServerURL() string {
+	if u := os.Getenv("TEST_DATABASE_URL"); u != "" {
+		return u
 	}
+	return DefaultURL
+}
+
+// Create makes a migrated database named prefix_<random> and returns its
+// URL (as the schema owner) and a function that drops it.
+func Create(ctx context.Context, prefix string) (dbURL string, drop func() error, err error) {
+	admin := ServerURL()
 	var b [6]byte
 	_, _ = rand.Read(b[:])
-	name := "assessd_test_" + hex.EncodeToString(b[:])
+	name := prefix + "_" + hex.EncodeToString(b[:])
 	conn, err := pgx.Connect(ctx, admin)
 	if err != nil {
-		t.Fatalf("storetest: connect %s: %v", admin, err)
+		return "", nil, fmt.Errorf("storetest: connect %s: %w", admin, err)
 	}
 	defer conn.Close(ctx)
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatalf("storetest: create database: %v", err)
+		return "", nil, fmt.Errorf("storetest: create database: %w", err)
 	}
-	t.Cleanup(func() {
+	drop = func() error {
 		conn, err := pgx.Connect(context.Background(), admin)
 		if err != nil {
-			t.Errorf("storetest: connect for cleanup: %v", err)
-			return
+			return err
 		}
 		defer conn.Close(context.Background())
-		if _, err := conn.Exec(context.Background(), "DROP DATABASE "+name+" WITH (FORCE)"); err != nil {
-			t.Errorf("storetest: drop database: %v", err)
-		}
-	})
+		_, err = conn.Exec(context.Background(), "DROP DATABASE "+name+" WITH (FORCE)")
+		return err
+	}
 	u, err := url.Parse(admin)
 	if err != nil {
-		t.Fatalf("storetest: parse url: %v", err)
+		return "", drop, err
 	}
 	u.Path = "/" + name
-	dbURL := u.String()
-	if err := store.Migrate(ctx, dbURL); err != nil {
-		t.Fatalf("storetest: migrate: %v", err)
+	if err := store.Migrate(ctx, u.String()); err != nil {
+		return "", drop, err
+	}
+	return u.String(), drop, nil
+}
+
+// NewURL creates a migrated database for t, dropped when t ends.
+func NewURL(t testing.TB) string {
+	t.Helper()
+	dbURL, drop, err := Create(context.Background(), "assessd_test")
+	if drop != nil {
+		t.Cleanup(func() {
+			if err := drop(); err != nil {
+				t.Errorf("storetest: drop database: %v", err)
+			}
+		})
+	}
+	if err != nil {
+		t.Fatal(err)
 	}
 	return dbURL
 }
 
-// New returns a DB on a fresh migrated database, closed when the test ends.
+// New returns a DB on a fresh migrated database, closed when t ends.
 func New(t testing.TB) *store.DB {
 	t.Helper()
 	db, err := store.Open(context.Background(), NewURL(t))
