@@ -8,38 +8,68 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
+	"time"
 
 	"github.com/assessd/assessd/api"
 	"github.com/assessd/assessd/api/openapi"
+	"github.com/assessd/assessd/identity"
 	"github.com/assessd/assessd/observability"
 	"github.com/assessd/assessd/server"
 	"github.com/assessd/assessd/store"
 	"github.com/assessd/assessd/tenancy"
 )
 
+// Config is what the application needs beyond its database.
+type Config struct {
+	// BaseURL is the public URL and OIDC issuer.
+	BaseURL string
+	Logger  *slog.Logger
+	// Now is the clock of token lifetimes; nil means time.Now.
+	Now func() time.Time
+}
+
 // App is the wired server.
 type App struct {
-	Handler http.Handler
-	Tenancy *tenancy.Service
-	Metrics *observability.Metrics
+	Handler  http.Handler
+	Tenancy  *tenancy.Service
+	Identity *identity.Provider
+	Metrics  *observability.Metrics
 }
 
 // New wires an App on db.
-func New(db *store.DB, log *slog.Logger) (*App, error) {
+func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	metrics := observability.NewMetrics()
 	metrics.RegisterPool(db)
 	ten := tenancy.NewService(db)
+	idp, err := identity.New(ctx, identity.Config{Issuer: cfg.BaseURL, Now: cfg.Now, Registerer: metrics.Registry, Logger: cfg.Logger}, db, ten)
+	if err != nil {
+		return nil, err
+	}
 	apiHandler, err := api.NewHandler(api.Services{Tenancy: ten})
 	if err != nil {
 		return nil, fmt.Errorf("api: %w", err)
 	}
+	pages := http.NewServeMux()
+	idp.Routes(pages)
 	h := server.New(server.Config{
-		Logger:      log,
-		Metrics:     metrics,
-		API:         apiHandler,
-		Credentials: []server.Credential{{Prefix: "ak_", Authenticate: ten.AuthenticateAPIKey}},
-		Ready:       map[string]func(context.Context) error{"postgres": db.Ping},
-		OpenAPI:     openapi.Document,
+		Logger:  cfg.Logger,
+		Metrics: metrics,
+		API:     apiHandler,
+		Credentials: []server.Credential{
+			{Match: func(t string) bool { return strings.HasPrefix(t, "ak_") }, Authenticate: ten.AuthenticateAPIKey},
+			{Match: identity.IsJWT, Authenticate: idp.AuthenticateJWT},
+			{Match: func(string) bool { return true }, Authenticate: idp.AuthenticateAccessToken},
+		},
+		Pages: map[string]http.Handler{
+			"/.well-known/openid-configuration": idp.Handler(),
+			"/oauth/":                           idp.Handler(),
+			"/login":                            pages,
+			"/consent":                          pages,
+			"/logout":                           pages,
+		},
+		Ready:   map[string]func(context.Context) error{"postgres": db.Ping},
+		OpenAPI: openapi.Document,
 	})
-	return &App{Handler: h, Tenancy: ten, Metrics: metrics}, nil
+	return &App{Handler: h, Tenancy: ten, Identity: idp, Metrics: metrics}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/assessd/assessd/app"
 	"github.com/assessd/assessd/store/storetest"
@@ -24,13 +25,25 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	return newEnvWithClock(t, nil)
+}
+
+// newEnvWithClock starts assessd whose token lifetimes follow now.
+func newEnvWithClock(t *testing.T, now func() time.Time) *env {
+	t.Helper()
 	db := storetest.New(t)
-	a, err := app.New(db, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	// The issuer must be known before the server has an address: route the
+	// listener through a handler set once the app is built.
+	var handler http.Handler
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
+	t.Cleanup(srv.Close)
+	a, err := app.New(context.Background(), db, app.Config{
+		BaseURL: srv.URL, Now: now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(a.Handler)
-	t.Cleanup(srv.Close)
+	handler = a.Handler
 	return &env{t: t, srv: srv, app: a}
 }
 

@@ -21,9 +21,10 @@ import (
 // errs.KindUnauthenticated error.
 type Authenticator func(ctx context.Context, token string) (*tenancy.Caller, error)
 
-// Credential pairs a bearer token prefix with the authenticator for it.
+// Credential pairs a kind of bearer token with the authenticator for it;
+// the first credential whose Match accepts the token authenticates it.
 type Credential struct {
-	Prefix       string
+	Match        func(token string) bool
 	Authenticate Authenticator
 }
 
@@ -33,6 +34,9 @@ type Config struct {
 	Metrics     *observability.Metrics
 	API         http.Handler
 	Credentials []Credential
+	// Pages are the non-API routes (OAuth endpoints, login and account
+	// pages), by ServeMux pattern; they authenticate themselves.
+	Pages map[string]http.Handler
 	// Ready holds the readiness checks by dependency name.
 	Ready   map[string]func(context.Context) error
 	OpenAPI []byte
@@ -46,6 +50,9 @@ func New(cfg Config) http.Handler {
 	mux.Handle("GET /readyz", named("GET /readyz", readyz(cfg.Ready)))
 	mux.Handle("GET /metrics", named("GET /metrics", promhttp.HandlerFor(cfg.Metrics.Registry, promhttp.HandlerOpts{})))
 	mux.Handle("GET /openapi.yaml", named("GET /openapi.yaml", openapi(cfg.OpenAPI)))
+	for pattern, h := range cfg.Pages {
+		mux.Handle(pattern, named(pattern, h))
+	}
 	mux.Handle("/", limitBody(auth.middleware(jsonErrors(cfg.API))))
 	return withRequestInfo(recoverer(cfg.Logger, instrument(cfg.Logger, cfg.Metrics, securityHeaders(mux))))
 }

@@ -6,7 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"strings"
 
+	"github.com/assessd/assessd/identity"
 	"github.com/assessd/assessd/store"
 	"github.com/assessd/assessd/tenancy"
 )
@@ -17,65 +20,127 @@ const adminUsage = `usage: assessd admin <object> <verb> [flags]
   user create    --org ORG --email E --name N --role R [--password P]
   apikey create  --user USR [--name N]
   apikey revoke  --key KEY
+  client create  --org ORG --name N [--description D] --redirect-uri U [--redirect-uri U2] [--scope S ...] [--public]
+  service-account create     --org ORG --name N [--role admin|teacher|student]
+  service-account key add    --org ORG --service-account SVA --public-key FILE.pem
 `
 
-// adminCommand is one operator command: it declares its flags and runs
-// with a tenancy service.
+// services are what operator commands act through.
+type services struct {
+	tenancy  *tenancy.Service
+	identity *identity.Provider
+}
+
+// adminCommand is one operator command: it declares its flags and returns
+// the function that runs it.
 type adminCommand struct {
-	flags func(fs *flag.FlagSet) func(ctx context.Context, svc *tenancy.Service) (any, error)
+	flags func(fs *flag.FlagSet) func(ctx context.Context, svc services) (any, error)
 }
 
 var adminCommands = map[string]adminCommand{
-	"org create": {func(fs *flag.FlagSet) func(context.Context, *tenancy.Service) (any, error) {
+	"org create": {func(fs *flag.FlagSet) func(context.Context, services) (any, error) {
 		name := fs.String("name", "", "organization name")
 		country := fs.String("country", "", "ISO 3166-1 alpha-2 country code")
 		plan := fs.String("plan", tenancy.PlanFree, "free, pro or enterprise")
-		return func(ctx context.Context, svc *tenancy.Service) (any, error) {
-			org, err := svc.CreateOrg(ctx, tenancy.NewOrg{Name: *name, Country: *country, Plan: *plan})
+		return func(ctx context.Context, svc services) (any, error) {
+			org, err := svc.tenancy.CreateOrg(ctx, tenancy.NewOrg{Name: *name, Country: *country, Plan: *plan})
 			return map[string]any{"id": org.ID, "name": org.Name, "country": org.Country, "plan": org.Plan,
 				"settings": map[string]string{"aiRegion": org.AIRegion}}, err
 		}
 	}},
-	"user create": {func(fs *flag.FlagSet) func(context.Context, *tenancy.Service) (any, error) {
+	"user create": {func(fs *flag.FlagSet) func(context.Context, services) (any, error) {
 		org := fs.String("org", "", "organization id")
 		email := fs.String("email", "", "email address")
 		name := fs.String("name", "", "display name")
 		role := fs.String("role", string(tenancy.RoleStudent), "owner, admin, teacher or student")
 		password := fs.String("password", "", "password for the login page")
-		return func(ctx context.Context, svc *tenancy.Service) (any, error) {
+		return func(ctx context.Context, svc services) (any, error) {
 			ctx = tenancy.WithCaller(ctx, tenancy.SystemCaller(*org))
-			u, err := svc.CreateUser(ctx, tenancy.NewUser{Email: *email, Name: *name, Role: tenancy.Role(*role), Password: *password})
+			u, err := svc.tenancy.CreateUser(ctx, tenancy.NewUser{Email: *email, Name: *name, Role: tenancy.Role(*role), Password: *password})
 			if err != nil {
 				return nil, err
 			}
 			return map[string]any{"id": u.ID, "orgId": u.OrgID, "email": u.Email, "role": u.Role}, nil
 		}
 	}},
-	"apikey create": {func(fs *flag.FlagSet) func(context.Context, *tenancy.Service) (any, error) {
+	"apikey create": {func(fs *flag.FlagSet) func(context.Context, services) (any, error) {
 		userID := fs.String("user", "", "user id")
 		name := fs.String("name", "", "a name to recognize the key by")
-		return func(ctx context.Context, svc *tenancy.Service) (any, error) {
-			org, err := svc.OrgOf(ctx, *userID)
+		return func(ctx context.Context, svc services) (any, error) {
+			org, err := svc.tenancy.OrgOf(ctx, *userID)
 			if err != nil {
 				return nil, err
 			}
 			ctx = tenancy.WithCaller(ctx, tenancy.SystemCaller(org))
-			k, plain, err := svc.CreateAPIKey(ctx, *userID, *name)
+			k, plain, err := svc.tenancy.CreateAPIKey(ctx, *userID, *name)
 			if err != nil {
 				return nil, err
 			}
 			return map[string]any{"id": k.ID, "key": plain, "userId": k.UserID, "name": k.Name}, nil
 		}
 	}},
-	"apikey revoke": {func(fs *flag.FlagSet) func(context.Context, *tenancy.Service) (any, error) {
+	"client create": {func(fs *flag.FlagSet) func(context.Context, services) (any, error) {
+		org := fs.String("org", "", "organization id")
+		name := fs.String("name", "", "shown to users on the consent screen")
+		description := fs.String("description", "", "short description of the app")
+		var redirects, scopes stringList
+		fs.Var(&redirects, "redirect-uri", "callback URL (repeat for more)")
+		fs.Var(&scopes, "scope", "a scope the client may request (repeat; default any; audit-logs:write also allows it for --org)")
+		public := fs.Bool("public", false, "public client: PKCE and no secret (mobile and single-page apps)")
+		return func(ctx context.Context, svc services) (any, error) {
+			ctx = tenancy.WithCaller(ctx, tenancy.SystemCaller(*org))
+			c, secret, err := svc.identity.CreateClient(ctx, identity.ClientInput{
+				Name: *name, Description: *description, RedirectURIs: redirects, Scopes: scopes, Public: *public,
+			})
+			if err != nil {
+				return nil, err
+			}
+			out := map[string]any{"clientId": c.ID, "name": c.Name, "redirectUris": c.RedirectURIs, "public": c.Public}
+			if secret != "" {
+				out["clientSecret"] = secret
+			}
+			return out, nil
+		}
+	}},
+	"service-account create": {func(fs *flag.FlagSet) func(context.Context, services) (any, error) {
+		org := fs.String("org", "", "organization id")
+		name := fs.String("name", "", "service account name")
+		role := fs.String("role", string(tenancy.RoleTeacher), "admin, teacher or student")
+		return func(ctx context.Context, svc services) (any, error) {
+			ctx = tenancy.WithCaller(ctx, tenancy.SystemCaller(*org))
+			sa, err := svc.identity.CreateServiceAccount(ctx, *name, tenancy.Role(*role))
+			if err != nil {
+				return nil, err
+			}
+			return map[string]any{"id": sa.ID, "orgId": sa.OrgID, "name": sa.Name, "role": sa.Role}, nil
+		}
+	}},
+	"service-account key": {func(fs *flag.FlagSet) func(context.Context, services) (any, error) {
+		org := fs.String("org", "", "organization id")
+		account := fs.String("service-account", "", "service account id (sva_...)")
+		keyFile := fs.String("public-key", "", "file with the PEM-encoded public key")
+		return func(ctx context.Context, svc services) (any, error) {
+			pemText, err := os.ReadFile(*keyFile)
+			if err != nil {
+				return nil, err
+			}
+			ctx = tenancy.WithCaller(ctx, tenancy.SystemCaller(*org))
+			keyID, err := svc.identity.AddServiceAccountKey(ctx, *account, string(pemText))
+			if err != nil {
+				return nil, err
+			}
+			return map[string]any{"keyId": keyID, "serviceAccountId": *account}, nil
+		}
+	}},
+	"apikey revoke": {func(fs *flag.FlagSet) func(context.Context, services) (any, error) {
 		keyID := fs.String("key", "", "API key id (key_...)")
-		return func(ctx context.Context, svc *tenancy.Service) (any, error) {
-			org, err := svc.OrgOf(ctx, *keyID)
+		return func(ctx context.Context, svc services) (any, error) {
+			org, err := svc.tenancy.OrgOf(ctx, *keyID)
 			if err != nil {
 				return nil, err
 			}
 			ctx = tenancy.WithCaller(ctx, tenancy.SystemCaller(org))
-			if err := svc.RevokeAPIKey(ctx, *keyID); err != nil {
+			if err := svc.tenancy.RevokeAPIKey(ctx, *keyID); err != nil {
 				return nil, err
 			}
 			return map[string]any{"id": *keyID, "revoked": true}, nil
@@ -89,6 +154,10 @@ func admin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return errUsage
 	}
 	name := args[0] + " " + args[1]
+	rest := args[2:]
+	if name == "service-account key" && len(rest) > 0 && rest[0] == "add" {
+		rest = rest[1:] // "service-account key add"
+	}
 	cmd, ok := adminCommands[name]
 	if !ok {
 		fmt.Fprintf(stderr, "unknown admin command %q\n\n%s", name, adminUsage)
@@ -97,7 +166,7 @@ func admin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cfg config
 	fs := cfg.newFlagSet("admin "+name, stderr)
 	exec := cmd.flags(fs)
-	if err := cfg.parse(fs, args[2:]); err != nil {
+	if err := cfg.parse(fs, rest); err != nil {
 		return err
 	}
 	if err := cfg.requireDatabase(); err != nil {
@@ -108,12 +177,23 @@ func admin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer db.Close()
-	out, err := exec(ctx, tenancy.NewService(db))
+	ten := tenancy.NewService(db)
+	idp, err := identity.New(ctx, identity.Config{Issuer: cfg.BaseURL}, db, ten)
+	if err != nil {
+		return err
+	}
+	out, err := exec(ctx, services{tenancy: ten, identity: idp})
 	if err != nil {
 		return err
 	}
 	return writeJSON(stdout, out)
 }
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)

@@ -51,7 +51,7 @@ func newProcess(ctx context.Context, cfg config, log *slog.Logger) (*process, er
 	if err != nil {
 		return nil, err
 	}
-	a, err := app.New(db, log)
+	a, err := app.New(ctx, db, app.Config{BaseURL: cfg.BaseURL, Logger: log})
 	if err != nil {
 		db.Close()
 		return nil, err

@@ -55,7 +55,7 @@ func run(ctx context.Context) error {
 		return err
 	}
 	defer db.Close()
-	a, err := app.New(db, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	a, err := app.New(ctx, db, app.Config{BaseURL: "http://127.0.0.1", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ CREATE TABLE oauth_clients (
   description    text NOT NULL DEFAULT '',
   redirect_uris  text[] NOT NULL CHECK (cardinality(redirect_uris) > 0),
   secret_hash    bytea,              -- NULL for public clients (PKCE, no secret)
+  scopes         text[] NOT NULL DEFAULT '{}',  -- scopes the client may request; empty: any
   created_by     text NOT NULL,
   created_at     timestamptz NOT NULL DEFAULT now(),
   updated_at     timestamptz NOT NULL DEFAULT now()
@@ -141,3 +142,68 @@ CREATE POLICY tenant ON service_account_keys USING (org_id = app_org_id()) WITH 
 GRANT SELECT, INSERT, UPDATE, DELETE ON oauth_clients, oauth_client_audit_allowances, oauth_grants,
   oauth_tokens, oauth_auth_requests, browser_sessions, signing_keys, service_accounts,
   service_account_keys TO assessd_app;
+
+-- The provider runs before the tenant is known (a client id in
+-- /oauth/authorize, a bearer token, a session cookie, a login email, a JWT
+-- assertion). These narrow SECURITY DEFINER lookups are its only reads
+-- across tenants; each answers for one secret or id.
+CREATE FUNCTION oauth_client_for_auth(p_id text)
+  RETURNS TABLE (id text, org_id text, name text, description text, redirect_uris text[], secret_hash bytea, scopes text[])
+  LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public
+  AS $$ SELECT id, org_id, name, description, redirect_uris, secret_hash, scopes FROM oauth_clients WHERE id = p_id $$;
+
+CREATE FUNCTION oauth_token_for_auth(p_hash bytea)
+  RETURNS TABLE (token_id text, org_id text, grant_id text, kind text, expires_at timestamptz,
+                 used_at timestamptz, revoked_at timestamptz, user_id text, client_id text,
+                 scopes text[], auth_time timestamptz, grant_revoked_at timestamptz, role text)
+  LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public
+  AS $$
+    SELECT t.id, t.org_id, t.grant_id, t.kind, t.expires_at, t.used_at, t.revoked_at,
+           g.user_id, g.client_id, g.scopes, g.auth_time, g.revoked_at, u.role
+      FROM oauth_tokens t
+      JOIN oauth_grants g ON g.id = t.grant_id
+      JOIN users u ON u.id = g.user_id
+     WHERE t.token_hash = p_hash
+  $$;
+
+CREATE FUNCTION browser_session_for_auth(p_hash bytea)
+  RETURNS TABLE (org_id text, user_id text, csrf_token text, expires_at timestamptz)
+  LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public
+  AS $$ SELECT org_id, user_id, csrf_token, expires_at FROM browser_sessions WHERE id_hash = p_hash $$;
+
+CREATE FUNCTION users_for_login(p_email text)
+  RETURNS TABLE (user_id text, org_id text, password_hash text)
+  LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public
+  AS $$
+    SELECT id, org_id, password_hash FROM users
+     WHERE lower(email) = lower(p_email) AND password_hash IS NOT NULL
+  $$;
+
+CREATE FUNCTION service_account_key_for_auth(p_key_id text)
+  RETURNS TABLE (org_id text, service_account_id text, public_key_pem text, role text)
+  LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public
+  AS $$
+    SELECT k.org_id, k.service_account_id, k.public_key_pem, a.role
+      FROM service_account_keys k JOIN service_accounts a ON a.id = k.service_account_id
+     WHERE k.id = p_key_id AND k.revoked_at IS NULL AND a.disabled_at IS NULL
+  $$;
+
+CREATE FUNCTION service_account_for_auth(p_id text)
+  RETURNS TABLE (org_id text, role text)
+  LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public
+  AS $$ SELECT org_id, role FROM service_accounts WHERE id = p_id AND disabled_at IS NULL $$;
+
+REVOKE ALL ON FUNCTION oauth_client_for_auth(text), oauth_token_for_auth(bytea),
+  browser_session_for_auth(bytea), users_for_login(text), service_account_key_for_auth(text),
+  service_account_for_auth(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION oauth_client_for_auth(text), oauth_token_for_auth(bytea),
+  browser_session_for_auth(bytea), users_for_login(text), service_account_key_for_auth(text),
+  service_account_for_auth(text) TO assessd_app;
+
+-- The provider's token encryption key (AES-256): generated once, shared by
+-- every instance.
+CREATE TABLE provider_secrets (
+  name   text PRIMARY KEY,
+  value  bytea NOT NULL
+);
+GRANT SELECT, INSERT ON provider_secrets TO assessd_app;
