@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"testing"
 	"time"
 
@@ -155,4 +156,10 @@ func (r response) must(t *testing.T, want int) response {
 		t.Fatalf("status %d, want %d; body %s", r.status, want, r.raw)
 	}
 	return r
+}
+
+// TestMain silences the OIDC library's default-logger output.
+func TestMain(m *testing.M) {
+	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	os.Exit(m.Run())
 }

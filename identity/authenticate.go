@@ -2,6 +2,7 @@ package identity
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 
@@ -26,11 +27,12 @@ func (p *Provider) AuthenticateAccessToken(ctx context.Context, bearer string) (
 		return nil, errs.Unauthenticated("invalid access token")
 	}
 	t, err := p.storage.token(ctx, tokenID)
-	if err != nil {
-		if errs.Is(err, errs.KindUnavailable) {
-			return nil, err
-		}
+	var unknown errNotFound
+	if errors.As(err, &unknown) {
 		return nil, errs.Unauthenticated("invalid access token")
+	}
+	if err != nil {
+		return nil, errs.Unavailable("DATABASE_UNAVAILABLE", "cannot verify credentials right now").WithCause(err)
 	}
 	if t.kind != "access" || !t.active(p.now()) {
 		return nil, errs.Unauthenticated("the access token is expired or revoked")

@@ -471,9 +471,10 @@ func (s *storage) SetIntrospectionFromToken(ctx context.Context, resp *oidc.Intr
 	return nil
 }
 
-// GetPrivateClaimsFromScopes adds the organization and role to the JWT
-// access tokens of service accounts, which the API reads as the caller.
-func (s *storage) GetPrivateClaimsFromScopes(ctx context.Context, subject, _ string, _ []string) (map[string]any, error) {
+// GetPrivateClaimsFromScopes adds the organization, role and granted
+// scopes to the JWT access tokens of service accounts, which the API reads
+// as the caller.
+func (s *storage) GetPrivateClaimsFromScopes(ctx context.Context, subject, _ string, scopes []string) (map[string]any, error) {
 	if !strings.HasPrefix(subject, string(ids.ServiceAccount)) {
 		return nil, nil
 	}
@@ -481,7 +482,7 @@ func (s *storage) GetPrivateClaimsFromScopes(ctx context.Context, subject, _ str
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"org_id": orgID, "role": string(role)}, nil
+	return map[string]any{"org_id": orgID, "role": string(role), "scope": strings.Join(scopes, " ")}, nil
 }
 
 // --- signing keys ---

@@ -42,15 +42,17 @@ var identityScopes = []Scope{ScopeOpenID, ScopeProfile, ScopeEmail, ScopeOffline
 
 // roleScopes is the most each role may hold. Credentials never carry a
 // scope outside their role's set, and authorization checks the role again.
+// audit-logs:write reaches only OAuth apps, and only those the
+// organization allowed, whatever the role of the user they act for.
 var roleScopes = map[Role][]Scope{
 	RoleOwner: AllScopes,
 	RoleAdmin: AllScopes,
 	RoleTeacher: append(slices.Clone(identityScopes),
 		ScopeUsersRead, ScopeOrgsRead, ScopeExamsRead, ScopeExamsWrite,
 		ScopeResultsRead, ScopeResultsWrite, ScopeQuestionTypesRead,
-		ScopeQuestionTypesWrite, ScopeEmbedWrite),
+		ScopeQuestionTypesWrite, ScopeEmbedWrite, ScopeAuditLogsWrite),
 	RoleStudent: append(slices.Clone(identityScopes),
-		ScopeOrgsRead, ScopeExamsRead, ScopeResultsRead),
+		ScopeOrgsRead, ScopeExamsRead, ScopeResultsRead, ScopeAuditLogsWrite),
 }
 
 // ScopesForRole returns every scope role r may hold.

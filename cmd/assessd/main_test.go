@@ -3,10 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -106,5 +112,39 @@ func TestServeShutsDownGracefully(t *testing.T) {
 		}
 	case <-time.After(35 * time.Second):
 		t.Fatal("serve did not stop")
+	}
+}
+
+func TestAdminIdentityCommands(t *testing.T) {
+	t.Setenv("DATABASE_URL", storetest.NewURL(t))
+	org := runJSON(t, "admin", "org", "create", "--name", "Dev Org", "--country", "US")["id"].(string)
+
+	conf := runJSON(t, "admin", "client", "create", "--org", org, "--name", "Gradebook", "--description", "Syncs grades",
+		"--redirect-uri", "https://app.example/cb", "--redirect-uri", "http://localhost:3000/cb", "--scope", "profile", "--scope", "audit-logs:write")
+	if !strings.HasPrefix(conf["clientId"].(string), "cli_") || !strings.HasPrefix(conf["clientSecret"].(string), "cs_") {
+		t.Fatalf("client create = %v", conf)
+	}
+	pub := runJSON(t, "admin", "client", "create", "--org", org, "--name", "Mobile", "--redirect-uri", "https://app.example/cb", "--public")
+	if _, ok := pub["clientSecret"]; ok || pub["public"] != true {
+		t.Fatalf("public client create = %v", pub)
+	}
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"admin", "client", "create", "--org", org, "--name", "X", "--redirect-uri", "http://evil.example/cb"}, &out, &errOut); err == nil {
+		t.Fatal("a plain-http non-loopback redirect URI was accepted")
+	}
+
+	sa := runJSON(t, "admin", "service-account", "create", "--org", org, "--name", "sync", "--role", "teacher")
+	if !strings.HasPrefix(sa["id"].(string), "sva_") {
+		t.Fatalf("service-account create = %v", sa)
+	}
+	key, _ := rsa.GenerateKey(rand.Reader, 2048)
+	der, _ := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	file := filepath.Join(t.TempDir(), "key.pem")
+	if err := os.WriteFile(file, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	added := runJSON(t, "admin", "service-account", "key", "add", "--org", org, "--service-account", sa["id"].(string), "--public-key", file)
+	if !strings.HasPrefix(added["keyId"].(string), "sak_") {
+		t.Fatalf("service-account key add = %v", added)
 	}
 }
