@@ -193,7 +193,7 @@ func TestAuditLogWriteByCallerKind(t *testing.T) {
 	entry := `{"action":"grade.synced","target":{"type":"exam","id":"exm_42"},"reason":"nightly sync","after":{"grades":12}}`
 
 	// An app its organization allowed receives audit-logs:write and may write.
-	a := e.newOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{Scopes: []string{"profile", "audit-logs:write"}})
+	a := e.newOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{Scopes: []string{"profile", "audit-logs:write"}, AllowAuditLogsWrite: true})
 	a.conf.Scopes = []string{"profile", "audit-logs:write"}
 	verifier := oauth2.GenerateVerifier()
 	tok, err := a.conf.Exchange(context.Background(), e.codeFor(a, oauth2.S256ChallengeOption(verifier)), oauth2.VerifierOption(verifier))

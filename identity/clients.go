@@ -37,10 +37,12 @@ type ClientInput struct {
 	Name         string
 	Description  string
 	RedirectURIs []string
-	// Scopes the client may request; empty means any. Including
-	// audit-logs:write also allows it for the caller's organization.
+	// Scopes the client may request; empty means any.
 	Scopes []string
 	Public bool
+	// AllowAuditLogsWrite lets the client receive audit-logs:write for the
+	// caller's organization's users.
+	AllowAuditLogsWrite bool
 }
 
 // manageClients is who registers and edits clients: owners and admins.
@@ -123,10 +125,10 @@ func (p *Provider) CreateClient(ctx context.Context, in ClientInput) (Client, st
 			c.ID, c.Name, c.Description, c.RedirectURIs, secretHash, nonNil(c.Scopes), caller.UserID).Scan(&c.CreatedAt); err != nil {
 			return fmt.Errorf("create client: %w", err)
 		}
-		if err := p.setAuditAllowance(ctx, caller, c.ID, slices.Contains(in.Scopes, string(tenancy.ScopeAuditLogsWrite))); err != nil {
+		if err := p.setAuditAllowance(ctx, caller, c.ID, in.AllowAuditLogsWrite); err != nil {
 			return err
 		}
-		c.AuditLogsWrite = slices.Contains(in.Scopes, string(tenancy.ScopeAuditLogsWrite))
+		c.AuditLogsWrite = in.AllowAuditLogsWrite
 		_, err := audit.Append(ctx, q, audit.Entry{Action: "oauth_client.created", Actor: tenancy.ActorOf(caller),
 			Target: audit.Target{Type: "oauth_client", ID: c.ID}, After: clientSnapshot(c)})
 		return err
@@ -212,7 +214,7 @@ func (p *Provider) UpdateClient(ctx context.Context, id string, in ClientInput) 
 		if tag.RowsAffected() == 0 {
 			return errs.NotFound("oauth client")
 		}
-		if err := p.setAuditAllowance(ctx, caller, id, slices.Contains(in.Scopes, string(tenancy.ScopeAuditLogsWrite))); err != nil {
+		if err := p.setAuditAllowance(ctx, caller, id, in.AllowAuditLogsWrite); err != nil {
 			return err
 		}
 		if c, err = scanClient(q.QueryRow(ctx, `SELECT `+clientColumns+` FROM oauth_clients c WHERE c.org_id = app_org_id() AND c.id = $1`, id)); err != nil {

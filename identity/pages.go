@@ -40,12 +40,14 @@ var scopeWords = map[tenancy.Scope]string{
 	tenancy.ScopeAuditLogsWrite:     "Write entries to your organization's audit log",
 }
 
-// Routes registers the login, consent and logout pages on mux.
+// Routes registers the login, consent, logout, account and developer
+// pages on mux.
 func (p *Provider) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /login", p.loginPage)
 	mux.HandleFunc("POST /login", p.login)
 	mux.HandleFunc("POST /consent", p.consent)
 	mux.HandleFunc("POST /logout", p.logout)
+	p.accountRoutes(mux)
 }
 
 type loginView struct {

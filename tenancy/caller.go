@@ -18,6 +18,7 @@ const (
 	KindAPIKey   Kind = "api_key"   // an API key of one user
 	KindOAuthApp Kind = "oauth_app" // an OAuth access token issued to an app for a user
 	KindJWT      Kind = "jwt"       // a service account's JWT access token
+	KindSession  Kind = "session"   // the user on assessd's own pages (account, developer area)
 )
 
 // Role is a user's (or service account's) role in its organization.

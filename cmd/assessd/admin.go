@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/assessd/assessd/identity"
@@ -91,6 +92,7 @@ var adminCommands = map[string]adminCommand{
 			ctx = tenancy.WithCaller(ctx, tenancy.SystemCaller(*org))
 			c, secret, err := svc.identity.CreateClient(ctx, identity.ClientInput{
 				Name: *name, Description: *description, RedirectURIs: redirects, Scopes: scopes, Public: *public,
+				AllowAuditLogsWrite: slices.Contains(scopes, string(tenancy.ScopeAuditLogsWrite)),
 			})
 			if err != nil {
 				return nil, err
