@@ -43,7 +43,8 @@ func (e *env) newOAuthApp(tn tenant, role tenancy.Role, in identity.ClientInput)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	a := &oauthApp{client: c, email: "signin-" + string(role) + "@" + tn.org.ID + ".test", password: "correct horse battery"}
+	// Browsers validate type=email fields: no underscore in the domain.
+	a := &oauthApp{client: c, email: "signin-" + string(role) + "@" + strings.ToLower(strings.ReplaceAll(tn.org.ID, "_", "-")) + ".test", password: "correct horse battery"}
 	a.user, err = e.app.Tenancy.CreateUser(ctx, tenancy.NewUser{Email: a.email, Name: "Signing In", Role: role, Password: a.password})
 	if err != nil {
 		e.t.Fatal(err)

@@ -1,0 +1,96 @@
+package app_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"golang.org/x/oauth2"
+
+	"github.com/assessd/assessd/identity"
+	"github.com/assessd/assessd/tenancy"
+)
+
+// newChrome starts headless Chromium (Debian's package; .ci/run installs it).
+func newChrome(t *testing.T) context.Context {
+	t.Helper()
+	path, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("chromium is not installed (apt-get install chromium)")
+	}
+	// Chromium may still write its profile while shutting down, so the
+	// profile is removed best-effort rather than through t.TempDir.
+	profile, err := os.MkdirTemp("", "assessd-chrome-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-quic", true), chromedp.UserDataDir(profile))
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(alloc)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 60*time.Second)
+	t.Cleanup(func() { cancelTimeout(); cancel(); cancelAlloc(); _ = os.RemoveAll(profile) })
+	return ctx
+}
+
+// artifact is where a test saves a screenshot: $ARTIFACTS_DIR when set.
+func artifact(t *testing.T, name string) string {
+	dir := os.Getenv("ARTIFACTS_DIR")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	_ = os.MkdirAll(dir, 0o755)
+	return filepath.Join(dir, name)
+}
+
+func TestLoginAndConsentInABrowser(t *testing.T) {
+	e := newEnv(t)
+	tn := e.newTenant("DE", "pro")
+	callback := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte("<!doctype html><title>back in the app</title><p id=\"received\">code received</p>"))
+	}))
+	defer callback.Close()
+	a := e.newOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{
+		Name: "Gradebook Sync", Description: "Copies grades into your school's gradebook", RedirectURIs: []string{callback.URL + "/cb"},
+	})
+	a.conf.RedirectURL = callback.URL + "/cb"
+	a.conf.Scopes = []string{"openid", "profile", "users:read"}
+	ctx := newChrome(t)
+
+	var consentText, finalURL string
+	var shot []byte
+	err := chromedp.Run(ctx,
+		chromedp.Navigate(a.conf.AuthCodeURL("browser-state", oauth2.S256ChallengeOption(oauth2.GenerateVerifier()))),
+		chromedp.WaitVisible(`#email`, chromedp.ByQuery),
+		chromedp.SendKeys(`#email`, a.email, chromedp.ByQuery),
+		chromedp.SendKeys(`#password`, a.password, chromedp.ByQuery),
+		chromedp.Click(`button[type=submit]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`button[value=approve]`, chromedp.ByQuery),
+		chromedp.Text(`main`, &consentText, chromedp.ByQuery),
+		chromedp.FullScreenshot(&shot, 100), // 100: PNG
+		chromedp.Click(`button[value=approve]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#received`, chromedp.ByQuery),
+		chromedp.Location(&finalURL),
+	)
+	if err != nil {
+		t.Fatalf("browser flow: %v", err)
+	}
+	_ = os.WriteFile(artifact(t, "oauth-consent.png"), shot, 0o644)
+	for _, want := range []string{"Gradebook Sync", "Copies grades into your school's gradebook", "See the people in your organization", "Approve", "Deny"} {
+		if !strings.Contains(consentText, want) {
+			t.Errorf("consent screen lacks %q:\n%s", want, consentText)
+		}
+	}
+	if !strings.HasPrefix(finalURL, callback.URL+"/cb?") || !strings.Contains(finalURL, "code=") || !strings.Contains(finalURL, "state=browser-state") {
+		t.Fatalf("approve ended at %s", finalURL)
+	}
+}
