@@ -79,6 +79,13 @@ func TestAuthorizationCodeFlowWithPKCE(t *testing.T) {
 		t.Fatalf("refresh response: %+v", refreshed)
 	}
 	e.do("GET", "/me", refreshed.AccessToken, nil).must(t, http.StatusOK)
+	metrics := string(e.do("GET", "/metrics", "", nil).raw)
+	for _, grant := range []string{"authorization_code", "refresh_token"} {
+		want := `assessd_oauth_tokens_issued_total{client="` + a.client.ID + `",grant_type="` + grant + `",org="` + tn.org.ID + `"} 1`
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
 
 	// Revocation (RFC 7009) refuses the very next request, for every token of the grant.
 	res, err := http.PostForm(e.srv.URL+"/oauth/revoke", url.Values{
