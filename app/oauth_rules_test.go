@@ -398,3 +398,52 @@ func TestTokenScopesPerEndpointFamily(t *testing.T) {
 		}
 	}
 }
+
+func TestTokenEndpointDetails(t *testing.T) {
+	e := newEnv(t)
+	tn := e.newTenant("US", "pro")
+	a := e.newOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
+	a.conf.Scopes = []string{"profile", "offline_access"}
+	ctx := context.Background()
+
+	// client_secret_post works as well as client_secret_basic.
+	a.conf.Endpoint.AuthStyle = oauth2.AuthStyleInParams
+	verifier := oauth2.GenerateVerifier()
+	tok, err := a.conf.Exchange(ctx, e.codeFor(a, oauth2.S256ChallengeOption(verifier)), oauth2.VerifierOption(verifier))
+	if err != nil {
+		t.Fatalf("client_secret_post: %v", err)
+	}
+	// A wrong secret is invalid_client.
+	wrong := *a.conf
+	wrong.ClientSecret = "cs_wrong"
+	verifier = oauth2.GenerateVerifier()
+	if _, err := wrong.Exchange(ctx, e.codeFor(a, oauth2.S256ChallengeOption(verifier)), oauth2.VerifierOption(verifier)); oauthError(err) != "invalid_client" && oauthError(err) != "unauthorized_client" {
+		t.Fatalf("wrong secret: %v", err)
+	}
+
+	// Revoking the refresh token ends the grant's access tokens too.
+	res, err := http.PostForm(e.srv.URL+"/oauth/revoke", url.Values{"token": {tok.RefreshToken}, "token_type_hint": {"refresh_token"},
+		"client_id": {a.conf.ClientID}, "client_secret": {a.conf.ClientSecret}})
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("revoke refresh token: %v %v", res, err)
+	}
+	res.Body.Close()
+	if res.Header.Get("Cache-Control") != "no-store" {
+		t.Errorf("revocation response Cache-Control %q", res.Header.Get("Cache-Control"))
+	}
+	e.do("GET", "/me", tok.AccessToken, nil).must(t, http.StatusUnauthorized)
+
+	// Guessing at the token endpoint is slowed down.
+	var last *http.Response
+	for range 40 {
+		last, err = http.PostForm(e.srv.URL+"/oauth/token", url.Values{"grant_type": {"authorization_code"}, "code": {"guess"},
+			"client_id": {a.conf.ClientID}, "client_secret": {"cs_guess"}, "redirect_uri": {testRedirect}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		last.Body.Close()
+	}
+	if last.StatusCode != http.StatusTooManyRequests || last.Header.Get("Retry-After") == "" {
+		t.Fatalf("after 40 failed token requests: %d", last.StatusCode)
+	}
+}

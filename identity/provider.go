@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -49,8 +50,10 @@ type Provider struct {
 	metrics  *metrics
 	now      func() time.Time
 	verifier *op.AccessTokenVerifier
-	// loginFailures limits failed sign-ins per client address.
+	// loginFailures and tokenFailures limit failed sign-ins and failed
+	// token-endpoint requests per client address.
 	loginFailures *ratelimit.Failures
+	tokenFailures *ratelimit.Failures
 }
 
 // Endpoint paths (API.md).
@@ -111,8 +114,45 @@ func New(ctx context.Context, cfg Config, db *store.DB, ten *tenancy.Service) (*
 		loginFailures: ratelimit.NewFailures(10_000, 10, 5)}
 	p.verifier = op.NewAccessTokenVerifier(cfg.Issuer, &op.OpenIDKeySet{Storage: st})
 	p.server = &server{LegacyServer: op.NewLegacyServer(provider, endpoints), p: p}
-	p.handler = noStore(op.RegisterLegacyServer(p.server, op.AuthorizeCallbackHandler(provider)))
+	p.tokenFailures = ratelimit.NewFailures(10_000, 30, 30)
+	p.handler = noStore(p.limitTokenFailures(op.RegisterLegacyServer(p.server, op.AuthorizeCallbackHandler(provider))))
 	return p, nil
+}
+
+// limitTokenFailures slows down guessing at the token, revocation and
+// introspection endpoints: an address whose requests keep failing (30,
+// refilled at 30 a minute) gets 429 until its bucket refills.
+func (p *Provider) limitTokenFailures(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || !strings.HasPrefix(r.URL.Path, "/oauth/") {
+			next.ServeHTTP(w, r)
+			return
+		}
+		addr := ratelimit.ClientAddr(r)
+		if blocked, retry := p.tokenFailures.Blocked(addr); blocked {
+			w.Header().Set("Retry-After", strconv.Itoa(int(retry.Seconds())+1))
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusTooManyRequests)
+			_, _ = w.Write([]byte(`{"error":"slow_down","error_description":"too many failed requests; retry later"}`))
+			return
+		}
+		rec := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(rec, r)
+		if rec.status == http.StatusBadRequest || rec.status == http.StatusUnauthorized {
+			p.tokenFailures.Fail(addr)
+		}
+	})
+}
+
+// statusWriter remembers the status of a response.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	s.status = code
+	s.ResponseWriter.WriteHeader(code)
 }
 
 // Handler serves the provider's endpoints (discovery and /oauth/*).
