@@ -1,0 +1,145 @@
+// Package workflows holds assessd's durable Temporal workflows: grading a
+// submitted result and generating an exam. Workflow code is deterministic;
+// every side effect (database, AI provider, file fetching) happens in
+// activities, which the workflows call by name so this package depends on
+// nothing but the SDK.
+package workflows
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// Task queues, one per AI region: a worker polls only its region's queue,
+// so EU work never reaches a global worker.
+const (
+	TaskQueueEU     = "grading-eu"
+	TaskQueueGlobal = "grading-global"
+)
+
+// TaskQueue returns the task queue of an organization's aiRegion.
+func TaskQueue(region string) string {
+	if region == "eu" {
+		return TaskQueueEU
+	}
+	return TaskQueueGlobal
+}
+
+// Activity names, registered by the worker.
+const (
+	ActivityPendingAnswers = "PendingAnswers"
+	ActivityGradeAnswer    = "GradeAnswer"
+	ActivityFinishResult   = "FinishResult"
+)
+
+// ErrTypeInvalidRequest is the application error type of failures retrying
+// cannot fix (the AI provider refused the request).
+const ErrTypeInvalidRequest = "InvalidRequest"
+
+// MaxParallelAnswers bounds the AI calls one result makes at once.
+const MaxParallelAnswers = 4
+
+// GradeResultInput identifies a submitted result.
+type GradeResultInput struct {
+	OrgID    string
+	ResultID string
+	Region   string
+}
+
+// GradeAnswerInput identifies one answer to grade with AI.
+type GradeAnswerInput struct {
+	OrgID    string
+	ResultID string
+	AnswerID string
+	Region   string
+}
+
+// AnswerFailure is an answer whose AI grading failed for good.
+type AnswerFailure struct {
+	AnswerID string
+	Reason   string
+}
+
+// FinishResultInput closes a result: the scores are summed and the status
+// becomes graded, or failed when any answer failed.
+type FinishResultInput struct {
+	OrgID    string
+	ResultID string
+	Failures []AnswerFailure
+}
+
+// ResultOutcome is the final state of a result.
+type ResultOutcome struct {
+	Status string
+	Score  float64
+	Reason string
+}
+
+// WorkflowID is the grading workflow id of a result: derived from the result
+// id, so a second start for the same result is refused, never graded twice.
+func WorkflowID(resultID string) string { return "grade-" + resultID }
+
+// GradeResult grades the AI-graded answers of a result (rules-scored answers
+// were scored on submission), at most MaxParallelAnswers at a time, and
+// finishes the result. Transient AI errors are retried with backoff; an
+// answer that cannot be graded is recorded and fails the result with a
+// reason.
+func GradeResult(ctx workflow.Context, in GradeResultInput) (ResultOutcome, error) {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 2 * time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        time.Second,
+			BackoffCoefficient:     2,
+			MaximumInterval:        time.Minute,
+			MaximumAttempts:        6,
+			NonRetryableErrorTypes: []string{ErrTypeInvalidRequest},
+		},
+	})
+	var pending []string
+	if err := workflow.ExecuteActivity(ctx, ActivityPendingAnswers, in).Get(ctx, &pending); err != nil {
+		return ResultOutcome{}, err
+	}
+	sem := workflow.NewSemaphore(ctx, MaxParallelAnswers)
+	wg := workflow.NewWaitGroup(ctx)
+	var failures []AnswerFailure
+	for _, answerID := range pending {
+		wg.Add(1)
+		workflow.Go(ctx, func(ctx workflow.Context) {
+			defer wg.Done()
+			if err := sem.Acquire(ctx, 1); err != nil {
+				return
+			}
+			defer sem.Release(1)
+			err := workflow.ExecuteActivity(ctx, ActivityGradeAnswer, GradeAnswerInput{
+				OrgID: in.OrgID, ResultID: in.ResultID, AnswerID: answerID, Region: in.Region,
+			}).Get(ctx, nil)
+			if err != nil {
+				failures = append(failures, AnswerFailure{AnswerID: answerID, Reason: reason(err)})
+			}
+		})
+	}
+	wg.Wait(ctx)
+	slices.SortFunc(failures, func(a, b AnswerFailure) int { return strings.Compare(a.AnswerID, b.AnswerID) })
+
+	// Finishing must happen even if the workflow is being cancelled.
+	finishCtx, _ := workflow.NewDisconnectedContext(ctx)
+	var out ResultOutcome
+	err := workflow.ExecuteActivity(finishCtx, ActivityFinishResult, FinishResultInput{
+		OrgID: in.OrgID, ResultID: in.ResultID, Failures: failures,
+	}).Get(finishCtx, &out)
+	return out, err
+}
+
+// reason is the client-safe text of an activity failure.
+func reason(err error) string {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return appErr.Message()
+	}
+	return "AI grading failed after retries"
+}

@@ -1,0 +1,122 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+)
+
+// fakeGrading records what the workflow asks of its activities.
+type fakeGrading struct {
+	pending     []string
+	failOnce    map[string]bool // transient failure on the first attempt
+	invalid     map[string]bool // non-retryable failure
+	calls       atomic.Int32
+	inFlight    atomic.Int32
+	maxInFlight atomic.Int32
+	finished    FinishResultInput
+}
+
+func (f *fakeGrading) PendingAnswers(context.Context, GradeResultInput) ([]string, error) {
+	return f.pending, nil
+}
+
+func (f *fakeGrading) GradeAnswer(ctx context.Context, in GradeAnswerInput) error {
+	f.calls.Add(1)
+	n := f.inFlight.Add(1)
+	defer f.inFlight.Add(-1)
+	for {
+		m := f.maxInFlight.Load()
+		if n <= m || f.maxInFlight.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	if f.invalid[in.AnswerID] {
+		return temporal.NewNonRetryableApplicationError("the AI provider rejected the request", ErrTypeInvalidRequest, nil)
+	}
+	if f.failOnce[in.AnswerID] && activity.GetInfo(ctx).Attempt == 1 {
+		return errors.New("provider timeout")
+	}
+	return nil
+}
+
+func (f *fakeGrading) FinishResult(_ context.Context, in FinishResultInput) (ResultOutcome, error) {
+	f.finished = in
+	if len(in.Failures) > 0 {
+		return ResultOutcome{Status: "failed", Reason: in.Failures[0].Reason}, nil
+	}
+	return ResultOutcome{Status: "graded", Score: 7}, nil
+}
+
+func run(t *testing.T, f *fakeGrading) (ResultOutcome, error) {
+	t.Helper()
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflow(GradeResult)
+	env.RegisterActivityWithOptions(f.PendingAnswers, activity.RegisterOptions{Name: ActivityPendingAnswers})
+	env.RegisterActivityWithOptions(f.GradeAnswer, activity.RegisterOptions{Name: ActivityGradeAnswer})
+	env.RegisterActivityWithOptions(f.FinishResult, activity.RegisterOptions{Name: ActivityFinishResult})
+	env.ExecuteWorkflow(GradeResult, GradeResultInput{OrgID: "org_1", ResultID: "res_1", Region: "eu"})
+	if !env.IsWorkflowCompleted() {
+		t.Fatal("workflow did not complete")
+	}
+	var out ResultOutcome
+	err := env.GetWorkflowResult(&out)
+	return out, err
+}
+
+func TestGradeResultRetriesTransientErrors(t *testing.T) {
+	f := &fakeGrading{pending: []string{"a1", "a2", "a3"}, failOnce: map[string]bool{"a2": true}}
+	out, err := run(t, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Status != "graded" || len(f.finished.Failures) != 0 {
+		t.Fatalf("outcome %+v, failures %+v", out, f.finished.Failures)
+	}
+	if got := f.calls.Load(); got != 4 {
+		t.Fatalf("GradeAnswer ran %d times, want 4 (one retry)", got)
+	}
+}
+
+func TestGradeResultFailsOnInvalidRequestWithoutRetrying(t *testing.T) {
+	f := &fakeGrading{pending: []string{"a1", "a2"}, invalid: map[string]bool{"a1": true}}
+	out, err := run(t, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Status != "failed" || len(f.finished.Failures) != 1 || f.finished.Failures[0].AnswerID != "a1" ||
+		f.finished.Failures[0].Reason != "the AI provider rejected the request" {
+		t.Fatalf("outcome %+v, failures %+v", out, f.finished.Failures)
+	}
+	if got := f.calls.Load(); got != 2 {
+		t.Fatalf("GradeAnswer ran %d times, want 2 (no retry of an invalid request)", got)
+	}
+}
+
+func TestGradeResultBoundsParallelism(t *testing.T) {
+	f := &fakeGrading{}
+	for i := range 12 {
+		f.pending = append(f.pending, string(rune('a'+i)))
+	}
+	if _, err := run(t, f); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.maxInFlight.Load(); got > MaxParallelAnswers {
+		t.Fatalf("%d answers graded at once, limit %d", got, MaxParallelAnswers)
+	}
+	if got := f.calls.Load(); got != 12 {
+		t.Fatalf("graded %d answers, want 12", got)
+	}
+}
+
+func TestTaskQueue(t *testing.T) {
+	if TaskQueue("eu") != TaskQueueEU || TaskQueue("global") != TaskQueueGlobal || TaskQueue("") != TaskQueueGlobal {
+		t.Fatal("region routing is wrong")
+	}
+}
