@@ -19,7 +19,12 @@ $(BIN)/protoc-gen-go $(BIN)/protoc-gen-connect-go $(BIN)/protoc-gen-connect-open
 $(BIN)/buf: tools/buf/go.mod
 	cd tools/buf && GOBIN=$(BIN) $(GO) install tool
 
-tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-connect-go $(BIN)/protoc-gen-connect-openapi
+# The Temporal CLI (dev server for `assessd dev` and the integration tests),
+# built from the module proxy: no download happens at run time.
+$(BIN)/temporal: tools/temporal/go.mod
+	cd tools/temporal && GOBIN=$(BIN) $(GO) install tool
+
+tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-connect-go $(BIN)/protoc-gen-connect-openapi $(BIN)/temporal
 
 third_party/googleapis/google/api/annotations.proto:
 	dir=$$(cd tools && $(GO) mod download -json $(GOOGLEAPIS_MODULE) | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p'); \
@@ -42,7 +47,7 @@ lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' | grep -v '^api/gen/'))" || { gofmt -l .; exit 1; }
 	$(GO) vet ./...
 
-test: lint
+test: lint $(BIN)/temporal
 	$(GO) test -count=1 -race ./...
 
 bench:

@@ -1,0 +1,69 @@
+package devenv
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/testsuite"
+)
+
+// Temporal is a running Temporal dev server.
+type Temporal struct {
+	server *testsuite.DevServer
+	// Address is the frontend host:port.
+	Address string
+}
+
+// TemporalCLI finds the temporal CLI that `make tools` builds into ./bin
+// (no download ever happens at run time), or one on PATH.
+func TemporalCLI() (string, error) {
+	for dir := "."; ; dir = filepath.Join(dir, "..") {
+		candidate := filepath.Join(dir, "bin", "temporal")
+		if _, err := os.Stat(candidate); err == nil {
+			return filepath.Abs(candidate)
+		}
+		if abs, _ := filepath.Abs(dir); abs == "/" {
+			break
+		}
+	}
+	if path, err := exec.LookPath("temporal"); err == nil {
+		return path, nil
+	}
+	return "", errors.New("devenv: no temporal CLI: run 'make tools' or set TEMPORAL_ADDRESS")
+}
+
+// StartTemporal starts a Temporal dev server (in-memory, headless) on a free
+// loopback port. Its output goes to logs.
+func StartTemporal(ctx context.Context, logs io.Writer) (*Temporal, error) {
+	path, err := TemporalCLI()
+	if err != nil {
+		return nil, err
+	}
+	server, err := testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
+		ExistingPath:  path,
+		ClientOptions: &client.Options{HostPort: "", Namespace: "default", Logger: nopLogger{}},
+		LogLevel:      "error",
+		Stdout:        logs,
+		Stderr:        logs,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Temporal{server: server, Address: server.FrontendHostPort()}, nil
+}
+
+// Stop shuts the dev server down.
+func (t *Temporal) Stop() error { return t.server.Stop() }
+
+// nopLogger keeps the SDK's startup chatter out of the process logs.
+type nopLogger struct{}
+
+func (nopLogger) Debug(string, ...any) {}
+func (nopLogger) Info(string, ...any)  {}
+func (nopLogger) Warn(string, ...any)  {}
+func (nopLogger) Error(string, ...any) {}
