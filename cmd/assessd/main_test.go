@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -146,5 +147,58 @@ func TestAdminIdentityCommands(t *testing.T) {
 	added := runJSON(t, "admin", "service-account", "key", "add", "--org", org, "--service-account", sa["id"].(string), "--public-key", file)
 	if !strings.HasPrefix(added["keyId"].(string), "sak_") {
 		t.Fatalf("service-account key add = %v", added)
+	}
+}
+
+// TestDevCommand runs `assessd dev` as `make run` does, with no
+// DATABASE_URL: a private cluster, demo data, and a working API key.
+func TestDevCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a PostgreSQL cluster")
+	}
+	t.Setenv("DATABASE_URL", "")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out, in := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"dev", "--assessd-addr", addr}, in, io.Discard) }()
+	var demo struct {
+		URL    string `json:"url"`
+		APIKey string `json:"apiKey"`
+		Users  []struct {
+			Email, Password, Role string
+		} `json:"users"`
+	}
+	if err := json.NewDecoder(out).Decode(&demo); err != nil {
+		t.Fatalf("dev printed no demo JSON: %v", err)
+	}
+	if len(demo.Users) != 3 || demo.Users[0].Password == "" {
+		t.Fatalf("demo users = %+v", demo.Users)
+	}
+	req, _ := http.NewRequest("GET", demo.URL+"/me", nil)
+	req.Header.Set("Authorization", "Bearer "+demo.APIKey)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("GET /me with the printed key: %d", res.StatusCode)
+	}
+	cancel()
+	go func() { _, _ = io.Copy(io.Discard, out) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("dev returned %v", err)
+		}
+	case <-time.After(40 * time.Second):
+		t.Fatal("dev did not stop")
 	}
 }
