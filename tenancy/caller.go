@@ -19,6 +19,7 @@ const (
 	KindOAuthApp Kind = "oauth_app" // an OAuth access token issued to an app for a user
 	KindJWT      Kind = "jwt"       // a service account's JWT access token
 	KindSession  Kind = "session"   // the user on assessd's own pages (account, developer area)
+	KindEmbed    Kind = "embed"     // an embed session's actor, limited to its flow
 )
 
 // Role is a user's (or service account's) role in its organization.

@@ -351,3 +351,11 @@ func (s *Service) UpdateMe(ctx context.Context, name *string) (User, error) {
 func userSnapshot(u User) map[string]any {
 	return map[string]any{"email": u.Email, "name": u.Name, "role": string(u.Role), "metadata": map[string]any(u.Metadata)}
 }
+
+// UserRole returns the role of a user of the caller's organization. It is
+// for other domain services that act on a user's behalf (embed sessions)
+// and checks no permission of its own.
+func (s *Service) UserRole(ctx context.Context, id string) (Role, error) {
+	u, err := s.loadUser(ctx, s.db.Q(ctx), id, false)
+	return u.Role, err
+}
