@@ -75,9 +75,10 @@ type FinishResultInput struct {
 
 // ResultOutcome is the final state of a result.
 type ResultOutcome struct {
-	Status string
-	Score  float64
-	Reason string
+	Status      string
+	Score       float64
+	Reason      string
+	SubmittedAt time.Time
 }
 
 // WorkflowID is the grading workflow id of a result: derived from the result
