@@ -1,14 +1,11 @@
 package app_test
 
 import (
-	"context"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
 	"testing"
-
-	"golang.org/x/oauth2"
 
 	"github.com/assessd/assessd/identity"
 	"github.com/assessd/assessd/tenancy"
@@ -59,11 +56,7 @@ func TestAccountPage(t *testing.T) {
 
 	// Connected apps: listed with scopes, revocable at once.
 	a.conf.Scopes = []string{"profile", "users:read"}
-	verifier := oauth2.GenerateVerifier()
-	tok, err := a.conf.Exchange(context.Background(), e.codeFor(a, oauth2.S256ChallengeOption(verifier)), oauth2.VerifierOption(verifier))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := e.token(a)
 	e.do("GET", "/users", tok.AccessToken, nil).must(t, http.StatusOK)
 	page := b.get(e.srv.URL + "/account")
 	if !strings.Contains(page.body, "Gradebook") || !strings.Contains(page.body, "users:read") {

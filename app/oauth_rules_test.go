@@ -73,6 +73,17 @@ func TestDenyAndRedirectMismatch(t *testing.T) {
 	}
 }
 
+// token runs the browser flow with PKCE and exchanges the code.
+func (e *env) token(a *oauthApp) *oauth2.Token {
+	e.t.Helper()
+	verifier := oauth2.GenerateVerifier()
+	tok, err := a.conf.Exchange(context.Background(), e.codeFor(a, oauth2.S256ChallengeOption(verifier)), oauth2.VerifierOption(verifier))
+	if err != nil {
+		e.t.Fatalf("exchange: %v", err)
+	}
+	return tok
+}
+
 // codeFor runs the browser flow and returns a fresh authorization code.
 func (e *env) codeFor(a *oauthApp, opts ...oauth2.AuthCodeOption) string {
 	e.t.Helper()
@@ -103,11 +114,7 @@ func TestCodeAndRefreshReplay(t *testing.T) {
 	e.do("GET", "/me", tok.AccessToken, nil).must(t, http.StatusUnauthorized)
 
 	// Reusing a rotated refresh token revokes the whole family.
-	verifier = oauth2.GenerateVerifier()
-	tok, err = a.conf.Exchange(ctx, e.codeFor(a, oauth2.S256ChallengeOption(verifier)), oauth2.VerifierOption(verifier))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok = e.token(a)
 	next, err := a.conf.TokenSource(ctx, &oauth2.Token{RefreshToken: tok.RefreshToken}).Token()
 	if err != nil {
 		t.Fatal(err)
@@ -166,11 +173,7 @@ func TestExpiredAccessToken(t *testing.T) {
 	tn := e.newTenant("US", "pro")
 	a := e.newOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
 	a.conf.Scopes = []string{"profile", "offline_access"}
-	verifier := oauth2.GenerateVerifier()
-	tok, err := a.conf.Exchange(context.Background(), e.codeFor(a, oauth2.S256ChallengeOption(verifier)), oauth2.VerifierOption(verifier))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := e.token(a)
 	now = now.Add(identity.AccessTokenTTL - time.Minute)
 	e.do("GET", "/me", tok.AccessToken, nil).must(t, http.StatusOK)
 	now = now.Add(2 * time.Minute)
@@ -195,11 +198,7 @@ func TestAuditLogWriteByCallerKind(t *testing.T) {
 	// An app its organization allowed receives audit-logs:write and may write.
 	a := e.newOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{Scopes: []string{"profile", "audit-logs:write"}, AllowAuditLogsWrite: true})
 	a.conf.Scopes = []string{"profile", "audit-logs:write"}
-	verifier := oauth2.GenerateVerifier()
-	tok, err := a.conf.Exchange(context.Background(), e.codeFor(a, oauth2.S256ChallengeOption(verifier)), oauth2.VerifierOption(verifier))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := e.token(a)
 	if !strings.Contains(tok.Extra("scope").(string), "audit-logs:write") {
 		t.Fatalf("allowed client was not granted audit-logs:write: %v", tok.Extra("scope"))
 	}
@@ -290,11 +289,7 @@ func TestIntrospectionAndUserinfo(t *testing.T) {
 	tn := e.newTenant("US", "pro")
 	a := e.newOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
 	a.conf.Scopes = []string{"openid", "profile"}
-	verifier := oauth2.GenerateVerifier()
-	tok, err := a.conf.Exchange(context.Background(), e.codeFor(a, oauth2.S256ChallengeOption(verifier)), oauth2.VerifierOption(verifier))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := e.token(a)
 	introspect := func(token, clientID, secret string) map[string]any {
 		req, _ := http.NewRequest("POST", e.srv.URL+"/oauth/introspect", strings.NewReader(url.Values{"token": {token}}.Encode()))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -369,12 +364,7 @@ func TestTokenScopesPerEndpointFamily(t *testing.T) {
 	a := e.newOAuthApp(tn, tenancy.RoleAdmin, identity.ClientInput{})
 	token := func(scopes ...string) string {
 		a.conf.Scopes = scopes
-		verifier := oauth2.GenerateVerifier()
-		tok, err := a.conf.Exchange(context.Background(), e.codeFor(a, oauth2.S256ChallengeOption(verifier)), oauth2.VerifierOption(verifier))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tok.AccessToken
+		return e.token(a).AccessToken
 	}
 	profileOnly := token("profile")
 	tests := []struct {
