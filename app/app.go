@@ -37,6 +37,12 @@ type App struct {
 	Metrics  *observability.Metrics
 }
 
+// Start runs the application's background work until ctx ends: the watch
+// that keeps cached credentials consistent across instances.
+func (a *App) Start(ctx context.Context) {
+	go a.Tenancy.WatchCredentialChanges(ctx)
+}
+
 // New wires an App on db.
 func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	metrics := observability.NewMetrics()

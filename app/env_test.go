@@ -45,6 +45,9 @@ func newEnvWithClock(t *testing.T, now func() time.Time) *env {
 		t.Fatal(err)
 	}
 	handler = a.Handler
+	ctx, stop := context.WithCancel(context.Background())
+	t.Cleanup(stop)
+	a.Start(ctx)
 	return &env{t: t, srv: srv, app: a}
 }
 

@@ -7,6 +7,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -124,6 +125,9 @@ func (s *Service) RevokeAPIKey(ctx context.Context, id string) error {
 		if _, err := q.Exec(ctx, `UPDATE api_keys SET revoked_at = now() WHERE org_id = app_org_id() AND id = $1 AND revoked_at IS NULL`, id); err != nil {
 			return fmt.Errorf("revoke api key: %w", err)
 		}
+		if err := notifyCredentialsChanged(ctx, q); err != nil {
+			return err
+		}
 		_, err = audit.Append(ctx, q, audit.Entry{
 			Action: "api_key.revoked", Actor: ActorOf(caller), Target: audit.Target{Type: "api_key", ID: id},
 		})
@@ -224,11 +228,14 @@ func (s *Service) touch(ctx context.Context, e *cachedKey) {
 }
 
 // keyCache keeps recently verified keys so authenticated requests skip the
-// database. Any revocation or change of a user in this process purges it;
-// entries live at most keyCacheTTL, which bounds how long a revocation made
-// by another instance takes to apply here.
+// database. Every revocation or change of a user, in any instance, purges
+// it: the change notifies credentialsChannel in its transaction and
+// WatchCredentialChanges purges on each notification. While that watch is
+// not connected the cache is bypassed, so a missed notification can never
+// keep a revoked key alive.
 type keyCache struct {
-	lru *expirable.LRU[[32]byte, *cachedKey]
+	lru     *expirable.LRU[[32]byte, *cachedKey]
+	watched atomic.Bool
 }
 
 type cachedKey struct {
@@ -245,6 +252,48 @@ func newKeyCache() *keyCache {
 	return &keyCache{lru: expirable.NewLRU[[32]byte, *cachedKey](keyCacheSize, nil, keyCacheTTL)}
 }
 
-func (k *keyCache) get(h [32]byte) (*cachedKey, bool) { return k.lru.Get(h) }
-func (k *keyCache) add(h [32]byte, e *cachedKey)      { k.lru.Add(h, e) }
-func (k *keyCache) purge()                            { k.lru.Purge() }
+func (k *keyCache) get(h [32]byte) (*cachedKey, bool) {
+	if !k.watched.Load() {
+		return nil, false
+	}
+	return k.lru.Get(h)
+}
+
+func (k *keyCache) add(h [32]byte, e *cachedKey) {
+	if k.watched.Load() {
+		k.lru.Add(h, e)
+	}
+}
+
+func (k *keyCache) purge() { k.lru.Purge() }
+
+// credentialsChannel is notified whenever a credential may have lost
+// validity (key revoked, user changed or deleted).
+const credentialsChannel = "assessd_credentials"
+
+// notifyCredentialsChanged tells every instance, on commit, to drop its
+// cached credentials.
+func notifyCredentialsChanged(ctx context.Context, q store.Querier) error {
+	_, err := q.Exec(ctx, `SELECT pg_notify('`+credentialsChannel+`', '')`)
+	return err
+}
+
+// WatchCredentialChanges keeps this instance's key cache consistent with
+// changes made by any instance, until ctx ends. It reconnects after
+// failures; meanwhile the cache is bypassed.
+func (s *Service) WatchCredentialChanges(ctx context.Context) {
+	for ctx.Err() == nil {
+		err := s.db.Listen(ctx, credentialsChannel,
+			func() { s.keys.purge(); s.keys.watched.Store(true) },
+			s.keys.purge)
+		s.keys.watched.Store(false)
+		s.keys.purge()
+		if ctx.Err() == nil {
+			slog.WarnContext(ctx, "credential change watch interrupted; retrying", "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}
+}

@@ -265,6 +265,9 @@ func (s *Service) updateUser(ctx context.Context, caller *Caller, id string, p U
 		if err != nil {
 			return fmt.Errorf("update user: %w", err)
 		}
+		if err := notifyCredentialsChanged(ctx, q); err != nil {
+			return err
+		}
 		_, err = audit.Append(ctx, q, audit.Entry{
 			Action: "user.updated", Actor: ActorOf(caller), Target: audit.Target{Type: "user", ID: u.ID},
 			Before: userSnapshot(before), After: userSnapshot(u),
@@ -299,6 +302,9 @@ func (s *Service) DeleteUser(ctx context.Context, id string) error {
 		}
 		if _, err := q.Exec(ctx, `DELETE FROM users WHERE org_id = app_org_id() AND id = $1`, id); err != nil {
 			return fmt.Errorf("delete user: %w", err)
+		}
+		if err := notifyCredentialsChanged(ctx, q); err != nil {
+			return err
 		}
 		_, err = audit.Append(ctx, q, audit.Entry{
 			Action: "user.deleted", Actor: ActorOf(caller), Target: audit.Target{Type: "user", ID: id},

@@ -77,6 +77,7 @@ func (a *process) serve(ctx context.Context, ready func()) error {
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
 	}
+	a.Start(ctx)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	a.log.Info("listening", "addr", ln.Addr().String(), "base_url", a.cfg.BaseURL)

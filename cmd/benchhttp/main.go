@@ -59,6 +59,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	a.Start(ctx)
 	userID, key, err := seed(ctx, a.Tenancy)
 	if err != nil {
 		return err

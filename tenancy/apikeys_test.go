@@ -1,0 +1,54 @@
+package tenancy_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/assessd/assessd/errs"
+	"github.com/assessd/assessd/store/storetest"
+	"github.com/assessd/assessd/tenancy"
+)
+
+// TestRevocationReachesOtherInstances runs two instances on one database:
+// a key cached by one is refused there as soon as the other revokes it.
+func TestRevocationReachesOtherInstances(t *testing.T) {
+	db := storetest.New(t)
+	a, b := tenancy.NewService(db), tenancy.NewService(db)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	go a.WatchCredentialChanges(ctx)
+	go b.WatchCredentialChanges(ctx)
+
+	org, err := a.CreateOrg(ctx, tenancy.NewOrg{Name: "X", Country: "US"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys := tenancy.WithCaller(ctx, tenancy.SystemCaller(org.ID))
+	u, err := a.CreateUser(sys, tenancy.NewUser{Email: "k@x.test", Name: "K", Role: tenancy.RoleTeacher})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, plain, err := a.CreateAPIKey(sys, u.ID, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // let both watches connect
+	if _, err := a.AuthenticateAPIKey(ctx, plain); err != nil {
+		t.Fatal(err) // now cached in a
+	}
+	if err := b.RevokeAPIKey(sys, k.ID); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		_, err := a.AuthenticateAPIKey(ctx, plain)
+		if errs.Is(err, errs.KindUnauthenticated) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("instance a still accepts a key revoked by instance b: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
