@@ -59,7 +59,9 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	a.Start(ctx)
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch() // before the database is dropped
+	a.Start(watchCtx)
 	userID, key, err := seed(ctx, a.Tenancy)
 	if err != nil {
 		return err
