@@ -6,7 +6,7 @@ GO ?= go
 GOOGLEAPIS_MODULE := github.com/grpc-ecosystem/grpc-gateway@v1.16.0
 GENERATED := api/gen api/openapi/openapi.yaml
 
-.PHONY: all build tools generate check-generated test bench run lint fmt
+.PHONY: all build tools generate check-generated test bench run lint fmt lint-openapi
 
 all: build
 
@@ -34,6 +34,7 @@ third_party/googleapis/google/api/annotations.proto:
 generate: tools third_party/googleapis/google/api/annotations.proto
 	rm -rf api/gen
 	$(BIN)/buf generate
+	$(GO) run ./cmd/openapigen api/openapi/openapi.yaml api/openapi/oauth.yaml
 
 # CI: regenerate and fail if the committed generated files differ.
 check-generated: generate
@@ -55,3 +56,13 @@ bench:
 
 run:
 	$(GO) run ./cmd/assessd dev
+
+tools/openapi/node_modules: tools/openapi/package.json tools/openapi/package-lock.json
+	cd tools/openapi && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+# Lint (Redocly) and validate (swagger-parser) the OpenAPI description.
+lint-openapi: tools/openapi/node_modules
+	cd tools/openapi && REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true \
+		npx redocly lint --config redocly.yaml ../../api/openapi/openapi.yaml
+	cd tools/openapi && node validate.mjs ../../api/openapi/openapi.yaml

@@ -513,7 +513,7 @@ var File_assessd_v1_audit_proto protoreflect.FileDescriptor
 const file_assessd_v1_audit_proto_rawDesc = "" +
 	"\n" +
 	"\x16assessd/v1/audit.proto\x12\n" +
-	"assessd.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xfb\x02\n" +
+	"assessd.v1\x1a\x18assessd/v1/options.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xfb\x02\n" +
 	"\rAuditLogEntry\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06action\x18\x02 \x01(\tR\x06action\x12,\n" +
@@ -556,10 +556,12 @@ const file_assessd_v1_audit_proto_rawDesc = "" +
 	"\asession\x18\x03 \x01(\tR\asession\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12/\n" +
 	"\x06before\x18\x05 \x01(\v2\x17.google.protobuf.StructR\x06before\x12-\n" +
-	"\x05after\x18\x06 \x01(\v2\x17.google.protobuf.StructR\x05after2\xe4\x01\n" +
-	"\x0fAuditLogService\x12i\n" +
-	"\rListAuditLogs\x12 .assessd.v1.ListAuditLogsRequest\x1a!.assessd.v1.ListAuditLogsResponse\"\x13\x82\xd3\xe4\x93\x02\r\x12\v/audit-logs\x12f\n" +
-	"\x0eCreateAuditLog\x12!.assessd.v1.CreateAuditLogRequest\x1a\x19.assessd.v1.AuditLogEntry\"\x16\x82\xd3\xe4\x93\x02\x10:\x01*\"\v/audit-logsB9Z7github.com/assessd/assessd/api/gen/assessd/v1;assessdv1b\x06proto3"
+	"\x05after\x18\x06 \x01(\v2\x17.google.protobuf.StructR\x05after2\xaa\x02\n" +
+	"\x0fAuditLogService\x12\x8c\x01\n" +
+	"\rListAuditLogs\x12 .assessd.v1.ListAuditLogsRequest\x1a!.assessd.v1.ListAuditLogsResponse\"6\xa2\xbb\x18\x1f\n" +
+	"\x0faudit-logs:read\x12\x05owner\x12\x05admin\x82\xd3\xe4\x93\x02\r\x12\v/audit-logs\x12\x87\x01\n" +
+	"\x0eCreateAuditLog\x12!.assessd.v1.CreateAuditLogRequest\x1a\x19.assessd.v1.AuditLogEntry\"7\xa2\xbb\x18\x1d\n" +
+	"\x10audit-logs:write\x1a\toauth_app\x82\xd3\xe4\x93\x02\x10:\x01*\"\v/audit-logsB9Z7github.com/assessd/assessd/api/gen/assessd/v1;assessdv1b\x06proto3"
 
 var (
 	file_assessd_v1_audit_proto_rawDescOnce sync.Once
@@ -612,6 +614,7 @@ func file_assessd_v1_audit_proto_init() {
 	if File_assessd_v1_audit_proto != nil {
 		return
 	}
+	file_assessd_v1_options_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

@@ -302,7 +302,7 @@ var File_assessd_v1_orgs_proto protoreflect.FileDescriptor
 const file_assessd_v1_orgs_proto_rawDesc = "" +
 	"\n" +
 	"\x15assessd/v1/orgs.proto\x12\n" +
-	"assessd.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x82\x02\n" +
+	"assessd.v1\x1a\x18assessd/v1/options.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x82\x02\n" +
 	"\x03Org\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x18\n" +
@@ -323,11 +323,14 @@ const file_assessd_v1_orgs_proto_rawDesc = "" +
 	"\x10OrgSettingsPatch\x12 \n" +
 	"\tai_region\x18\x01 \x01(\tH\x00R\baiRegion\x88\x01\x01B\f\n" +
 	"\n" +
-	"_ai_region2\x9d\x01\n" +
+	"_ai_region2\xca\x01\n" +
 	"\n" +
-	"OrgService\x12B\n" +
-	"\x06GetOrg\x12\x19.assessd.v1.GetOrgRequest\x1a\x0f.assessd.v1.Org\"\f\x82\xd3\xe4\x93\x02\x06\x12\x04/org\x12K\n" +
-	"\tUpdateOrg\x12\x1c.assessd.v1.UpdateOrgRequest\x1a\x0f.assessd.v1.Org\"\x0f\x82\xd3\xe4\x93\x02\t:\x01*2\x04/orgB9Z7github.com/assessd/assessd/api/gen/assessd/v1;assessdv1b\x06proto3"
+	"OrgService\x12Q\n" +
+	"\x06GetOrg\x12\x19.assessd.v1.GetOrgRequest\x1a\x0f.assessd.v1.Org\"\x1b\xa2\xbb\x18\v\n" +
+	"\torgs:read\x82\xd3\xe4\x93\x02\x06\x12\x04/org\x12i\n" +
+	"\tUpdateOrg\x12\x1c.assessd.v1.UpdateOrgRequest\x1a\x0f.assessd.v1.Org\"-\xa2\xbb\x18\x1a\n" +
+	"\n" +
+	"orgs:write\x12\x05owner\x12\x05admin\x82\xd3\xe4\x93\x02\t:\x01*2\x04/orgB9Z7github.com/assessd/assessd/api/gen/assessd/v1;assessdv1b\x06proto3"
 
 var (
 	file_assessd_v1_orgs_proto_rawDescOnce sync.Once
@@ -371,6 +374,7 @@ func file_assessd_v1_orgs_proto_init() {
 	if File_assessd_v1_orgs_proto != nil {
 		return
 	}
+	file_assessd_v1_options_proto_init()
 	file_assessd_v1_orgs_proto_msgTypes[3].OneofWrappers = []any{}
 	file_assessd_v1_orgs_proto_msgTypes[4].OneofWrappers = []any{}
 	type x struct{}

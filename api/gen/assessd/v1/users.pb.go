@@ -586,7 +586,7 @@ var File_assessd_v1_users_proto protoreflect.FileDescriptor
 const file_assessd_v1_users_proto_rawDesc = "" +
 	"\n" +
 	"\x16assessd/v1/users.proto\x12\n" +
-	"assessd.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x96\x02\n" +
+	"assessd.v1\x1a\x18assessd/v1/options.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x96\x02\n" +
 	"\x04User\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x15\n" +
 	"\x06org_id\x18\x02 \x01(\tR\x05orgId\x12\x14\n" +
@@ -630,18 +630,27 @@ const file_assessd_v1_users_proto_rawDesc = "" +
 	"\x06_emailB\a\n" +
 	"\x05_role\"#\n" +
 	"\x11DeleteUserRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id2\xc5\x04\n" +
-	"\vUserService\x12@\n" +
-	"\x05GetMe\x12\x18.assessd.v1.GetMeRequest\x1a\x10.assessd.v1.User\"\v\x82\xd3\xe4\x93\x02\x05\x12\x03/me\x12I\n" +
-	"\bUpdateMe\x12\x1b.assessd.v1.UpdateMeRequest\x1a\x10.assessd.v1.User\"\x0e\x82\xd3\xe4\x93\x02\b:\x01*2\x03/me\x12X\n" +
-	"\tListUsers\x12\x1c.assessd.v1.ListUsersRequest\x1a\x1d.assessd.v1.ListUsersResponse\"\x0e\x82\xd3\xe4\x93\x02\b\x12\x06/users\x12P\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id2\x8a\x06\n" +
+	"\vUserService\x12M\n" +
+	"\x05GetMe\x12\x18.assessd.v1.GetMeRequest\x1a\x10.assessd.v1.User\"\x18\xa2\xbb\x18\t\n" +
+	"\aprofile\x82\xd3\xe4\x93\x02\x05\x12\x03/me\x12V\n" +
+	"\bUpdateMe\x12\x1b.assessd.v1.UpdateMeRequest\x1a\x10.assessd.v1.User\"\x1b\xa2\xbb\x18\t\n" +
+	"\aprofile\x82\xd3\xe4\x93\x02\b:\x01*2\x03/me\x12\x7f\n" +
+	"\tListUsers\x12\x1c.assessd.v1.ListUsersRequest\x1a\x1d.assessd.v1.ListUsersResponse\"5\xa2\xbb\x18#\n" +
 	"\n" +
-	"CreateUser\x12\x1d.assessd.v1.CreateUserRequest\x1a\x10.assessd.v1.User\"\x11\x82\xd3\xe4\x93\x02\v:\x01*\"\x06/users\x12L\n" +
-	"\aGetUser\x12\x1a.assessd.v1.GetUserRequest\x1a\x10.assessd.v1.User\"\x13\x82\xd3\xe4\x93\x02\r\x12\v/users/{id}\x12U\n" +
+	"users:read\x12\x05owner\x12\x05admin\x12\ateacher\x82\xd3\xe4\x93\x02\b\x12\x06/users\x12o\n" +
 	"\n" +
-	"UpdateUser\x12\x1d.assessd.v1.UpdateUserRequest\x1a\x10.assessd.v1.User\"\x16\x82\xd3\xe4\x93\x02\x10:\x01*2\v/users/{id}\x12X\n" +
+	"CreateUser\x12\x1d.assessd.v1.CreateUserRequest\x1a\x10.assessd.v1.User\"0\xa2\xbb\x18\x1b\n" +
+	"\vusers:write\x12\x05owner\x12\x05admin\x82\xd3\xe4\x93\x02\v:\x01*\"\x06/users\x12s\n" +
+	"\aGetUser\x12\x1a.assessd.v1.GetUserRequest\x1a\x10.assessd.v1.User\":\xa2\xbb\x18#\n" +
 	"\n" +
-	"DeleteUser\x12\x1d.assessd.v1.DeleteUserRequest\x1a\x16.google.protobuf.Empty\"\x13\x82\xd3\xe4\x93\x02\r*\v/users/{id}B9Z7github.com/assessd/assessd/api/gen/assessd/v1;assessdv1b\x06proto3"
+	"users:read\x12\x05owner\x12\x05admin\x12\ateacher\x82\xd3\xe4\x93\x02\r\x12\v/users/{id}\x12t\n" +
+	"\n" +
+	"UpdateUser\x12\x1d.assessd.v1.UpdateUserRequest\x1a\x10.assessd.v1.User\"5\xa2\xbb\x18\x1b\n" +
+	"\vusers:write\x12\x05owner\x12\x05admin\x82\xd3\xe4\x93\x02\x10:\x01*2\v/users/{id}\x12w\n" +
+	"\n" +
+	"DeleteUser\x12\x1d.assessd.v1.DeleteUserRequest\x1a\x16.google.protobuf.Empty\"2\xa2\xbb\x18\x1b\n" +
+	"\vusers:write\x12\x05owner\x12\x05admin\x82\xd3\xe4\x93\x02\r*\v/users/{id}B9Z7github.com/assessd/assessd/api/gen/assessd/v1;assessdv1b\x06proto3"
 
 var (
 	file_assessd_v1_users_proto_rawDescOnce sync.Once
@@ -703,6 +712,7 @@ func file_assessd_v1_users_proto_init() {
 	if File_assessd_v1_users_proto != nil {
 		return
 	}
+	file_assessd_v1_options_proto_init()
 	file_assessd_v1_users_proto_msgTypes[2].OneofWrappers = []any{}
 	file_assessd_v1_users_proto_msgTypes[5].OneofWrappers = []any{}
 	file_assessd_v1_users_proto_msgTypes[7].OneofWrappers = []any{}
