@@ -6,11 +6,11 @@ GO ?= go
 GOOGLEAPIS_MODULE := github.com/grpc-ecosystem/grpc-gateway@v1.16.0
 GENERATED := api/gen api/openapi/openapi.yaml
 
-.PHONY: all build tools generate check-generated test bench run lint fmt lint-openapi
+.PHONY: all build tools generate check-generated test bench run lint fmt lint-openapi docs-assets
 
 all: build
 
-build:
+build: docs-assets
 	$(GO) build -o $(BIN)/assessd ./cmd/assessd
 
 $(BIN)/protoc-gen-go $(BIN)/protoc-gen-connect-go $(BIN)/protoc-gen-connect-openapi &: tools/go.mod
@@ -48,13 +48,13 @@ lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' | grep -v '^api/gen/'))" || { gofmt -l .; exit 1; }
 	$(GO) vet ./...
 
-test: lint $(BIN)/temporal
+test: lint docs-assets $(BIN)/temporal
 	$(GO) test -count=1 -race ./...
 
 bench:
 	$(GO) run ./cmd/benchhttp
 
-run:
+run: docs-assets $(BIN)/temporal
 	$(GO) run ./cmd/assessd dev
 
 tools/openapi/node_modules: tools/openapi/package.json tools/openapi/package-lock.json
@@ -66,3 +66,13 @@ lint-openapi: tools/openapi/node_modules
 	cd tools/openapi && REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true \
 		npx redocly lint --config redocly.yaml ../../api/openapi/openapi.yaml
 	cd tools/openapi && node validate.mjs ../../api/openapi/openapi.yaml
+
+# The API reference renderer embedded in the binary (/docs): Redoc's
+# standalone bundle from the npm registry, at a pinned version.
+REDOC_VERSION := 2.5.4
+web/static/redoc.standalone.js:
+	tmp=$$(mktemp -d) && (cd $$tmp && npm pack redoc@$(REDOC_VERSION) --silent >/dev/null && \
+		tar -xzf redoc-$(REDOC_VERSION).tgz package/bundles/redoc.standalone.js) && \
+		install -m 0644 $$tmp/package/bundles/redoc.standalone.js $@ && rm -rf $$tmp
+
+docs-assets: web/static/redoc.standalone.js

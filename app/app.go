@@ -18,6 +18,7 @@ import (
 	"github.com/assessd/assessd/server"
 	"github.com/assessd/assessd/store"
 	"github.com/assessd/assessd/tenancy"
+	"github.com/assessd/assessd/web"
 )
 
 // Config is what the application needs beyond its database.
@@ -56,6 +57,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	if err != nil {
 		return nil, fmt.Errorf("api: %w", err)
 	}
+	docs := web.Docs()
 	pages := http.NewServeMux()
 	idp.Routes(pages)
 	h := server.New(server.Config{
@@ -77,6 +79,8 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 			"/account/":                         pages,
 			"/developer":                        pages,
 			"/developer/":                       pages,
+			"/docs":                             docs,
+			"/docs/":                            docs,
 		},
 		Ready:   map[string]func(context.Context) error{"postgres": db.Ping},
 		OpenAPI: openapi.Document,

@@ -8,9 +8,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"golang.org/x/oauth2"
 
@@ -92,5 +94,54 @@ func TestLoginAndConsentInABrowser(t *testing.T) {
 	}
 	if !strings.HasPrefix(finalURL, callback.URL+"/cb?") || !strings.Contains(finalURL, "code=") || !strings.Contains(finalURL, "state=browser-state") {
 		t.Fatalf("approve ended at %s", finalURL)
+	}
+}
+
+func TestAPIReferenceInABrowser(t *testing.T) {
+	e := newEnv(t)
+	ctx := newChrome(t)
+	// Redoc's bundle links its badge image from its CDN; the page's
+	// Content-Security-Policy must stop that (and anything else) before it
+	// leaves the browser.
+	var mu sync.Mutex
+	outside := map[network.RequestID]string{}
+	chromedp.ListenTarget(ctx, func(ev any) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch ev := ev.(type) {
+		case *network.EventRequestWillBeSent:
+			u := ev.Request.URL
+			if !strings.HasPrefix(u, e.srv.URL) && !strings.HasPrefix(u, "data:") && !strings.HasPrefix(u, "blob:") {
+				outside[ev.RequestID] = u
+			}
+		case *network.EventLoadingFailed:
+			if ev.BlockedReason == network.BlockedReasonCsp {
+				delete(outside, ev.RequestID)
+			}
+		}
+	})
+	var text string
+	var shot []byte
+	err := chromedp.Run(ctx, network.Enable(),
+		chromedp.Navigate(e.srv.URL+"/docs"),
+		chromedp.WaitVisible(`.api-content h2`, chromedp.ByQuery),
+		chromedp.Sleep(300*time.Millisecond), // let late resource requests settle
+		chromedp.Text(`body`, &text, chromedp.ByQuery),
+		chromedp.FullScreenshot(&shot, 100),
+	)
+	if err != nil {
+		t.Fatalf("docs page: %v", err)
+	}
+	_ = os.WriteFile(artifact(t, "api-reference.png"), shot, 0o644)
+	for _, want := range []string{"UserService", "OAuth", "Returns one user of the caller's organization.",
+		"Exchange a code, a refresh token or a JWT assertion for tokens.", "Requires scope users:read"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("API reference lacks %q", want)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(outside) > 0 {
+		t.Errorf("the API reference reached outside the server: %v", outside)
 	}
 }
