@@ -1,12 +1,8 @@
 package app_test
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -16,43 +12,10 @@ import (
 	"github.com/chromedp/chromedp"
 	"golang.org/x/oauth2"
 
+	"github.com/assessd/assessd/browsertest"
 	"github.com/assessd/assessd/identity"
 	"github.com/assessd/assessd/tenancy"
 )
-
-// newChrome starts headless Chromium (Debian's package; .ci/run installs it).
-func newChrome(t *testing.T) context.Context {
-	t.Helper()
-	path, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Skip("chromium is not installed (apt-get install chromium)")
-	}
-	// Chromium may still write its profile while shutting down, so the
-	// profile is removed best-effort rather than through t.TempDir.
-	profile, err := os.MkdirTemp("", "assessd-chrome-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-quic", true), chromedp.UserDataDir(profile))
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(alloc)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 60*time.Second)
-	t.Cleanup(func() { cancelTimeout(); cancel(); cancelAlloc(); _ = os.RemoveAll(profile) })
-	return ctx
-}
-
-// artifact is where a test saves a screenshot: $ARTIFACTS_DIR when set.
-func artifact(t *testing.T, name string) string {
-	dir := os.Getenv("ARTIFACTS_DIR")
-	if dir == "" {
-		dir = t.TempDir()
-	}
-	_ = os.MkdirAll(dir, 0o755)
-	return filepath.Join(dir, name)
-}
 
 func TestLoginAndConsentInABrowser(t *testing.T) {
 	e := newEnv(t)
@@ -66,7 +29,7 @@ func TestLoginAndConsentInABrowser(t *testing.T) {
 	})
 	a.conf.RedirectURL = callback.URL + "/cb"
 	a.conf.Scopes = []string{"openid", "profile", "users:read"}
-	ctx := newChrome(t)
+	ctx := browsertest.NewChrome(t)
 
 	var consentText, finalURL string
 	var shot []byte
@@ -86,7 +49,7 @@ func TestLoginAndConsentInABrowser(t *testing.T) {
 	if err != nil {
 		t.Fatalf("browser flow: %v", err)
 	}
-	_ = os.WriteFile(artifact(t, "oauth-consent.png"), shot, 0o644)
+	browsertest.SaveArtifact(t, "oauth-consent.png", shot)
 	for _, want := range []string{"Gradebook Sync", "Copies grades into your school's gradebook", "See the people in your organization", "Approve", "Deny"} {
 		if !strings.Contains(consentText, want) {
 			t.Errorf("consent screen lacks %q:\n%s", want, consentText)
@@ -99,7 +62,7 @@ func TestLoginAndConsentInABrowser(t *testing.T) {
 
 func TestAPIReferenceInABrowser(t *testing.T) {
 	e := newEnv(t)
-	ctx := newChrome(t)
+	ctx := browsertest.NewChrome(t)
 	// Redoc's bundle links its badge image from its CDN; the page's
 	// Content-Security-Policy must stop that (and anything else) before it
 	// leaves the browser.
@@ -132,7 +95,7 @@ func TestAPIReferenceInABrowser(t *testing.T) {
 	if err != nil {
 		t.Fatalf("docs page: %v", err)
 	}
-	_ = os.WriteFile(artifact(t, "api-reference.png"), shot, 0o644)
+	browsertest.SaveArtifact(t, "api-reference.png", shot)
 	for _, want := range []string{"UserService", "OAuth", "Returns one user of the caller's organization.",
 		"Exchange a code, a refresh token or a JWT assertion for tokens.", "Requires scope users:read"} {
 		if !strings.Contains(text, want) {

@@ -40,6 +40,12 @@ var Catalogue = map[string]string{
 	"embed.expired.title":                   "This session has expired",
 	"embed.expired.body":                    "Ask the app you came from to open it again.",
 	"embed.devtools.translationKeys":        "Translation keys",
+	"embed.devtools.language":               "Language",
+	"embed.questionTypes.multiple_choice":   "Multiple choice",
+	"embed.questionTypes.true_false":        "True or false",
+	"embed.questionTypes.short_text":        "Short text",
+	"embed.questionTypes.numeric":           "Numeric",
+	"embed.questionTypes.essay":             "Essay",
 }
 
 // Keys returns the catalogue's keys in order.
