@@ -4,9 +4,9 @@ BIN := $(CURDIR)/bin
 GO ?= go
 # The google/api annotation protos come from this pinned module in the Go module cache.
 GOOGLEAPIS_MODULE := github.com/grpc-ecosystem/grpc-gateway@v1.16.0
-GENERATED := api/gen api/openapi/openapi.yaml
+GENERATED := api/gen api/openapi/openapi.yaml sdk/typescript/src/schema.ts sdk/typescript/src/operations.ts
 
-.PHONY: all build tools generate check-generated test bench run lint fmt lint-openapi docs-assets
+.PHONY: all build tools generate check-generated test bench run lint fmt lint-openapi docs-assets sdk
 
 all: build
 
@@ -35,6 +35,8 @@ generate: tools third_party/googleapis/google/api/annotations.proto
 	rm -rf api/gen
 	$(BIN)/buf generate
 	$(GO) run ./cmd/openapigen api/openapi/openapi.yaml api/openapi/oauth.yaml
+	$(MAKE) sdk/typescript/node_modules
+	cd sdk/typescript && npm run --silent generate
 
 # CI: regenerate and fail if the committed generated files differ.
 check-generated: generate
@@ -48,7 +50,7 @@ lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' | grep -v '^api/gen/'))" || { gofmt -l .; exit 1; }
 	$(GO) vet ./...
 
-test: lint docs-assets $(BIN)/temporal
+test: lint docs-assets sdk $(BIN)/temporal
 	$(GO) test -count=1 -race ./...
 
 bench:
@@ -76,3 +78,13 @@ web/static/redoc.standalone.js:
 		install -m 0644 $$tmp/package/bundles/redoc.standalone.js $@ && rm -rf $$tmp
 
 docs-assets: web/static/redoc.standalone.js
+
+sdk/typescript/node_modules: sdk/typescript/package.json sdk/typescript/package-lock.json
+	cd sdk/typescript && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+# The TypeScript SDK: type-check (with the negative type tests) and build
+# the ESM and CommonJS packages. Its tests run inside `make test` against a
+# real server (app.TestTypeScriptSDK).
+sdk: sdk/typescript/node_modules
+	cd sdk/typescript && npm run --silent typecheck && npm run --silent build

@@ -1,0 +1,122 @@
+// SDK tests against a real assessd. The Go test TestTypeScriptSDK (app
+// package) starts the server, seeds an organization and runs these with:
+// ASSESSD_URL, ASSESSD_API_KEY (an owner's key), ASSESSD_CLIENT_ID,
+// ASSESSD_CLIENT_SECRET, ASSESSD_REDIRECT_URI, ASSESSD_LOGIN_EMAIL and
+// ASSESSD_LOGIN_PASSWORD.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import {
+  AssessdError, authorizeUrl, createClient, exchangeCode, paginate, refreshingTokenSource, revokeToken,
+} from "../dist/esm/index.js";
+
+const env = process.env;
+const baseURL = env.ASSESSD_URL;
+const client = createClient({ baseURL, apiKey: env.ASSESSD_API_KEY });
+const oauthClient = { baseURL, clientId: env.ASSESSD_CLIENT_ID, clientSecret: env.ASSESSD_CLIENT_SECRET };
+
+test("users, org and audit log methods", async () => {
+  const me = await client.getMe();
+  assert.match(me.id, /^usr_/);
+  const org = await client.getOrg();
+  assert.equal(org.id, me.orgId);
+  const created = await client.createUser({ email: "sdk@example.com", name: "SDK", role: "student", metadata: { grade: "7" } });
+  const updated = await client.updateUser({ id: created.id, metadata: { grade: null, team: "red" } });
+  assert.deepEqual(updated.metadata, { team: "red" });
+  assert.equal((await client.getUser({ id: created.id })).email, "sdk@example.com");
+  const renamed = await client.updateOrg({ name: "Renamed by the SDK" });
+  assert.equal(renamed.name, "Renamed by the SDK");
+  const logs = await client.listAuditLogs({ action: "user.created", targetId: created.id });
+  assert.equal(logs.auditLogs.length, 1);
+  await client.deleteUser({ id: created.id });
+});
+
+test("a non-2xx answer rejects with AssessdError", async () => {
+  await assert.rejects(client.getUser({ id: "usr_nope" }), (err) => {
+    assert.ok(err instanceof AssessdError);
+    assert.equal(err.status, 400);
+    assert.equal(err.code, 3);
+    assert.equal(err.fieldViolations[0].field, "id");
+    assert.ok(err.axiosError.isAxiosError);
+    return true;
+  });
+  await assert.rejects(client.getUser({ id: "usr_01ARZ3NDEKTSV4RRFFQ69G5FAV" }), (err) => err.status === 404 && err.reason === "USER_NOT_FOUND");
+  const anonymous = createClient({ baseURL });
+  await assert.rejects(anonymous.getMe(), (err) => err.status === 401);
+});
+
+test("the axios config argument applies to the call", async () => {
+  let echoed;
+  await client.getMe(undefined, {
+    headers: { "X-Request-Id": "sdk-trace-42" },
+    transformResponse: [(data, headers) => { echoed = headers["x-request-id"]; return JSON.parse(data); }],
+  });
+  assert.equal(echoed, "sdk-trace-42");
+  // A refused connection (a closed loopback port) rejects with status 0.
+  await assert.rejects(client.getMe(undefined, { baseURL: "http://127.0.0.1:1" }),
+    (err) => err instanceof AssessdError && err.status === 0);
+});
+
+test("paginate walks every page", async () => {
+  const ids = [];
+  for (let i = 0; i < 5; i++) {
+    ids.push((await client.createUser({ email: `page${i}@example.com`, name: `P${i}` })).id);
+  }
+  const seen = [];
+  for await (const user of paginate(client.listUsers, { pageSize: 2 })) seen.push(user.id);
+  for (const id of ids) assert.ok(seen.includes(id), `paginate missed ${id}`);
+  assert.equal(new Set(seen).size, seen.length);
+});
+
+// signIn walks the authorization URL like a browser: login form, consent,
+// and back to the app's redirect URI, whose query it returns.
+async function signIn(url) {
+  const jar = new Map();
+  const cookies = () => [...jar].map(([k, v]) => `${k}=${v}`).join("; ");
+  const request = async (target, init = {}) => {
+    const res = await fetch(new URL(target, baseURL), { ...init, redirect: "manual", headers: { ...init.headers, cookie: cookies() } });
+    for (const c of res.headers.getSetCookie()) {
+      const [pair] = c.split(";");
+      const i = pair.indexOf("=");
+      jar.set(pair.slice(0, i), pair.slice(i + 1));
+    }
+    return res;
+  };
+  const follow = async (res) => {
+    while (res.status >= 300 && res.status < 400) {
+      const next = res.headers.get("location");
+      if (next.startsWith(env.ASSESSD_REDIRECT_URI)) return new URL(next).searchParams;
+      res = await request(next);
+    }
+    return res;
+  };
+  const field = (html, name) => html.match(new RegExp(`name="${name}" value="([^"]*)"`))[1];
+  const post = (path, form) => request(path, { method: "POST", body: new URLSearchParams(form), headers: { "content-type": "application/x-www-form-urlencoded" } });
+  const login = await (await follow(await request(url))).text();
+  const consent = await (await follow(await post("/login", {
+    csrf: field(login, "csrf"), authRequestID: field(login, "authRequestID"), email: env.ASSESSD_LOGIN_EMAIL, password: env.ASSESSD_LOGIN_PASSWORD,
+  }))).text();
+  return follow(await post("/consent", { csrf: field(consent, "csrf"), authRequestID: field(consent, "authRequestID"), decision: "approve" }));
+}
+
+test("OAuth helpers against assessd's provider", async () => {
+  const { url, state, codeVerifier } = await authorizeUrl(oauthClient, { redirectUri: env.ASSESSD_REDIRECT_URI, scope: ["openid", "profile", "offline_access", "users:read"] });
+  assert.match(url, /code_challenge_method=S256/);
+  const back = await signIn(url);
+  assert.equal(back.get("state"), state);
+  const tokens = await exchangeCode(oauthClient, { code: back.get("code"), redirectUri: env.ASSESSD_REDIRECT_URI, codeVerifier });
+  assert.equal(tokens.expires_in, 86400);
+  assert.match(tokens.user_id, /^usr_/);
+
+  const rotated = [];
+  const source = refreshingTokenSource(oauthClient, tokens, (t) => rotated.push(t));
+  let first = true;
+  // An expired token (here: a stale one) is refreshed once, transparently.
+  const app = createClient({ baseURL, accessToken: () => (first ? ((first = false), "stale-token") : source.accessToken()), refresh: source.refresh });
+  assert.equal((await app.getMe()).id, tokens.user_id);
+  assert.equal(rotated.length, 1);
+  assert.notEqual(rotated[0].refresh_token, tokens.refresh_token);
+
+  await revokeToken(oauthClient, rotated[0].access_token);
+  const revoked = createClient({ baseURL, accessToken: rotated[0].access_token });
+  await assert.rejects(revoked.getMe(), (err) => err.status === 401);
+});
