@@ -34,7 +34,7 @@ third_party/googleapis/google/api/annotations.proto:
 generate: tools third_party/googleapis/google/api/annotations.proto
 	rm -rf api/gen
 	$(BIN)/buf generate
-	$(GO) run ./cmd/openapigen api/openapi/openapi.yaml api/openapi/oauth.yaml
+	$(GO) run ./cmd/openapigen api/openapi/openapi.yaml api/openapi/oauth.yaml api/openapi/examples.yaml
 	$(MAKE) sdk/typescript/node_modules
 	cd sdk/typescript && npm run --silent generate
 

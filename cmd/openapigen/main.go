@@ -5,7 +5,7 @@
 // OAuth endpoints, which are not protos (an overlay file). make generate
 // runs it:
 //
-//	openapigen api/openapi/openapi.yaml api/openapi/oauth.yaml
+//	openapigen api/openapi/openapi.yaml api/openapi/oauth.yaml api/openapi/examples.yaml
 package main
 
 import (
@@ -25,11 +25,11 @@ import (
 )
 
 func main() {
-	if len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: openapigen OPENAPI.yaml OVERLAY.yaml")
+	if len(os.Args) != 4 {
+		fmt.Fprintln(os.Stderr, "usage: openapigen OPENAPI.yaml OVERLAY.yaml EXAMPLES.yaml")
 		os.Exit(2)
 	}
-	if err := run(os.Args[1], os.Args[2]); err != nil {
+	if err := run(os.Args[1], os.Args[2], os.Args[3]); err != nil {
 		fmt.Fprintln(os.Stderr, "openapigen:", err)
 		os.Exit(1)
 	}
@@ -46,7 +46,7 @@ func load(path string) (object, error) {
 	return doc, yaml.Unmarshal(data, &doc)
 }
 
-func run(docPath, overlayPath string) error {
+func run(docPath, overlayPath, examplesPath string) error {
 	doc, err := load(docPath)
 	if err != nil {
 		return err
@@ -55,10 +55,17 @@ func run(docPath, overlayPath string) error {
 	if err != nil {
 		return err
 	}
+	examples, err := load(examplesPath)
+	if err != nil {
+		return err
+	}
 	paths := doc["paths"].(object)
 	for _, path := range slices.Sorted(maps.Keys(paths)) {
 		for method, op := range paths[path].(object) {
 			if err := finishOperation(method, op.(object)); err != nil {
+				return fmt.Errorf("%s %s: %w", method, path, err)
+			}
+			if err := addExamples(op.(object), examples["operations"].(object)); err != nil {
 				return fmt.Errorf("%s %s: %w", method, path, err)
 			}
 		}
@@ -113,6 +120,36 @@ func finishOperation(method string, op object) error {
 		}
 	}
 	return nil
+}
+
+// addExamples sets the operation's request and success examples from the
+// examples file; every operation must have them.
+func addExamples(op, examples object) error {
+	id := op["operationId"].(string)
+	ex, ok := examples[id].(object)
+	if !ok {
+		return fmt.Errorf("no examples for %s in the examples file", id)
+	}
+	if req, ok := ex["request"]; ok {
+		if media, ok := jsonMedia(op["requestBody"]); ok {
+			media["example"] = req
+		}
+	}
+	if res, ok := op["responses"].(object)["200"]; ok {
+		if media, ok := jsonMedia(res); ok {
+			media["example"] = ex["response"]
+		}
+	}
+	return nil
+}
+
+// jsonMedia returns the application/json media object of a request body or
+// response.
+func jsonMedia(v any) (object, bool) {
+	o, _ := v.(object)
+	content, _ := o["content"].(object)
+	media, ok := content["application/json"].(object)
+	return media, ok
 }
 
 func accessText(a *v1.Access) string {

@@ -900,6 +900,40 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "auditLogs": [
+                     *         {
+                     *           "action": "org.ai_region_changed",
+                     *           "actor": {
+                     *             "clientId": "",
+                     *             "id": "usr_01JD3M4Q9ZB8K1T7W2X5C6V0NA",
+                     *             "kind": "user"
+                     *           },
+                     *           "after": {
+                     *             "settings": {
+                     *               "aiRegion": "global"
+                     *             }
+                     *           },
+                     *           "before": {
+                     *             "settings": {
+                     *               "aiRegion": "eu"
+                     *             }
+                     *           },
+                     *           "createdAt": "2026-09-02T10:30:00Z",
+                     *           "id": "aud_01JD3M4Q9ZB8K1T7W2X5C6V0NC",
+                     *           "origin": "platform",
+                     *           "reason": "",
+                     *           "session": "",
+                     *           "target": {
+                     *             "id": "org_01JD3M4Q9ZB8K1T7W2X5C6V0NB",
+                     *             "type": "org"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "nextPageToken": ""
+                     *     }
+                     */
                     "application/json": components["schemas"]["assessd.v1.ListAuditLogsResponse"];
                 };
             };
@@ -920,6 +954,19 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "action": "grade.synced",
+                 *       "after": {
+                 *         "grades": 28
+                 *       },
+                 *       "reason": "nightly sync",
+                 *       "target": {
+                 *         "id": "exm_01JD3M4Q9ZB8K1T7W2X5C6V0ND",
+                 *         "type": "exam"
+                 *       }
+                 *     }
+                 */
                 "application/json": components["schemas"]["assessd.v1.CreateAuditLogRequest"];
             };
         };
@@ -930,6 +977,28 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "action": "grade.synced",
+                     *       "actor": {
+                     *         "clientId": "cli_01JD3M4Q9ZB8K1T7W2X5C6V0NF",
+                     *         "id": "usr_01JD3M4Q9ZB8K1T7W2X5C6V0NA",
+                     *         "kind": "user"
+                     *       },
+                     *       "after": {
+                     *         "grades": 28
+                     *       },
+                     *       "createdAt": "2026-09-02T23:00:00Z",
+                     *       "id": "aud_01JD3M4Q9ZB8K1T7W2X5C6V0NE",
+                     *       "origin": "app",
+                     *       "reason": "nightly sync",
+                     *       "session": "",
+                     *       "target": {
+                     *         "id": "exm_01JD3M4Q9ZB8K1T7W2X5C6V0ND",
+                     *         "type": "exam"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["assessd.v1.AuditLogEntry"];
                 };
             };
@@ -958,6 +1027,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "createdAt": "2026-09-01T08:00:00Z",
+                     *       "email": "ada@school.example",
+                     *       "id": "usr_01JD3M4Q9ZB8K1T7W2X5C6V0NA",
+                     *       "metadata": {
+                     *         "active": true,
+                     *         "grade": "7",
+                     *         "sisId": 4211
+                     *       },
+                     *       "name": "Ada Lovelace",
+                     *       "orgId": "org_01JD3M4Q9ZB8K1T7W2X5C6V0NB",
+                     *       "role": "teacher",
+                     *       "updatedAt": "2026-09-02T10:30:00Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["assessd.v1.User"];
                 };
             };
@@ -978,6 +1063,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "Ada King"
+                 *     }
+                 */
                 "application/json": components["schemas"]["assessd.v1.UpdateMeRequest"];
             };
         };
@@ -988,6 +1078,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "createdAt": "2026-09-01T08:00:00Z",
+                     *       "email": "ada@school.example",
+                     *       "id": "usr_01JD3M4Q9ZB8K1T7W2X5C6V0NA",
+                     *       "metadata": {
+                     *         "active": true,
+                     *         "grade": "7",
+                     *         "sisId": 4211
+                     *       },
+                     *       "name": "Ada Lovelace",
+                     *       "orgId": "org_01JD3M4Q9ZB8K1T7W2X5C6V0NB",
+                     *       "role": "teacher",
+                     *       "updatedAt": "2026-09-02T10:30:00Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["assessd.v1.User"];
                 };
             };
@@ -1143,6 +1249,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "country": "FR",
+                     *       "createdAt": "2026-09-01T08:00:00Z",
+                     *       "id": "org_01JD3M4Q9ZB8K1T7W2X5C6V0NB",
+                     *       "name": "Lycée Example",
+                     *       "plan": "pro",
+                     *       "settings": {
+                     *         "aiRegion": "eu"
+                     *       },
+                     *       "updatedAt": "2026-09-02T10:30:00Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["assessd.v1.Org"];
                 };
             };
@@ -1163,6 +1282,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "settings": {
+                 *         "aiRegion": "global"
+                 *       }
+                 *     }
+                 */
                 "application/json": components["schemas"]["assessd.v1.UpdateOrgRequest"];
             };
         };
@@ -1173,6 +1299,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "country": "FR",
+                     *       "createdAt": "2026-09-01T08:00:00Z",
+                     *       "id": "org_01JD3M4Q9ZB8K1T7W2X5C6V0NB",
+                     *       "name": "Lycée Example",
+                     *       "plan": "pro",
+                     *       "settings": {
+                     *         "aiRegion": "eu"
+                     *       },
+                     *       "updatedAt": "2026-09-02T10:30:00Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["assessd.v1.Org"];
                 };
             };
@@ -1210,6 +1349,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "nextPageToken": "djE6dXNyXzAxSkQzTTRROVpCOEsxVDdXMlg1QzZWME5B",
+                     *       "users": [
+                     *         {
+                     *           "createdAt": "2026-09-01T08:00:00Z",
+                     *           "email": "ada@school.example",
+                     *           "id": "usr_01JD3M4Q9ZB8K1T7W2X5C6V0NA",
+                     *           "metadata": {
+                     *             "active": true,
+                     *             "grade": "7",
+                     *             "sisId": 4211
+                     *           },
+                     *           "name": "Ada Lovelace",
+                     *           "orgId": "org_01JD3M4Q9ZB8K1T7W2X5C6V0NB",
+                     *           "role": "teacher",
+                     *           "updatedAt": "2026-09-02T10:30:00Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["assessd.v1.ListUsersResponse"];
                 };
             };
@@ -1230,6 +1390,16 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "email": "ada@school.example",
+                 *       "metadata": {
+                 *         "grade": "7"
+                 *       },
+                 *       "name": "Ada Lovelace",
+                 *       "role": "teacher"
+                 *     }
+                 */
                 "application/json": components["schemas"]["assessd.v1.CreateUserRequest"];
             };
         };
@@ -1240,6 +1410,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "createdAt": "2026-09-01T08:00:00Z",
+                     *       "email": "ada@school.example",
+                     *       "id": "usr_01JD3M4Q9ZB8K1T7W2X5C6V0NA",
+                     *       "metadata": {
+                     *         "active": true,
+                     *         "grade": "7",
+                     *         "sisId": 4211
+                     *       },
+                     *       "name": "Ada Lovelace",
+                     *       "orgId": "org_01JD3M4Q9ZB8K1T7W2X5C6V0NB",
+                     *       "role": "teacher",
+                     *       "updatedAt": "2026-09-02T10:30:00Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["assessd.v1.User"];
                 };
             };
@@ -1270,6 +1456,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "createdAt": "2026-09-01T08:00:00Z",
+                     *       "email": "ada@school.example",
+                     *       "id": "usr_01JD3M4Q9ZB8K1T7W2X5C6V0NA",
+                     *       "metadata": {
+                     *         "active": true,
+                     *         "grade": "7",
+                     *         "sisId": 4211
+                     *       },
+                     *       "name": "Ada Lovelace",
+                     *       "orgId": "org_01JD3M4Q9ZB8K1T7W2X5C6V0NB",
+                     *       "role": "teacher",
+                     *       "updatedAt": "2026-09-02T10:30:00Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["assessd.v1.User"];
                 };
             };
@@ -1298,6 +1500,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /** @example {} */
                     "application/json": components["schemas"]["google.protobuf.Empty"];
                 };
             };
@@ -1320,6 +1523,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "metadata": {
+                 *         "grade": "8",
+                 *         "legacyId": null
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     /** email */
                     email?: string | null;
@@ -1342,6 +1553,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "createdAt": "2026-09-01T08:00:00Z",
+                     *       "email": "ada@school.example",
+                     *       "id": "usr_01JD3M4Q9ZB8K1T7W2X5C6V0NA",
+                     *       "metadata": {
+                     *         "active": true,
+                     *         "grade": "7",
+                     *         "sisId": 4211
+                     *       },
+                     *       "name": "Ada Lovelace",
+                     *       "orgId": "org_01JD3M4Q9ZB8K1T7W2X5C6V0NB",
+                     *       "role": "teacher",
+                     *       "updatedAt": "2026-09-02T10:30:00Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["assessd.v1.User"];
                 };
             };
