@@ -437,3 +437,13 @@ func TestTokenEndpointDetails(t *testing.T) {
 		t.Fatalf("after 40 failed token requests: %d", last.StatusCode)
 	}
 }
+
+func TestJWTBearerMetrics(t *testing.T) {
+	e := newEnv(t)
+	tn := e.newTenant("US", "pro")
+	e.serviceAccountToken(tn, tenancy.RoleTeacher, "users:read")
+	metrics := string(e.do("GET", "/metrics", "", nil).raw)
+	if !strings.Contains(metrics, `grant_type="jwt_bearer",org="`+tn.org.ID+`"} 1`) {
+		t.Fatalf("no jwt_bearer token counted for %s", tn.org.ID)
+	}
+}

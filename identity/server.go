@@ -2,6 +2,7 @@ package identity
 
 import (
 	"context"
+	"errors"
 	"slices"
 
 	"github.com/zitadel/oidc/v3/pkg/oidc"
@@ -55,22 +56,14 @@ func (s *server) JWTProfile(ctx context.Context, r *op.Request[oidc.JWTProfileGr
 		s.p.metrics.tokenErrors.WithLabelValues("jwt_bearer", errorCode(err)).Inc()
 		return nil, err
 	}
-	if tr, ok := resp.Data.(*oidc.AccessTokenResponse); ok {
-		if sub, _ := s.subjectOfJWT(ctx, tr.AccessToken); sub != "" {
-			if org, _, err := s.p.storage.serviceAccount(ctx, sub); err == nil {
-				s.p.metrics.tokensIssued.WithLabelValues(org, sub, "jwt_bearer").Inc()
-			}
+	// The assertion was verified above; its issuer is the service account.
+	var claims oidc.JWTTokenRequest
+	if _, err := oidc.ParseToken(r.Data.Assertion, &claims); err == nil {
+		if org, _, err := s.p.storage.serviceAccount(ctx, claims.Issuer); err == nil {
+			s.p.metrics.tokensIssued.WithLabelValues(org, claims.Issuer, "jwt_bearer").Inc()
 		}
 	}
 	return resp, nil
-}
-
-func (s *server) subjectOfJWT(ctx context.Context, token string) (string, error) {
-	claims, err := op.VerifyAccessToken[*oidc.AccessTokenClaims](ctx, token, s.p.verifier)
-	if err != nil {
-		return "", err
-	}
-	return claims.Subject, nil
 }
 
 // respond adds user_id and org_id, removes an id_token that openid did not
@@ -94,16 +87,12 @@ func (s *server) respond(resp *op.Response, err error, grant, orgID, userID, cli
 	return op.NewResponse(&tokenResponse{AccessTokenResponse: tr, UserID: userID, OrgID: orgID}), nil
 }
 
+// errorCode is the RFC 6749 error code of a token endpoint failure, for
+// the error metric.
 func errorCode(err error) string {
 	var oe *oidc.Error
-	if e, ok := err.(*oidc.Error); ok {
-		oe = e
+	if errors.As(err, &oe) {
+		return string(oe.ErrorType)
 	}
-	if se, ok := err.(op.StatusError); ok {
-		return errorCode(se.Unwrap())
-	}
-	if oe == nil {
-		return "server_error"
-	}
-	return string(oe.ErrorType)
+	return "server_error"
 }
