@@ -67,3 +67,8 @@ func (nopLogger) Debug(string, ...any) {}
 func (nopLogger) Info(string, ...any)  {}
 func (nopLogger) Warn(string, ...any)  {}
 func (nopLogger) Error(string, ...any) {}
+
+// DialTemporal connects a client to address, without the SDK's log chatter.
+func DialTemporal(address string) (client.Client, error) {
+	return client.Dial(client.Options{HostPort: address, Logger: nopLogger{}})
+}

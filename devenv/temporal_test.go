@@ -17,7 +17,7 @@ func TestStartTemporal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tmp.Stop()
-	c, err := client.Dial(client.Options{HostPort: tmp.Address, Logger: nopLogger{}})
+	c, err := DialTemporal(tmp.Address)
 	if err != nil {
 		t.Fatal(err)
 	}
