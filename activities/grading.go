@@ -87,6 +87,7 @@ func (g *Grading) GradeAnswer(ctx context.Context, in workflows.GradeAnswerInput
 		return temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("a %s result reached a %s worker", in.Region, g.Region), workflows.ErrTypeInvalidRequest, nil)
 	}
+	defer heartbeat(ctx, 2*time.Second)()
 	input, err := g.Store.AIGradingInput(ctx, in.OrgID, in.ResultID, in.AnswerID)
 	if err != nil {
 		return err
@@ -124,6 +125,27 @@ func (g *Grading) GradeAnswer(ctx context.Context, in workflows.GradeAnswerInput
 	}
 	rec.Score, rec.MaxScore, rec.Feedback, rec.Rationale = grade.Score, grade.MaxScore, grade.Feedback, grade.Rationale
 	return g.Store.RecordAIGrade(ctx, in.OrgID, in.ResultID, in.AnswerID, rec)
+}
+
+// heartbeat reports the activity alive every interval until the returned
+// function is called.
+func heartbeat(ctx context.Context, interval time.Duration) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	}()
+	return func() { close(done) }
 }
 
 // skipReason names a fetch failure that retrying cannot fix, or "".

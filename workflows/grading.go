@@ -93,6 +93,10 @@ func WorkflowID(resultID string) string { return "grade-" + resultID }
 func GradeResult(ctx workflow.Context, in GradeResultInput) (ResultOutcome, error) {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 2 * time.Minute,
+		// Activities heartbeat while they wait for the AI provider, so a
+		// worker that dies mid-call is noticed in seconds, not minutes, and
+		// the answer is retried on another worker of the region.
+		HeartbeatTimeout: 10 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:        time.Second,
 			BackoffCoefficient:     2,
