@@ -146,5 +146,5 @@ func reason(err error) string {
 	if errors.As(err, &appErr) {
 		return appErr.Message()
 	}
-	return "AI grading failed after retries"
+	return "the AI provider failed after retries"
 }

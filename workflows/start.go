@@ -30,3 +30,18 @@ func (s Starter) StartGrading(ctx context.Context, in GradeResultInput) error {
 	}
 	return nil
 }
+
+// StartGeneration starts the generation workflow of a request on its
+// region's task queue; starting it again joins it.
+func (s Starter) StartGeneration(ctx context.Context, in GenerateExamInput) error {
+	_, err := s.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       GenerationWorkflowID(in.GenerationID),
+		TaskQueue:                TaskQueue(in.Region),
+		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+	}, GenerateExam, in)
+	if err != nil {
+		return fmt.Errorf("start generation %s: %w", in.GenerationID, err)
+	}
+	return nil
+}
