@@ -21,6 +21,7 @@ import (
 
 	v1 "github.com/assessd/assessd/api/gen/assessd/v1"
 	"github.com/assessd/assessd/api/gen/assessd/v1/assessdv1connect"
+	"github.com/assessd/assessd/assessment"
 	"github.com/assessd/assessd/observability"
 	"github.com/assessd/assessd/tenancy"
 )
@@ -32,6 +33,9 @@ const MaxBodyBytes = 1 << 20
 // Services are the domain services the API exposes.
 type Services struct {
 	Tenancy *tenancy.Service
+	// Assessment serves folders, exams, questions, question types and
+	// results.
+	Assessment *assessment.Service
 }
 
 // NewHandler returns the API handler: every service on its REST paths and
@@ -65,6 +69,21 @@ func NewHandler(s Services) (http.Handler, error) {
 		},
 		func() (string, http.Handler) {
 			return assessdv1connect.NewAuditLogServiceHandler(auditServer{s.Tenancy}, opts...)
+		},
+		func() (string, http.Handler) {
+			return assessdv1connect.NewFolderServiceHandler(folderServer{s.Assessment}, opts...)
+		},
+		func() (string, http.Handler) {
+			return assessdv1connect.NewExamServiceHandler(examServer{s.Assessment}, opts...)
+		},
+		func() (string, http.Handler) {
+			return assessdv1connect.NewQuestionServiceHandler(questionServer{s.Assessment}, opts...)
+		},
+		func() (string, http.Handler) {
+			return assessdv1connect.NewQuestionTypeServiceHandler(questionTypeServer{s.Assessment}, opts...)
+		},
+		func() (string, http.Handler) {
+			return assessdv1connect.NewResultServiceHandler(resultServer{s.Assessment}, opts...)
 		},
 	} {
 		path, handler := h()

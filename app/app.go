@@ -13,6 +13,7 @@ import (
 
 	"github.com/assessd/assessd/api"
 	"github.com/assessd/assessd/api/openapi"
+	"github.com/assessd/assessd/assessment"
 	"github.com/assessd/assessd/identity"
 	"github.com/assessd/assessd/observability"
 	"github.com/assessd/assessd/server"
@@ -32,10 +33,12 @@ type Config struct {
 
 // App is the wired server.
 type App struct {
-	Handler  http.Handler
-	Tenancy  *tenancy.Service
-	Identity *identity.Provider
-	Metrics  *observability.Metrics
+	Handler http.Handler
+	Tenancy *tenancy.Service
+	// Assessment holds folders, exams, questions, question types and results.
+	Assessment *assessment.Service
+	Identity   *identity.Provider
+	Metrics    *observability.Metrics
 }
 
 // Start runs the application's background work until ctx ends: the watch
@@ -53,7 +56,8 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	apiHandler, err := api.NewHandler(api.Services{Tenancy: ten})
+	content := assessment.NewService(db)
+	apiHandler, err := api.NewHandler(api.Services{Tenancy: ten, Assessment: content})
 	if err != nil {
 		return nil, fmt.Errorf("api: %w", err)
 	}
@@ -85,5 +89,5 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 		Ready:   map[string]func(context.Context) error{"postgres": db.Ping},
 		OpenAPI: openapi.Document,
 	})
-	return &App{Handler: h, Tenancy: ten, Identity: idp, Metrics: metrics}, nil
+	return &App{Handler: h, Tenancy: ten, Assessment: content, Identity: idp, Metrics: metrics}, nil
 }

@@ -1,0 +1,249 @@
+// Package expr compiles and evaluates the JSONata expressions of question
+// type definitions (responseProcessing.condition, grading.fileInputs) with
+// the bounds a multi-tenant server needs: expressions come from customers
+// and run on every submission.
+//
+// jsonata-go evaluates recursively and cannot be cancelled, so the bounds
+// are enforced around it:
+//   - statically, at save time: length, syntax-tree depth and size, no range
+//     operator, no $pad (unbounded allocation from a small expression),
+//     no $reduce (an accumulator can double on every step), and functions
+//     (lambdas) only as the callback argument of a built-in higher-order
+//     function, so no function can reach itself: without self-reference
+//     there is no recursion beyond the depth of the syntax tree;
+//   - on the data: the evaluated JSON is at most MaxDataDepth deep;
+//   - at run time: each evaluation has a deadline, and at most
+//     GOMAXPROCS evaluations run at once, so an expression that is slow on
+//     large data occupies a bounded share of the CPU and callers stop
+//     waiting for it at the deadline.
+package expr
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"runtime"
+	"strings"
+	"time"
+
+	jsonata "github.com/blues/jsonata-go"
+	"github.com/blues/jsonata-go/jparse"
+)
+
+// Bounds of an expression and of its evaluation.
+const (
+	MaxLength    = 2000 // characters of source, "=" included
+	MaxTreeDepth = 32   // nesting of the syntax tree
+	MaxNodes     = 400  // syntax-tree nodes
+	MaxDataDepth = 32   // nesting of the JSON it is evaluated against
+	// Timeout is how long a caller waits for one evaluation.
+	Timeout = 100 * time.Millisecond
+)
+
+// ErrTimeout is returned when an evaluation does not finish in time.
+var ErrTimeout = errors.New("expression evaluation timed out")
+
+// ErrUndefined is returned when an expression yields no value.
+var ErrUndefined = errors.New("expression yields no value")
+
+// Expr is a compiled, checked expression.
+type Expr struct {
+	src  string
+	expr *jsonata.Expr
+}
+
+// String returns the source, with its leading "=".
+func (e *Expr) String() string { return e.src }
+
+// callbackFuncs are the built-in higher-order functions whose callback
+// argument (the second) may be a function literal.
+var callbackFuncs = map[string]bool{"map": true, "filter": true, "sort": true, "single": true, "sift": true, "each": true}
+
+// deniedFuncs cannot be called or rebound.
+var deniedFuncs = map[string]string{
+	"pad":    "it can allocate without bound",
+	"reduce": "its accumulator can grow without bound",
+	"eval":   "it would evaluate unchecked expressions",
+}
+
+// Compile parses src, which must start with "=", and checks it against the
+// static bounds. The error explains what is wrong in words fit for a 400.
+func Compile(src string) (*Expr, error) {
+	body, ok := strings.CutPrefix(src, "=")
+	if !ok {
+		return nil, errors.New(`must be a JSONata expression starting with "="`)
+	}
+	if len(src) > MaxLength {
+		return nil, fmt.Errorf("must be at most %d characters", MaxLength)
+	}
+	if strings.TrimSpace(body) == "" {
+		return nil, errors.New(`needs an expression after "="`)
+	}
+	node, err := jparse.Parse(body)
+	if err != nil {
+		return nil, fmt.Errorf("is not valid JSONata: %s", parseMessage(err))
+	}
+	c := checker{}
+	if err := c.check(reflect.ValueOf(node), 1, false); err != nil {
+		return nil, err
+	}
+	e, err := jsonata.Compile(body)
+	if err != nil {
+		return nil, fmt.Errorf("is not valid JSONata: %s", parseMessage(err))
+	}
+	return &Expr{src: src, expr: e}, nil
+}
+
+func parseMessage(err error) string {
+	var pe *jparse.Error
+	if errors.As(err, &pe) {
+		return fmt.Sprintf("%s (at character %d)", pe.Error(), pe.Position+2)
+	}
+	return err.Error()
+}
+
+type checker struct{ nodes int }
+
+var nodeType = reflect.TypeFor[jparse.Node]()
+
+// check walks the syntax tree generically (every field that holds nodes),
+// so node kinds added by the library are still bounded by depth and size.
+func (c *checker) check(v reflect.Value, depth int, callback bool) error {
+	if !v.IsValid() || (v.Kind() == reflect.Interface || v.Kind() == reflect.Pointer) && v.IsNil() {
+		return nil
+	}
+	c.nodes++
+	if depth > MaxTreeDepth {
+		return fmt.Errorf("is nested too deeply (at most %d levels)", MaxTreeDepth)
+	}
+	if c.nodes > MaxNodes {
+		return fmt.Errorf("is too complex (at most %d terms)", MaxNodes)
+	}
+	n := v.Interface()
+	switch n := n.(type) {
+	case *jparse.RangeNode:
+		return errors.New("may not use the range operator (..)")
+	case *jparse.VariableNode:
+		if why, ok := deniedFuncs[n.Name]; ok {
+			return fmt.Errorf("may not use $%s: %s", n.Name, why)
+		}
+	case *jparse.AssignmentNode:
+		if _, ok := deniedFuncs[n.Name]; ok || callbackFuncs[n.Name] {
+			return fmt.Errorf("may not rebind the built-in function $%s", n.Name)
+		}
+	case *jparse.LambdaNode, *jparse.TypedLambdaNode:
+		if !callback {
+			return errors.New("may define a function only as the callback of $map, $filter, $sort, $single, $sift or $each")
+		}
+	case *jparse.FunctionCallNode:
+		name := ""
+		if fn, ok := n.Func.(*jparse.VariableNode); ok {
+			name = fn.Name
+		}
+		if err := c.check(reflect.ValueOf(n.Func), depth+1, false); err != nil {
+			return err
+		}
+		for i, arg := range n.Args {
+			if err := c.check(reflect.ValueOf(arg), depth+1, i == 1 && callbackFuncs[name]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return c.children(v, depth)
+}
+
+func (c *checker) children(v reflect.Value, depth int) error {
+	for v.Kind() == reflect.Interface || v.Kind() == reflect.Pointer {
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return nil
+	}
+	for i := range v.NumField() {
+		if err := c.walk(v.Field(i), depth); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// walk visits the nodes held by one struct field: a node, a slice or array
+// of nodes, or an embedded struct that holds nodes.
+func (c *checker) walk(f reflect.Value, depth int) error {
+	switch {
+	case f.Type().Implements(nodeType) && f.Kind() != reflect.Struct:
+		return c.check(f, depth+1, false)
+	case f.Kind() == reflect.Slice || f.Kind() == reflect.Array:
+		for j := range f.Len() {
+			if err := c.walk(f.Index(j), depth); err != nil {
+				return err
+			}
+		}
+	case f.Kind() == reflect.Pointer && !f.IsNil() && f.Elem().Kind() == reflect.Struct:
+		return c.children(f, depth)
+	}
+	return nil
+}
+
+// slots bounds concurrent evaluations (see the package comment).
+var slots = make(chan struct{}, max(runtime.GOMAXPROCS(0), 2))
+
+// Eval evaluates e against data (plain JSON values: maps, slices, strings,
+// float64, bool, nil) and returns the result. It waits at most Timeout,
+// including the wait for a free evaluation slot.
+func (e *Expr) Eval(ctx context.Context, data map[string]any) (any, error) {
+	if depthOf(data, 0) > MaxDataDepth {
+		return nil, fmt.Errorf("input is nested more than %d levels", MaxDataDepth)
+	}
+	ctx, cancel := context.WithTimeout(ctx, Timeout)
+	defer cancel()
+	select {
+	case slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ErrTimeout
+	}
+	type outcome struct {
+		v   any
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		defer func() { <-slots }()
+		defer func() {
+			if r := recover(); r != nil {
+				done <- outcome{err: fmt.Errorf("expression failed: %v", r)}
+			}
+		}()
+		v, err := e.expr.Eval(data)
+		if errors.Is(err, jsonata.ErrUndefined) {
+			err = ErrUndefined
+		}
+		done <- outcome{v, err}
+	}()
+	select {
+	case o := <-done:
+		return o.v, o.err
+	case <-ctx.Done():
+		return nil, ErrTimeout
+	}
+}
+
+func depthOf(v any, d int) int {
+	if d > MaxDataDepth {
+		return d
+	}
+	deepest := d
+	switch v := v.(type) {
+	case map[string]any:
+		for _, x := range v {
+			deepest = max(deepest, depthOf(x, d+1))
+		}
+	case []any:
+		for _, x := range v {
+			deepest = max(deepest, depthOf(x, d+1))
+		}
+	}
+	return deepest
+}

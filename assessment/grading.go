@@ -1,0 +1,76 @@
+package assessment
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The methods in this file are the write-back side of AI grading, for the
+// grading workflow's activities. They run for the organization in ctx
+// (store.WithOrg) and check no caller permission: the workflow acts for
+// the platform. Every write is conditional on the current state, so a
+// retried activity changes nothing twice.
+
+// PendingAnswers returns the question ids of a result's answers that await
+// AI grading, in exam order.
+func (s *Service) PendingAnswers(ctx context.Context, resultID string) ([]string, error) {
+	rows, err := s.db.Q(ctx).Query(ctx, `
+		SELECT question_id FROM result_answers
+		 WHERE org_id = app_org_id() AND result_id = $1 AND status = 'pending' ORDER BY position`, resultID)
+	if err != nil {
+		return nil, fmt.Errorf("pending answers: %w", err)
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// RecordGrade stores the AI grade of a pending answer: score (clamped to
+// the answer's points) and feedback. An answer that is no longer pending is
+// left as it is, which makes a retry harmless.
+func (s *Service) RecordGrade(ctx context.Context, resultID, questionID string, score float64, feedback string) error {
+	if math.IsNaN(score) {
+		score = 0
+	}
+	_, err := s.db.Q(ctx).Exec(ctx, `
+		UPDATE result_answers SET score = least(greatest($3, 0), max_score), feedback = $4, status = 'graded', graded_at = now()
+		 WHERE org_id = app_org_id() AND result_id = $1 AND question_id = $2 AND status = 'pending'`,
+		resultID, questionID, score, feedback)
+	if err != nil {
+		return fmt.Errorf("record grade: %w", err)
+	}
+	return nil
+}
+
+// FinishResult closes a result that is grading: answers in failures (by
+// question id, with a reason) are marked failed, the score becomes the sum
+// of the answers' scores, and the status graded, or failed when any answer
+// failed. A result already finished is returned unchanged.
+func (s *Service) FinishResult(ctx context.Context, resultID string, failures map[string]string) (Result, error) {
+	var r Result
+	err := s.db.Tx(ctx, func(ctx context.Context) error {
+		q := s.db.Q(ctx)
+		for questionID, reason := range failures {
+			if _, err := q.Exec(ctx, `
+				UPDATE result_answers SET status = 'failed', feedback = $3, graded_at = now()
+				 WHERE org_id = app_org_id() AND result_id = $1 AND question_id = $2 AND status = 'pending'`,
+				resultID, questionID, reason); err != nil {
+				return fmt.Errorf("finish result: %w", err)
+			}
+		}
+		if _, err := q.Exec(ctx, `
+			UPDATE results r SET score = a.score, graded_at = now(),
+			       status = CASE WHEN a.failed > 0 THEN 'failed' ELSE 'graded' END,
+			       reason = CASE WHEN a.failed > 0 THEN a.failed || ' answer(s) could not be graded' ELSE '' END
+			  FROM (SELECT coalesce(sum(score), 0) AS score, count(*) FILTER (WHERE status <> 'graded') AS failed
+			          FROM result_answers WHERE org_id = app_org_id() AND result_id = $1) a
+			 WHERE r.org_id = app_org_id() AND r.id = $1 AND r.status = 'grading'`, resultID); err != nil {
+			return fmt.Errorf("finish result: %w", err)
+		}
+		var err error
+		r, err = s.loadResult(ctx, q, "", resultID)
+		return err
+	})
+	return r, err
+}
