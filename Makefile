@@ -55,6 +55,7 @@ test: lint docs-assets sdk $(BIN)/temporal
 
 bench:
 	$(GO) run ./cmd/benchhttp
+	$(GO) run ./cmd/benchsummary
 
 run: docs-assets $(BIN)/temporal
 	$(GO) run ./cmd/assessd dev
