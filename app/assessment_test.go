@@ -289,6 +289,7 @@ func TestQuestionsScoringAndResults(t *testing.T) {
 
 	// Reads: by id on both paths, lists with filters; students see their own only.
 	e.do("GET", "/exams/"+a.exam+"/results/"+str(res, "id"), key, nil).must(t, 200)
+	e.do("GET", "/exams/"+a.exam+"/results/summary", key, nil).must(t, 200)
 	e.do("GET", "/exams/"+str(rulesOnly, "id")+"/results/"+str(res, "id"), key, nil).must(t, 404)
 	if l := items(e.do("GET", "/exams/"+a.exam+"/results?status=grading&userId="+student, key, nil).must(t, 200).body, "results"); len(l) != 1 {
 		t.Fatalf("filtered results %v", l)

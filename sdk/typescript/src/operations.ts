@@ -5,19 +5,48 @@ import type { Params, Result } from "./types.js";
 /** How each operation is sent. */
 export const operationTable = {
   createAuditLog: { method: "post", path: "/audit-logs", pathParams: [], queryParams: [], body: "json" },
+  createExam: { method: "post", path: "/exams", pathParams: [], queryParams: [], body: "json" },
+  createFolder: { method: "post", path: "/folders", pathParams: [], queryParams: [], body: "json" },
+  createQuestion: { method: "post", path: "/exams/{exam_id}/questions", pathParams: ["exam_id"], queryParams: [], body: "json" },
+  createQuestionType: { method: "post", path: "/question-types", pathParams: [], queryParams: [], body: "json" },
   createUser: { method: "post", path: "/users", pathParams: [], queryParams: [], body: "json" },
+  deleteExam: { method: "delete", path: "/exams/{id}", pathParams: ["id"], queryParams: [], body: "none" },
+  deleteFolder: { method: "delete", path: "/folders/{id}", pathParams: ["id"], queryParams: [], body: "none" },
+  deleteQuestion: { method: "delete", path: "/exams/{exam_id}/questions/{question_id}", pathParams: ["exam_id","question_id"], queryParams: [], body: "none" },
   deleteUser: { method: "delete", path: "/users/{id}", pathParams: ["id"], queryParams: [], body: "none" },
+  disableQuestionType: { method: "post", path: "/question-types/{id}/disable", pathParams: ["id"], queryParams: [], body: "none" },
+  discoverQuestionTypes: { method: "get", path: "/question-types/discover", pathParams: [], queryParams: ["pageSize","pageToken"], body: "none" },
+  enableQuestionType: { method: "post", path: "/question-types/{id}/enable", pathParams: ["id"], queryParams: [], body: "none" },
   exchangeToken: { method: "post", path: "/oauth/token", pathParams: [], queryParams: [], body: "form" },
+  getExam: { method: "get", path: "/exams/{id}", pathParams: ["id"], queryParams: [], body: "none" },
+  getExamResult: { method: "get", path: "/exams/{exam_id}/results/{id}", pathParams: ["exam_id","id"], queryParams: [], body: "none" },
+  getFolder: { method: "get", path: "/folders/{id}", pathParams: ["id"], queryParams: [], body: "none" },
   getMe: { method: "get", path: "/me", pathParams: [], queryParams: [], body: "none" },
   getOrg: { method: "get", path: "/org", pathParams: [], queryParams: [], body: "none" },
+  getQuestion: { method: "get", path: "/exams/{exam_id}/questions/{question_id}", pathParams: ["exam_id","question_id"], queryParams: [], body: "none" },
+  getQuestionQuality: { method: "get", path: "/exams/{exam_id}/questions/{question_id}/quality", pathParams: ["exam_id","question_id"], queryParams: [], body: "none" },
+  getQuestionType: { method: "get", path: "/question-types/{id}", pathParams: ["id"], queryParams: [], body: "none" },
+  getResult: { method: "get", path: "/results/{id}", pathParams: ["id"], queryParams: [], body: "none" },
+  getResultsSummary: { method: "get", path: "/exams/{exam_id}/results/summary", pathParams: ["exam_id"], queryParams: [], body: "none" },
   getUser: { method: "get", path: "/users/{id}", pathParams: ["id"], queryParams: [], body: "none" },
   getUserinfo: { method: "get", path: "/oauth/userinfo", pathParams: [], queryParams: [], body: "none" },
   introspectToken: { method: "post", path: "/oauth/introspect", pathParams: [], queryParams: [], body: "form" },
   listAuditLogs: { method: "get", path: "/audit-logs", pathParams: [], queryParams: ["pageSize","pageToken","action","actorId","targetType","targetId","since","until"], body: "none" },
+  listExams: { method: "get", path: "/exams", pathParams: [], queryParams: ["pageSize","pageToken","folderId","q"], body: "none" },
+  listFolders: { method: "get", path: "/folders", pathParams: [], queryParams: ["pageSize","pageToken","parentId"], body: "none" },
+  listQuestions: { method: "get", path: "/exams/{exam_id}/questions", pathParams: ["exam_id"], queryParams: ["pageSize","pageToken"], body: "none" },
+  listQuestionTypes: { method: "get", path: "/question-types", pathParams: [], queryParams: ["pageSize","pageToken"], body: "none" },
+  listResults: { method: "get", path: "/exams/{exam_id}/results", pathParams: ["exam_id"], queryParams: ["pageSize","pageToken","userId","status"], body: "none" },
   listUsers: { method: "get", path: "/users", pathParams: [], queryParams: ["pageSize","pageToken","role","email"], body: "none" },
+  reorderQuestions: { method: "post", path: "/exams/{exam_id}/questions/reorder", pathParams: ["exam_id"], queryParams: [], body: "json" },
   revokeToken: { method: "post", path: "/oauth/revoke", pathParams: [], queryParams: [], body: "form" },
+  submitResult: { method: "post", path: "/exams/{exam_id}/results", pathParams: ["exam_id"], queryParams: [], body: "json" },
+  updateExam: { method: "patch", path: "/exams/{id}", pathParams: ["id"], queryParams: [], body: "json" },
+  updateFolder: { method: "patch", path: "/folders/{id}", pathParams: ["id"], queryParams: [], body: "json" },
   updateMe: { method: "patch", path: "/me", pathParams: [], queryParams: [], body: "json" },
   updateOrg: { method: "patch", path: "/org", pathParams: [], queryParams: [], body: "json" },
+  updateQuestion: { method: "patch", path: "/exams/{exam_id}/questions/{question_id}", pathParams: ["exam_id","question_id"], queryParams: [], body: "json" },
+  updateQuestionType: { method: "patch", path: "/question-types/{id}", pathParams: ["id"], queryParams: [], body: "json" },
   updateUser: { method: "patch", path: "/users/{id}", pathParams: ["id"], queryParams: [], body: "json" },
 } as const;
 
@@ -37,6 +66,38 @@ export interface Operations {
    */
   createAuditLog(params: Params<"createAuditLog">, config?: AxiosRequestConfig): Promise<Result<"createAuditLog">>;
   /**
+   * Creates an exam.
+   *
+   * Creates an exam.
+   *
+   * Requires scope `exams:write` and one of the roles owner, admin, teacher.
+   */
+  createExam(params: Params<"createExam">, config?: AxiosRequestConfig): Promise<Result<"createExam">>;
+  /**
+   * Creates a folder, at the top level or inside parentId.
+   *
+   * Creates a folder, at the top level or inside parentId.
+   *
+   * Requires scope `exams:write` and one of the roles owner, admin, teacher.
+   */
+  createFolder(params: Params<"createFolder">, config?: AxiosRequestConfig): Promise<Result<"createFolder">>;
+  /**
+   * Appends a question to an exam.
+   *
+   * Appends a question to an exam. Its config is validated against the type.
+   *
+   * Requires scope `exams:write` and one of the roles owner, admin, teacher.
+   */
+  createQuestion(params: Params<"createQuestion">, config?: AxiosRequestConfig): Promise<Result<"createQuestion">>;
+  /**
+   * Creates a question type owned by the organization.
+   *
+   * Creates a question type owned by the organization.
+   *
+   * Requires scope `question-types:write` and one of the roles owner, admin, teacher.
+   */
+  createQuestionType(params: Params<"createQuestionType">, config?: AxiosRequestConfig): Promise<Result<"createQuestionType">>;
+  /**
    * Creates a user in the caller's organization.
    *
    * Creates a user in the caller's organization.
@@ -44,6 +105,30 @@ export interface Operations {
    * Requires scope `users:write` and one of the roles owner, admin.
    */
   createUser(params: Params<"createUser">, config?: AxiosRequestConfig): Promise<Result<"createUser">>;
+  /**
+   * Deletes an exam with its questions and results.
+   *
+   * Deletes an exam with its questions and results.
+   *
+   * Requires scope `exams:write` and one of the roles owner, admin, teacher.
+   */
+  deleteExam(params: Params<"deleteExam">, config?: AxiosRequestConfig): Promise<Result<"deleteExam">>;
+  /**
+   * Deletes an empty folder; a folder holding folders or exams is a 409.
+   *
+   * Deletes an empty folder; a folder holding folders or exams is a 409.
+   *
+   * Requires scope `exams:write` and one of the roles owner, admin, teacher.
+   */
+  deleteFolder(params: Params<"deleteFolder">, config?: AxiosRequestConfig): Promise<Result<"deleteFolder">>;
+  /**
+   * Deletes a question; the following questions move up.
+   *
+   * Deletes a question; the following questions move up.
+   *
+   * Requires scope `exams:write` and one of the roles owner, admin, teacher.
+   */
+  deleteQuestion(params: Params<"deleteQuestion">, config?: AxiosRequestConfig): Promise<Result<"deleteQuestion">>;
   /**
    * Deletes a user and revokes every credential the user holds.
    *
@@ -53,6 +138,30 @@ export interface Operations {
    */
   deleteUser(params: Params<"deleteUser">, config?: AxiosRequestConfig): Promise<Result<"deleteUser">>;
   /**
+   * Disables an enabled type: no new questions of it.
+   *
+   * Disables an enabled type: no new questions of it.
+   *
+   * Requires scope `question-types:write` and one of the roles owner, admin, teacher.
+   */
+  disableQuestionType(params: Params<"disableQuestionType">, config?: AxiosRequestConfig): Promise<Result<"disableQuestionType">>;
+  /**
+   * Lists public, non-deprecated types of other organizations not yet enabled.
+   *
+   * Lists public, non-deprecated types of other organizations not yet enabled.
+   *
+   * Requires scope `question-types:read` and one of the roles owner, admin, teacher.
+   */
+  discoverQuestionTypes(params?: Params<"discoverQuestionTypes">, config?: AxiosRequestConfig): Promise<Result<"discoverQuestionTypes">>;
+  /**
+   * Enables another organization's public type for new questions.
+   *
+   * Enables another organization's public type for new questions.
+   *
+   * Requires scope `question-types:write` and one of the roles owner, admin, teacher.
+   */
+  enableQuestionType(params: Params<"enableQuestionType">, config?: AxiosRequestConfig): Promise<Result<"enableQuestionType">>;
+  /**
    * Exchange a code, a refresh token or a JWT assertion for tokens.
    *
    * `authorization_code` (with `code_verifier` when PKCE was used), `refresh_token` (rotated on use), and
@@ -61,6 +170,30 @@ export interface Operations {
    *
    */
   exchangeToken(params: Params<"exchangeToken">, config?: AxiosRequestConfig): Promise<Result<"exchangeToken">>;
+  /**
+   * Returns one exam.
+   *
+   * Returns one exam.
+   *
+   * Requires scope `exams:read`.
+   */
+  getExam(params: Params<"getExam">, config?: AxiosRequestConfig): Promise<Result<"getExam">>;
+  /**
+   * Returns one result of an exam with its answers; 404 when the result belongs to another exam.
+   *
+   * Returns one result of an exam with its answers; 404 when the result belongs to another exam.
+   *
+   * Requires scope `results:read`.
+   */
+  getExamResult(params: Params<"getExamResult">, config?: AxiosRequestConfig): Promise<Result<"getExamResult">>;
+  /**
+   * Returns one folder.
+   *
+   * Returns one folder.
+   *
+   * Requires scope `exams:read`.
+   */
+  getFolder(params: Params<"getFolder">, config?: AxiosRequestConfig): Promise<Result<"getFolder">>;
   /**
    * Returns the authenticated caller's user.
    *
@@ -77,6 +210,46 @@ export interface Operations {
    * Requires scope `orgs:read`.
    */
   getOrg(params?: Params<"getOrg">, config?: AxiosRequestConfig): Promise<Result<"getOrg">>;
+  /**
+   * Returns one question with its resolved type definition.
+   *
+   * Returns one question with its resolved type definition.
+   *
+   * Requires scope `exams:read` and one of the roles owner, admin, teacher.
+   */
+  getQuestion(params: Params<"getQuestion">, config?: AxiosRequestConfig): Promise<Result<"getQuestion">>;
+  /**
+   * Analyses how well a question is written (spec 2.5): an overall score and findings.
+   *
+   * Analyses how well a question is written (spec 2.5): an overall score and findings.
+   *
+   * Requires scope `exams:read` and one of the roles owner, admin, teacher.
+   */
+  getQuestionQuality(params: Params<"getQuestionQuality">, config?: AxiosRequestConfig): Promise<Result<"getQuestionQuality">>;
+  /**
+   * Returns a type by id, or a built-in type by key.
+   *
+   * Returns a type by id, or a built-in type by key.
+   *
+   * Requires scope `question-types:read` and one of the roles owner, admin, teacher.
+   */
+  getQuestionType(params: Params<"getQuestionType">, config?: AxiosRequestConfig): Promise<Result<"getQuestionType">>;
+  /**
+   * Returns one result with its answers.
+   *
+   * Returns one result with its answers.
+   *
+   * Requires scope `results:read`.
+   */
+  getResult(params: Params<"getResult">, config?: AxiosRequestConfig): Promise<Result<"getResult">>;
+  /**
+   * Summarizes an exam's results: score statistics, distribution and item statistics.
+   *
+   * Summarizes an exam's results: score statistics, distribution and item statistics.
+   *
+   * Requires scope `results:read` and one of the roles owner, admin, teacher.
+   */
+  getResultsSummary(params: Params<"getResultsSummary">, config?: AxiosRequestConfig): Promise<Result<"getResultsSummary">>;
   /**
    * Returns one user of the caller's organization.
    *
@@ -106,6 +279,46 @@ export interface Operations {
    */
   listAuditLogs(params?: Params<"listAuditLogs">, config?: AxiosRequestConfig): Promise<Result<"listAuditLogs">>;
   /**
+   * Lists exams, oldest first, optionally in one folder or matching a name.
+   *
+   * Lists exams, oldest first, optionally in one folder or matching a name.
+   *
+   * Requires scope `exams:read`.
+   */
+  listExams(params?: Params<"listExams">, config?: AxiosRequestConfig): Promise<Result<"listExams">>;
+  /**
+   * Lists folders, oldest first.
+   *
+   * Lists folders, oldest first.
+   *
+   * Requires scope `exams:read`.
+   */
+  listFolders(params?: Params<"listFolders">, config?: AxiosRequestConfig): Promise<Result<"listFolders">>;
+  /**
+   * Lists an exam's questions in order, each with its resolved type.
+   *
+   * Lists an exam's questions in order, each with its resolved type.
+   *
+   * Requires scope `exams:read` and one of the roles owner, admin, teacher.
+   */
+  listQuestions(params: Params<"listQuestions">, config?: AxiosRequestConfig): Promise<Result<"listQuestions">>;
+  /**
+   * Lists the organization's own types and the types it enabled.
+   *
+   * Lists the organization's own types and the types it enabled.
+   *
+   * Requires scope `question-types:read` and one of the roles owner, admin, teacher.
+   */
+  listQuestionTypes(params?: Params<"listQuestionTypes">, config?: AxiosRequestConfig): Promise<Result<"listQuestionTypes">>;
+  /**
+   * Lists an exam's results, oldest first; students see only their own.
+   *
+   * Lists an exam's results, oldest first; students see only their own.
+   *
+   * Requires scope `results:read`.
+   */
+  listResults(params: Params<"listResults">, config?: AxiosRequestConfig): Promise<Result<"listResults">>;
+  /**
    * Lists the users of the caller's organization, oldest first.
    *
    * Lists the users of the caller's organization, oldest first.
@@ -114,11 +327,43 @@ export interface Operations {
    */
   listUsers(params?: Params<"listUsers">, config?: AxiosRequestConfig): Promise<Result<"listUsers">>;
   /**
+   * Sets the order of an exam's questions.
+   *
+   * Sets the order of an exam's questions.
+   *
+   * Requires scope `exams:write` and one of the roles owner, admin, teacher.
+   */
+  reorderQuestions(params: Params<"reorderQuestions">, config?: AxiosRequestConfig): Promise<Result<"reorderQuestions">>;
+  /**
    * Revoke an access or refresh token (RFC 7009).
    *
    * Revoking either token revokes every token of the grant; the API refuses them on the very next request.
    */
   revokeToken(params: Params<"revokeToken">, config?: AxiosRequestConfig): Promise<Result<"revokeToken">>;
+  /**
+   * Submits a student's answers; rules-scored answers are scored at once.
+   *
+   * Submits a student's answers; rules-scored answers are scored at once.
+   *
+   * Requires scope `results:write`.
+   */
+  submitResult(params: Params<"submitResult">, config?: AxiosRequestConfig): Promise<Result<"submitResult">>;
+  /**
+   * Updates the given fields of an exam.
+   *
+   * Updates the given fields of an exam.
+   *
+   * Requires scope `exams:write` and one of the roles owner, admin, teacher.
+   */
+  updateExam(params: Params<"updateExam">, config?: AxiosRequestConfig): Promise<Result<"updateExam">>;
+  /**
+   * Renames or moves a folder.
+   *
+   * Renames or moves a folder. A folder cannot move inside itself.
+   *
+   * Requires scope `exams:write` and one of the roles owner, admin, teacher.
+   */
+  updateFolder(params: Params<"updateFolder">, config?: AxiosRequestConfig): Promise<Result<"updateFolder">>;
   /**
    * Updates the authenticated caller's own profile.
    *
@@ -138,6 +383,22 @@ export interface Operations {
    * Requires scope `orgs:write` and one of the roles owner, admin.
    */
   updateOrg(params: Params<"updateOrg">, config?: AxiosRequestConfig): Promise<Result<"updateOrg">>;
+  /**
+   * Updates the given fields of a question.
+   *
+   * Updates the given fields of a question.
+   *
+   * Requires scope `exams:write` and one of the roles owner, admin, teacher.
+   */
+  updateQuestion(params: Params<"updateQuestion">, config?: AxiosRequestConfig): Promise<Result<"updateQuestion">>;
+  /**
+   * Updates the given fields of one of the organization's own types.
+   *
+   * Updates the given fields of one of the organization's own types.
+   *
+   * Requires scope `question-types:write` and one of the roles owner, admin, teacher.
+   */
+  updateQuestionType(params: Params<"updateQuestionType">, config?: AxiosRequestConfig): Promise<Result<"updateQuestionType">>;
   /**
    * Updates a user.
    *

@@ -34,6 +34,308 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/exams": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Lists exams, oldest first, optionally in one folder or matching a name.
+         * @description Lists exams, oldest first, optionally in one folder or matching a name.
+         *
+         *     Requires scope `exams:read`.
+         */
+        get: operations["listExams"];
+        put?: never;
+        /**
+         * Creates an exam.
+         * @description Creates an exam.
+         *
+         *     Requires scope `exams:write` and one of the roles owner, admin, teacher.
+         */
+        post: operations["createExam"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/exams/{exam_id}/questions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Lists an exam's questions in order, each with its resolved type.
+         * @description Lists an exam's questions in order, each with its resolved type.
+         *
+         *     Requires scope `exams:read` and one of the roles owner, admin, teacher.
+         */
+        get: operations["listQuestions"];
+        put?: never;
+        /**
+         * Appends a question to an exam.
+         * @description Appends a question to an exam. Its config is validated against the type.
+         *
+         *     Requires scope `exams:write` and one of the roles owner, admin, teacher.
+         */
+        post: operations["createQuestion"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/exams/{exam_id}/questions/{question_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Returns one question with its resolved type definition.
+         * @description Returns one question with its resolved type definition.
+         *
+         *     Requires scope `exams:read` and one of the roles owner, admin, teacher.
+         */
+        get: operations["getQuestion"];
+        put?: never;
+        post?: never;
+        /**
+         * Deletes a question; the following questions move up.
+         * @description Deletes a question; the following questions move up.
+         *
+         *     Requires scope `exams:write` and one of the roles owner, admin, teacher.
+         */
+        delete: operations["deleteQuestion"];
+        options?: never;
+        head?: never;
+        /**
+         * Updates the given fields of a question.
+         * @description Updates the given fields of a question.
+         *
+         *     Requires scope `exams:write` and one of the roles owner, admin, teacher.
+         */
+        patch: operations["updateQuestion"];
+        trace?: never;
+    };
+    "/exams/{exam_id}/questions/{question_id}/quality": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Analyses how well a question is written (spec 2.5): an overall score and findings.
+         * @description Analyses how well a question is written (spec 2.5): an overall score and findings.
+         *
+         *     Requires scope `exams:read` and one of the roles owner, admin, teacher.
+         */
+        get: operations["getQuestionQuality"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/exams/{exam_id}/questions/reorder": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sets the order of an exam's questions.
+         * @description Sets the order of an exam's questions.
+         *
+         *     Requires scope `exams:write` and one of the roles owner, admin, teacher.
+         */
+        post: operations["reorderQuestions"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/exams/{exam_id}/results": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Lists an exam's results, oldest first; students see only their own.
+         * @description Lists an exam's results, oldest first; students see only their own.
+         *
+         *     Requires scope `results:read`.
+         */
+        get: operations["listResults"];
+        put?: never;
+        /**
+         * Submits a student's answers; rules-scored answers are scored at once.
+         * @description Submits a student's answers; rules-scored answers are scored at once.
+         *
+         *     Requires scope `results:write`.
+         */
+        post: operations["submitResult"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/exams/{exam_id}/results/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Returns one result of an exam with its answers; 404 when the result belongs to another exam.
+         * @description Returns one result of an exam with its answers; 404 when the result belongs to another exam.
+         *
+         *     Requires scope `results:read`.
+         */
+        get: operations["getExamResult"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/exams/{exam_id}/results/summary": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Summarizes an exam's results: score statistics, distribution and item statistics.
+         * @description Summarizes an exam's results: score statistics, distribution and item statistics.
+         *
+         *     Requires scope `results:read` and one of the roles owner, admin, teacher.
+         */
+        get: operations["getResultsSummary"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/exams/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Returns one exam.
+         * @description Returns one exam.
+         *
+         *     Requires scope `exams:read`.
+         */
+        get: operations["getExam"];
+        put?: never;
+        post?: never;
+        /**
+         * Deletes an exam with its questions and results.
+         * @description Deletes an exam with its questions and results.
+         *
+         *     Requires scope `exams:write` and one of the roles owner, admin, teacher.
+         */
+        delete: operations["deleteExam"];
+        options?: never;
+        head?: never;
+        /**
+         * Updates the given fields of an exam.
+         * @description Updates the given fields of an exam.
+         *
+         *     Requires scope `exams:write` and one of the roles owner, admin, teacher.
+         */
+        patch: operations["updateExam"];
+        trace?: never;
+    };
+    "/folders": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Lists folders, oldest first.
+         * @description Lists folders, oldest first.
+         *
+         *     Requires scope `exams:read`.
+         */
+        get: operations["listFolders"];
+        put?: never;
+        /**
+         * Creates a folder, at the top level or inside parentId.
+         * @description Creates a folder, at the top level or inside parentId.
+         *
+         *     Requires scope `exams:write` and one of the roles owner, admin, teacher.
+         */
+        post: operations["createFolder"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/folders/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Returns one folder.
+         * @description Returns one folder.
+         *
+         *     Requires scope `exams:read`.
+         */
+        get: operations["getFolder"];
+        put?: never;
+        post?: never;
+        /**
+         * Deletes an empty folder; a folder holding folders or exams is a 409.
+         * @description Deletes an empty folder; a folder holding folders or exams is a 409.
+         *
+         *     Requires scope `exams:write` and one of the roles owner, admin, teacher.
+         */
+        delete: operations["deleteFolder"];
+        options?: never;
+        head?: never;
+        /**
+         * Renames or moves a folder.
+         * @description Renames or moves a folder. A folder cannot move inside itself.
+         *
+         *     Requires scope `exams:write` and one of the roles owner, admin, teacher.
+         */
+        patch: operations["updateFolder"];
+        trace?: never;
+    };
     "/me": {
         parameters: {
             query?: never;
@@ -175,6 +477,150 @@ export interface paths {
         patch: operations["updateOrg"];
         trace?: never;
     };
+    "/question-types": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Lists the organization's own types and the types it enabled.
+         * @description Lists the organization's own types and the types it enabled.
+         *
+         *     Requires scope `question-types:read` and one of the roles owner, admin, teacher.
+         */
+        get: operations["listQuestionTypes"];
+        put?: never;
+        /**
+         * Creates a question type owned by the organization.
+         * @description Creates a question type owned by the organization.
+         *
+         *     Requires scope `question-types:write` and one of the roles owner, admin, teacher.
+         */
+        post: operations["createQuestionType"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/question-types/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Returns a type by id, or a built-in type by key.
+         * @description Returns a type by id, or a built-in type by key.
+         *
+         *     Requires scope `question-types:read` and one of the roles owner, admin, teacher.
+         */
+        get: operations["getQuestionType"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Updates the given fields of one of the organization's own types.
+         * @description Updates the given fields of one of the organization's own types.
+         *
+         *     Requires scope `question-types:write` and one of the roles owner, admin, teacher.
+         */
+        patch: operations["updateQuestionType"];
+        trace?: never;
+    };
+    "/question-types/{id}/disable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Disables an enabled type: no new questions of it.
+         * @description Disables an enabled type: no new questions of it.
+         *
+         *     Requires scope `question-types:write` and one of the roles owner, admin, teacher.
+         */
+        post: operations["disableQuestionType"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/question-types/{id}/enable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Enables another organization's public type for new questions.
+         * @description Enables another organization's public type for new questions.
+         *
+         *     Requires scope `question-types:write` and one of the roles owner, admin, teacher.
+         */
+        post: operations["enableQuestionType"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/question-types/discover": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Lists public, non-deprecated types of other organizations not yet enabled.
+         * @description Lists public, non-deprecated types of other organizations not yet enabled.
+         *
+         *     Requires scope `question-types:read` and one of the roles owner, admin, teacher.
+         */
+        get: operations["discoverQuestionTypes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/results/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Returns one result with its answers.
+         * @description Returns one result with its answers.
+         *
+         *     Requires scope `results:read`.
+         */
+        get: operations["getResult"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/users": {
         parameters: {
             query?: never;
@@ -241,6 +687,40 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * Answer
+         * @description The answer to one question, in exam order.
+         */
+        "assessd.v1.Answer": {
+            /** feedback */
+            feedback?: string;
+            /** files */
+            files?: string[];
+            /** graded_at */
+            gradedAt?: components["schemas"]["google.protobuf.Timestamp"];
+            /**
+             * max_score
+             * Format: double
+             */
+            maxScore?: number;
+            /** question_id */
+            questionId?: string;
+            /**
+             * score
+             * Format: double
+             */
+            score?: number;
+            /**
+             * status
+             * @description pending (awaits AI grading), graded or failed.
+             */
+            status?: string;
+            /**
+             * value
+             * @description The submitted value; null when unanswered.
+             */
+            value?: components["schemas"]["google.protobuf.Value"];
+        };
         /**
          * AuditActor
          * @description Who performed the action.
@@ -337,6 +817,79 @@ export interface components {
             /** target */
             target?: components["schemas"]["assessd.v1.AuditTarget"];
         };
+        /** CreateExamRequest */
+        "assessd.v1.CreateExamRequest": {
+            /** description */
+            description?: string;
+            /**
+             * duration_minutes
+             * Format: int32
+             * @description Time limit in minutes (1 to 1440); 0 or absent for untimed.
+             */
+            durationMinutes?: number;
+            /** folder_id */
+            folderId?: string;
+            /**
+             * language
+             * @description BCP 47 language tag, e.g. "en" or "pt-BR".
+             */
+            language?: string;
+            /** name */
+            name?: string;
+        };
+        /** CreateFolderRequest */
+        "assessd.v1.CreateFolderRequest": {
+            /** name */
+            name?: string;
+            /**
+             * parent_id
+             * @description The parent folder; empty or absent for a top-level folder.
+             */
+            parentId?: string;
+        };
+        /** CreateQuestionRequest */
+        "assessd.v1.CreateQuestionRequest": {
+            /** config */
+            config?: components["schemas"]["google.protobuf.Struct"];
+            /** exam_id */
+            examId?: string;
+            /**
+             * points
+             * Format: double
+             * @description Points for a fully correct answer; default 1.
+             */
+            points?: number;
+            /** prompt */
+            prompt?: string;
+            /**
+             * type
+             * @description A built-in type key (multiple_choice, multiple_select, true_false,
+             *      short_text, numeric, essay, file_upload) or a question type id.
+             */
+            type?: string;
+        };
+        /** CreateQuestionTypeRequest */
+        "assessd.v1.CreateQuestionTypeRequest": {
+            /** config_schema */
+            configSchema?: components["schemas"]["google.protobuf.Struct"];
+            /** deprecated */
+            deprecated?: boolean;
+            /** description */
+            description?: string;
+            /** grading */
+            grading?: components["schemas"]["assessd.v1.Grading"];
+            /**
+             * key
+             * @description 2 to 63 lowercase letters, digits or underscores; unique in the organization.
+             */
+            key?: string;
+            /** name */
+            name?: string;
+            /** public */
+            public?: boolean;
+            /** response_processing */
+            responseProcessing?: components["schemas"]["assessd.v1.ResponseProcessing"];
+        };
         /** CreateUserRequest */
         "assessd.v1.CreateUserRequest": {
             /** email */
@@ -356,8 +909,128 @@ export interface components {
              */
             role?: string;
         };
+        /** DeleteExamRequest */
+        "assessd.v1.DeleteExamRequest": {
+            /** id */
+            id?: string;
+        };
+        /** DeleteFolderRequest */
+        "assessd.v1.DeleteFolderRequest": {
+            /** id */
+            id?: string;
+        };
+        /** DeleteQuestionRequest */
+        "assessd.v1.DeleteQuestionRequest": {
+            /** exam_id */
+            examId?: string;
+            /** question_id */
+            questionId?: string;
+        };
         /** DeleteUserRequest */
         "assessd.v1.DeleteUserRequest": {
+            /** id */
+            id?: string;
+        };
+        /** DisableQuestionTypeRequest */
+        "assessd.v1.DisableQuestionTypeRequest": {
+            /** id */
+            id?: string;
+        };
+        /** DiscoverQuestionTypesRequest */
+        "assessd.v1.DiscoverQuestionTypesRequest": {
+            /**
+             * page_size
+             * Format: int32
+             * @description Page size, 1 to 200; default 50.
+             */
+            pageSize?: number;
+            /**
+             * page_token
+             * @description The nextPageToken of the previous page.
+             */
+            pageToken?: string;
+        };
+        /** EnableQuestionTypeRequest */
+        "assessd.v1.EnableQuestionTypeRequest": {
+            /** id */
+            id?: string;
+        };
+        /**
+         * Exam
+         * @description An exam: an ordered set of questions in one language.
+         */
+        "assessd.v1.Exam": {
+            /** created_at */
+            createdAt?: components["schemas"]["google.protobuf.Timestamp"];
+            /** description */
+            description?: string;
+            /**
+             * duration_minutes
+             * Format: int32
+             * @description Time limit in minutes; 0 when untimed.
+             */
+            durationMinutes?: number;
+            /**
+             * folder_id
+             * @description The folder holding the exam; empty when in none.
+             */
+            folderId?: string;
+            /**
+             * id
+             * @description Opaque id with the prefix "exm_".
+             */
+            id?: string;
+            /**
+             * language
+             * @description BCP 47 language tag in canonical form, e.g. "en" or "pt-BR".
+             */
+            language?: string;
+            /** name */
+            name?: string;
+            /**
+             * question_count
+             * Format: int32
+             */
+            questionCount?: number;
+            /** updated_at */
+            updatedAt?: components["schemas"]["google.protobuf.Timestamp"];
+        };
+        /**
+         * Folder
+         * @description A folder of exams and other folders.
+         */
+        "assessd.v1.Folder": {
+            /** created_at */
+            createdAt?: components["schemas"]["google.protobuf.Timestamp"];
+            /**
+             * id
+             * @description Opaque id with the prefix "fld_".
+             */
+            id?: string;
+            /** name */
+            name?: string;
+            /**
+             * parent_id
+             * @description The folder holding this one; empty at the top level.
+             */
+            parentId?: string;
+            /** updated_at */
+            updatedAt?: components["schemas"]["google.protobuf.Timestamp"];
+        };
+        /** GetExamRequest */
+        "assessd.v1.GetExamRequest": {
+            /** id */
+            id?: string;
+        };
+        /** GetExamResultRequest */
+        "assessd.v1.GetExamResultRequest": {
+            /** exam_id */
+            examId?: string;
+            /** id */
+            id?: string;
+        };
+        /** GetFolderRequest */
+        "assessd.v1.GetFolderRequest": {
             /** id */
             id?: string;
         };
@@ -365,10 +1038,104 @@ export interface components {
         "assessd.v1.GetMeRequest": Record<string, never>;
         /** GetOrgRequest */
         "assessd.v1.GetOrgRequest": Record<string, never>;
+        /** GetQuestionQualityRequest */
+        "assessd.v1.GetQuestionQualityRequest": {
+            /** exam_id */
+            examId?: string;
+            /** question_id */
+            questionId?: string;
+        };
+        /** GetQuestionRequest */
+        "assessd.v1.GetQuestionRequest": {
+            /** exam_id */
+            examId?: string;
+            /** question_id */
+            questionId?: string;
+        };
+        /** GetQuestionTypeRequest */
+        "assessd.v1.GetQuestionTypeRequest": {
+            /** id */
+            id?: string;
+        };
+        /** GetResultRequest */
+        "assessd.v1.GetResultRequest": {
+            /** id */
+            id?: string;
+        };
+        /** GetResultsSummaryRequest */
+        "assessd.v1.GetResultsSummaryRequest": {
+            /** exam_id */
+            examId?: string;
+        };
         /** GetUserRequest */
         "assessd.v1.GetUserRequest": {
             /** id */
             id?: string;
+        };
+        /**
+         * Grading
+         * @description AI grading of the type.
+         */
+        "assessd.v1.Grading": {
+            /** enabled */
+            enabled?: boolean;
+            /**
+             * file_inputs
+             * @description JSONata expression starting with "=" that yields the file URL(s) to
+             *      attach to the grading prompt, e.g. "=answer.files".
+             */
+            fileInputs?: string;
+        };
+        /** GradingPatch */
+        "assessd.v1.GradingPatch": {
+            /** enabled */
+            enabled?: boolean | null;
+            /** file_inputs */
+            fileInputs?: string | null;
+        };
+        /**
+         * HistogramBucket
+         * @description One bar of the score distribution: [fromPercent, toPercent), the last closed.
+         */
+        "assessd.v1.HistogramBucket": {
+            /**
+             * count
+             * Format: int32
+             */
+            count?: number;
+            /**
+             * from_percent
+             * Format: double
+             */
+            fromPercent?: number;
+            /**
+             * to_percent
+             * Format: double
+             */
+            toPercent?: number;
+        };
+        /**
+         * ItemStatistics
+         * @description Item statistics of a question.
+         */
+        "assessd.v1.ItemStatistics": {
+            /**
+             * difficulty
+             * Format: double
+             * @description Mean fraction of the points earned (proportion correct).
+             */
+            difficulty?: number;
+            /**
+             * discrimination
+             * Format: double
+             * @description Corrected item-total correlation; null when it cannot be computed.
+             */
+            discrimination?: number | null;
+            /**
+             * responses
+             * Format: int32
+             */
+            responses?: number;
         };
         /** ListAuditLogsRequest */
         "assessd.v1.ListAuditLogsRequest": {
@@ -416,6 +1183,155 @@ export interface components {
             auditLogs?: components["schemas"]["assessd.v1.AuditLogEntry"][];
             /** next_page_token */
             nextPageToken?: string;
+        };
+        /** ListExamsRequest */
+        "assessd.v1.ListExamsRequest": {
+            /**
+             * folder_id
+             * @description Only exams in this folder; "root" for exams in no folder.
+             */
+            folderId?: string;
+            /**
+             * page_size
+             * Format: int32
+             * @description Page size, 1 to 200; default 50.
+             */
+            pageSize?: number;
+            /**
+             * page_token
+             * @description The nextPageToken of the previous page.
+             */
+            pageToken?: string;
+            /**
+             * q
+             * @description Only exams whose name contains this text (case-insensitive).
+             */
+            q?: string;
+        };
+        /** ListExamsResponse */
+        "assessd.v1.ListExamsResponse": {
+            /** exams */
+            exams?: components["schemas"]["assessd.v1.Exam"][];
+            /**
+             * next_page_token
+             * @description Token for the next page; empty on the last page.
+             */
+            nextPageToken?: string;
+        };
+        /** ListFoldersRequest */
+        "assessd.v1.ListFoldersRequest": {
+            /**
+             * page_size
+             * Format: int32
+             * @description Page size, 1 to 200; default 50.
+             */
+            pageSize?: number;
+            /**
+             * page_token
+             * @description The nextPageToken of the previous page.
+             */
+            pageToken?: string;
+            /**
+             * parent_id
+             * @description Only the children of this folder; "root" for top-level folders.
+             */
+            parentId?: string;
+        };
+        /** ListFoldersResponse */
+        "assessd.v1.ListFoldersResponse": {
+            /** folders */
+            folders?: components["schemas"]["assessd.v1.Folder"][];
+            /**
+             * next_page_token
+             * @description Token for the next page; empty on the last page.
+             */
+            nextPageToken?: string;
+        };
+        /** ListQuestionTypesRequest */
+        "assessd.v1.ListQuestionTypesRequest": {
+            /**
+             * page_size
+             * Format: int32
+             * @description Page size, 1 to 200; default 50.
+             */
+            pageSize?: number;
+            /**
+             * page_token
+             * @description The nextPageToken of the previous page.
+             */
+            pageToken?: string;
+        };
+        /** ListQuestionTypesResponse */
+        "assessd.v1.ListQuestionTypesResponse": {
+            /**
+             * next_page_token
+             * @description Token for the next page; empty on the last page.
+             */
+            nextPageToken?: string;
+            /** question_types */
+            questionTypes?: components["schemas"]["assessd.v1.QuestionType"][];
+        };
+        /** ListQuestionsRequest */
+        "assessd.v1.ListQuestionsRequest": {
+            /** exam_id */
+            examId?: string;
+            /**
+             * page_size
+             * Format: int32
+             * @description Page size, 1 to 200; default 50.
+             */
+            pageSize?: number;
+            /**
+             * page_token
+             * @description The nextPageToken of the previous page.
+             */
+            pageToken?: string;
+        };
+        /** ListQuestionsResponse */
+        "assessd.v1.ListQuestionsResponse": {
+            /**
+             * next_page_token
+             * @description Token for the next page; empty on the last page.
+             */
+            nextPageToken?: string;
+            /** questions */
+            questions?: components["schemas"]["assessd.v1.Question"][];
+        };
+        /** ListResultsRequest */
+        "assessd.v1.ListResultsRequest": {
+            /** exam_id */
+            examId?: string;
+            /**
+             * page_size
+             * Format: int32
+             * @description Page size, 1 to 200; default 50.
+             */
+            pageSize?: number;
+            /**
+             * page_token
+             * @description The nextPageToken of the previous page.
+             */
+            pageToken?: string;
+            /**
+             * status
+             * @description Only results in this status: grading, graded or failed.
+             */
+            status?: string;
+            /**
+             * user_id
+             * @description Only this student's results.
+             */
+            userId?: string;
+        };
+        /** ListResultsResponse */
+        "assessd.v1.ListResultsResponse": {
+            /**
+             * next_page_token
+             * @description Token for the next page; empty on the last page.
+             */
+            nextPageToken?: string;
+            /** results */
+            results?: components["schemas"]["assessd.v1.Result"][];
         };
         /** ListUsersRequest */
         "assessd.v1.ListUsersRequest": {
@@ -496,6 +1412,397 @@ export interface components {
              */
             aiRegion?: string | null;
         };
+        /**
+         * QualityFinding
+         * @description One finding of the quality analysis.
+         */
+        "assessd.v1.QualityFinding": {
+            /**
+             * code
+             * @description Stable code, e.g. NEGATIVE_STEM or DUPLICATE_OPTIONS.
+             */
+            code?: string;
+            /**
+             * field
+             * @description The field concerned, e.g. "prompt" or "config.options.2.text".
+             */
+            field?: string;
+            /** message */
+            message?: string;
+            /**
+             * severity
+             * @description info, warning or error.
+             */
+            severity?: string;
+        };
+        /**
+         * Question
+         * @description A question of an exam.
+         */
+        "assessd.v1.Question": {
+            /**
+             * config
+             * @description Type-specific configuration, valid against the type's config schema.
+             */
+            config?: components["schemas"]["google.protobuf.Struct"];
+            /** created_at */
+            createdAt?: components["schemas"]["google.protobuf.Timestamp"];
+            /** exam_id */
+            examId?: string;
+            /**
+             * id
+             * @description Opaque id with the prefix "qst_".
+             */
+            id?: string;
+            /**
+             * points
+             * Format: double
+             */
+            points?: number;
+            /**
+             * position
+             * Format: int32
+             * @description 1-based position in the exam.
+             */
+            position?: number;
+            /** prompt */
+            prompt?: string;
+            /**
+             * type
+             * @description The question type: a built-in key or a question type id ("qtp_...").
+             */
+            type?: string;
+            /**
+             * type_definition
+             * @description The resolved type definition; null when the type no longer resolves.
+             */
+            typeDefinition?: components["schemas"]["assessd.v1.QuestionType"];
+            /**
+             * type_status
+             * @description Whether the type resolves; says why when it does not.
+             */
+            typeStatus?: components["schemas"]["assessd.v1.TypeStatus"];
+            /** updated_at */
+            updatedAt?: components["schemas"]["google.protobuf.Timestamp"];
+        };
+        /**
+         * QuestionQuality
+         * @description The quality analysis of a question (decision 0025).
+         */
+        "assessd.v1.QuestionQuality": {
+            /** findings */
+            findings?: components["schemas"]["assessd.v1.QualityFinding"][];
+            /** question_id */
+            questionId?: string;
+            /**
+             * readability_grade
+             * Format: double
+             * @description Flesch-Kincaid grade level of the prompt.
+             */
+            readabilityGrade?: number;
+            /**
+             * score
+             * Format: int32
+             * @description 0 (poor) to 100 (no findings).
+             */
+            score?: number;
+            /**
+             * statistics
+             * @description Item statistics over graded results; null before any.
+             */
+            statistics?: components["schemas"]["assessd.v1.ItemStatistics"];
+        };
+        /**
+         * QuestionSummary
+         * @description Item statistics of one question.
+         */
+        "assessd.v1.QuestionSummary": {
+            /**
+             * difficulty
+             * Format: double
+             * @description Mean fraction of the points earned (proportion correct).
+             */
+            difficulty?: number;
+            /**
+             * discrimination
+             * Format: double
+             * @description Corrected item-total (point-biserial) correlation; null when it cannot be computed.
+             */
+            discrimination?: number | null;
+            /**
+             * mean_score
+             * Format: double
+             */
+            meanScore?: number;
+            /** question_id */
+            questionId?: string;
+            /**
+             * responses
+             * Format: int32
+             */
+            responses?: number;
+        };
+        /**
+         * QuestionType
+         * @description A question type definition.
+         */
+        "assessd.v1.QuestionType": {
+            /** built_in */
+            builtIn?: boolean;
+            /**
+             * config_schema
+             * @description JSON Schema (draft 2020-12) a question's config must satisfy.
+             */
+            configSchema?: components["schemas"]["google.protobuf.Struct"];
+            /** created_at */
+            createdAt?: components["schemas"]["google.protobuf.Timestamp"];
+            /**
+             * deprecated
+             * @description No new questions of the type; existing ones keep working.
+             */
+            deprecated?: boolean;
+            /** description */
+            description?: string;
+            /**
+             * enabled
+             * @description The caller's organization may use the type (built in, owned or enabled).
+             */
+            enabled?: boolean;
+            /** grading */
+            grading?: components["schemas"]["assessd.v1.Grading"];
+            /**
+             * id
+             * @description Opaque id with the prefix "qtp_"; for a built-in type, its key.
+             */
+            id?: string;
+            /** key */
+            key?: string;
+            /** name */
+            name?: string;
+            /**
+             * org_id
+             * @description The owning organization; empty for a built-in type.
+             */
+            orgId?: string;
+            /**
+             * owned
+             * @description The caller's organization owns the type.
+             */
+            owned?: boolean;
+            /**
+             * public
+             * @description Other organizations may discover, enable and resolve the type.
+             */
+            public?: boolean;
+            /** response_processing */
+            responseProcessing?: components["schemas"]["assessd.v1.ResponseProcessing"];
+            /** updated_at */
+            updatedAt?: components["schemas"]["google.protobuf.Timestamp"];
+        };
+        /** ReorderQuestionsRequest */
+        "assessd.v1.ReorderQuestionsRequest": {
+            /** exam_id */
+            examId?: string;
+            /**
+             * question_ids
+             * @description Every question id of the exam, each once, in the new order.
+             */
+            questionIds?: string[];
+        };
+        /**
+         * ResponseProcessing
+         * @description How answers are scored by rules.
+         */
+        "assessd.v1.ResponseProcessing": {
+            /**
+             * condition
+             * @description JSONata expression starting with "="; `answer` and `config` are in
+             *      scope. true is full credit, false none, a number from 0 to 1 a fraction.
+             */
+            condition?: string;
+        };
+        /** ResponseProcessingPatch */
+        "assessd.v1.ResponseProcessingPatch": {
+            /**
+             * condition
+             * @description "" removes the condition.
+             */
+            condition?: string | null;
+        };
+        /**
+         * Result
+         * @description A student's submission to an exam.
+         */
+        "assessd.v1.Result": {
+            /** answers */
+            answers?: components["schemas"]["assessd.v1.Answer"][];
+            /** exam_id */
+            examId?: string;
+            /**
+             * graded_at
+             * @description When grading finished; null while grading.
+             */
+            gradedAt?: components["schemas"]["google.protobuf.Timestamp"];
+            /**
+             * id
+             * @description Opaque id with the prefix "res_".
+             */
+            id?: string;
+            /**
+             * max_score
+             * Format: double
+             */
+            maxScore?: number;
+            /**
+             * reason
+             * @description Why the result failed; empty otherwise.
+             */
+            reason?: string;
+            /**
+             * score
+             * Format: double
+             */
+            score?: number;
+            /**
+             * status
+             * @description grading (answers await AI grading), graded or failed.
+             */
+            status?: string;
+            /** submitted_at */
+            submittedAt?: components["schemas"]["google.protobuf.Timestamp"];
+            /** user_id */
+            userId?: string;
+        };
+        /**
+         * ResultsSummary
+         * @description Statistics of an exam's results (decision 0024).
+         */
+        "assessd.v1.ResultsSummary": {
+            /**
+             * count
+             * Format: int32
+             * @description Every result, whatever its status.
+             */
+            count?: number;
+            /** exam_id */
+            examId?: string;
+            /**
+             * graded_count
+             * Format: int32
+             * @description Results with status graded; the statistics below cover these.
+             */
+            gradedCount?: number;
+            /**
+             * histogram
+             * @description Ten buckets of the score as a percentage of the maximum.
+             */
+            histogram?: components["schemas"]["assessd.v1.HistogramBucket"][];
+            /**
+             * max
+             * Format: double
+             */
+            max?: number;
+            /**
+             * mean
+             * Format: double
+             */
+            mean?: number;
+            /**
+             * median
+             * Format: double
+             */
+            median?: number;
+            /**
+             * min
+             * Format: double
+             */
+            min?: number;
+            /** questions */
+            questions?: components["schemas"]["assessd.v1.QuestionSummary"][];
+            /**
+             * std_dev
+             * Format: double
+             * @description Population standard deviation.
+             */
+            stdDev?: number;
+        };
+        /** SubmitResultRequest */
+        "assessd.v1.SubmitResultRequest": {
+            /** answers */
+            answers?: components["schemas"]["assessd.v1.SubmittedAnswer"][];
+            /** exam_id */
+            examId?: string;
+            /**
+             * user_id
+             * @description The student; default the caller.
+             */
+            userId?: string;
+        };
+        /** SubmittedAnswer */
+        "assessd.v1.SubmittedAnswer": {
+            /**
+             * files
+             * @description URLs of uploaded files.
+             */
+            files?: string[];
+            /** question_id */
+            questionId?: string;
+            /** value */
+            value?: components["schemas"]["google.protobuf.Value"];
+        };
+        /**
+         * TypeStatus
+         * @description TypeStatus is the resolution state of a question's type.
+         */
+        "assessd.v1.TypeStatus": {
+            /** message */
+            message?: string;
+            /**
+             * reason
+             * @description Stable reason, e.g. QUESTION_TYPE_UNAVAILABLE; empty when OK.
+             */
+            reason?: string;
+            /**
+             * state
+             * @description "OK", or "FAILED_PRECONDITION" when the type no longer resolves (its
+             *      owner made it private): the question cannot be rendered or graded.
+             */
+            state?: string;
+        };
+        /** UpdateExamRequest */
+        "assessd.v1.UpdateExamRequest": {
+            /** description */
+            description?: string | null;
+            /**
+             * duration_minutes
+             * Format: int32
+             * @description 0 makes the exam untimed.
+             */
+            durationMinutes?: number | null;
+            /**
+             * folder_id
+             * @description "" takes the exam out of its folder.
+             */
+            folderId?: string | null;
+            /** id */
+            id?: string;
+            /** language */
+            language?: string | null;
+            /** name */
+            name?: string | null;
+        };
+        /** UpdateFolderRequest */
+        "assessd.v1.UpdateFolderRequest": {
+            /** id */
+            id?: string;
+            /** name */
+            name?: string | null;
+            /**
+             * parent_id
+             * @description The new parent folder; "" moves the folder to the top level.
+             */
+            parentId?: string | null;
+        };
         /** UpdateMeRequest */
         "assessd.v1.UpdateMeRequest": {
             /**
@@ -510,6 +1817,46 @@ export interface components {
             name?: string | null;
             /** settings */
             settings?: components["schemas"]["assessd.v1.OrgSettingsPatch"];
+        };
+        /** UpdateQuestionRequest */
+        "assessd.v1.UpdateQuestionRequest": {
+            /**
+             * config
+             * @description Replaces the whole config.
+             */
+            config?: components["schemas"]["google.protobuf.Struct"];
+            /** exam_id */
+            examId?: string;
+            /**
+             * points
+             * Format: double
+             */
+            points?: number | null;
+            /** prompt */
+            prompt?: string | null;
+            /** question_id */
+            questionId?: string;
+            /** type */
+            type?: string | null;
+        };
+        /** UpdateQuestionTypeRequest */
+        "assessd.v1.UpdateQuestionTypeRequest": {
+            /** config_schema */
+            configSchema?: components["schemas"]["google.protobuf.Struct"];
+            /** deprecated */
+            deprecated?: boolean | null;
+            /** description */
+            description?: string | null;
+            /** grading */
+            grading?: components["schemas"]["assessd.v1.GradingPatch"];
+            /** id */
+            id?: string;
+            /** name */
+            name?: string | null;
+            /** public */
+            public?: boolean | null;
+            /** response_processing */
+            responseProcessing?: components["schemas"]["assessd.v1.ResponseProcessingPatch"];
         };
         /** UpdateUserRequest */
         "assessd.v1.UpdateUserRequest": {
@@ -1012,6 +2359,1284 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    listExams: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 200; default 50. */
+                pageSize?: number;
+                /** @description The nextPageToken of the previous page. */
+                pageToken?: string;
+                /** @description Only exams in this folder; "root" for exams in no folder. */
+                folderId?: string;
+                /** @description Only exams whose name contains this text (case-insensitive). */
+                q?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "exams": [
+                     *         {
+                     *           "createdAt": "2026-09-01T08:00:00Z",
+                     *           "description": "Chapter 3",
+                     *           "durationMinutes": 30,
+                     *           "folderId": "fld_01JD3M4Q9ZB8K1T7W2X5C6V0P1",
+                     *           "id": "exm_01JD3M4Q9ZB8K1T7W2X5C6V0P2",
+                     *           "language": "en",
+                     *           "name": "Fractions quiz",
+                     *           "questionCount": 2,
+                     *           "updatedAt": "2026-09-02T10:30:00Z"
+                     *         }
+                     *       ],
+                     *       "nextPageToken": ""
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.ListExamsResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createExam: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "durationMinutes": 30,
+                 *       "folderId": "fld_01JD3M4Q9ZB8K1T7W2X5C6V0P1",
+                 *       "language": "en",
+                 *       "name": "Fractions quiz"
+                 *     }
+                 */
+                "application/json": components["schemas"]["assessd.v1.CreateExamRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "createdAt": "2026-09-01T08:00:00Z",
+                     *       "description": "Chapter 3",
+                     *       "durationMinutes": 30,
+                     *       "folderId": "fld_01JD3M4Q9ZB8K1T7W2X5C6V0P1",
+                     *       "id": "exm_01JD3M4Q9ZB8K1T7W2X5C6V0P2",
+                     *       "language": "en",
+                     *       "name": "Fractions quiz",
+                     *       "questionCount": 2,
+                     *       "updatedAt": "2026-09-02T10:30:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.Exam"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listQuestions: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 200; default 50. */
+                pageSize?: number;
+                /** @description The nextPageToken of the previous page. */
+                pageToken?: string;
+            };
+            header?: never;
+            path: {
+                exam_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "nextPageToken": "",
+                     *       "questions": [
+                     *         {
+                     *           "config": {
+                     *             "correct": 0.75,
+                     *             "tolerance": 0.001
+                     *           },
+                     *           "createdAt": "2026-09-01T08:00:00Z",
+                     *           "examId": "exm_01JD3M4Q9ZB8K1T7W2X5C6V0P2",
+                     *           "id": "qst_01JD3M4Q9ZB8K1T7W2X5C6V0P3",
+                     *           "points": 2,
+                     *           "position": 1,
+                     *           "prompt": "What is 3/4 as a decimal?",
+                     *           "type": "numeric",
+                     *           "typeDefinition": {
+                     *             "builtIn": true,
+                     *             "configSchema": {
+                     *               "required": [
+                     *                 "correct"
+                     *               ],
+                     *               "type": "object"
+                     *             },
+                     *             "createdAt": null,
+                     *             "deprecated": false,
+                     *             "description": "The answer value is a number, correct within the tolerance (absolute, default 0).",
+                     *             "enabled": true,
+                     *             "grading": {
+                     *               "enabled": false,
+                     *               "fileInputs": ""
+                     *             },
+                     *             "id": "numeric",
+                     *             "key": "numeric",
+                     *             "name": "Numeric",
+                     *             "orgId": "",
+                     *             "owned": false,
+                     *             "public": true,
+                     *             "responseProcessing": {
+                     *               "condition": "=$abs(answer.value - config.correct) <= config.tolerance"
+                     *             },
+                     *             "updatedAt": null
+                     *           },
+                     *           "typeStatus": {
+                     *             "message": "",
+                     *             "reason": "",
+                     *             "state": "OK"
+                     *           },
+                     *           "updatedAt": "2026-09-01T08:00:00Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.ListQuestionsResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createQuestion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                exam_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "config": {
+                 *         "correct": 0.75,
+                 *         "tolerance": 0.001
+                 *       },
+                 *       "points": 2,
+                 *       "prompt": "What is 3/4 as a decimal?",
+                 *       "type": "numeric"
+                 *     }
+                 */
+                "application/json": {
+                    /** config */
+                    config?: components["schemas"]["google.protobuf.Struct"];
+                    /**
+                     * points
+                     * Format: double
+                     * @description Points for a fully correct answer; default 1.
+                     */
+                    points?: number;
+                    /** prompt */
+                    prompt?: string;
+                    /**
+                     * type
+                     * @description A built-in type key (multiple_choice, multiple_select, true_false,
+                     *      short_text, numeric, essay, file_upload) or a question type id.
+                     */
+                    type?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "config": {
+                     *         "correct": 0.75,
+                     *         "tolerance": 0.001
+                     *       },
+                     *       "createdAt": "2026-09-01T08:00:00Z",
+                     *       "examId": "exm_01JD3M4Q9ZB8K1T7W2X5C6V0P2",
+                     *       "id": "qst_01JD3M4Q9ZB8K1T7W2X5C6V0P3",
+                     *       "points": 2,
+                     *       "position": 1,
+                     *       "prompt": "What is 3/4 as a decimal?",
+                     *       "type": "numeric",
+                     *       "typeDefinition": {
+                     *         "builtIn": true,
+                     *         "configSchema": {
+                     *           "required": [
+                     *             "correct"
+                     *           ],
+                     *           "type": "object"
+                     *         },
+                     *         "createdAt": null,
+                     *         "deprecated": false,
+                     *         "description": "The answer value is a number, correct within the tolerance (absolute, default 0).",
+                     *         "enabled": true,
+                     *         "grading": {
+                     *           "enabled": false,
+                     *           "fileInputs": ""
+                     *         },
+                     *         "id": "numeric",
+                     *         "key": "numeric",
+                     *         "name": "Numeric",
+                     *         "orgId": "",
+                     *         "owned": false,
+                     *         "public": true,
+                     *         "responseProcessing": {
+                     *           "condition": "=$abs(answer.value - config.correct) <= config.tolerance"
+                     *         },
+                     *         "updatedAt": null
+                     *       },
+                     *       "typeStatus": {
+                     *         "message": "",
+                     *         "reason": "",
+                     *         "state": "OK"
+                     *       },
+                     *       "updatedAt": "2026-09-01T08:00:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.Question"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getQuestion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                exam_id: string;
+                question_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "config": {
+                     *         "correct": 0.75,
+                     *         "tolerance": 0.001
+                     *       },
+                     *       "createdAt": "2026-09-01T08:00:00Z",
+                     *       "examId": "exm_01JD3M4Q9ZB8K1T7W2X5C6V0P2",
+                     *       "id": "qst_01JD3M4Q9ZB8K1T7W2X5C6V0P3",
+                     *       "points": 2,
+                     *       "position": 1,
+                     *       "prompt": "What is 3/4 as a decimal?",
+                     *       "type": "numeric",
+                     *       "typeDefinition": {
+                     *         "builtIn": true,
+                     *         "configSchema": {
+                     *           "required": [
+                     *             "correct"
+                     *           ],
+                     *           "type": "object"
+                     *         },
+                     *         "createdAt": null,
+                     *         "deprecated": false,
+                     *         "description": "The answer value is a number, correct within the tolerance (absolute, default 0).",
+                     *         "enabled": true,
+                     *         "grading": {
+                     *           "enabled": false,
+                     *           "fileInputs": ""
+                     *         },
+                     *         "id": "numeric",
+                     *         "key": "numeric",
+                     *         "name": "Numeric",
+                     *         "orgId": "",
+                     *         "owned": false,
+                     *         "public": true,
+                     *         "responseProcessing": {
+                     *           "condition": "=$abs(answer.value - config.correct) <= config.tolerance"
+                     *         },
+                     *         "updatedAt": null
+                     *       },
+                     *       "typeStatus": {
+                     *         "message": "",
+                     *         "reason": "",
+                     *         "state": "OK"
+                     *       },
+                     *       "updatedAt": "2026-09-01T08:00:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.Question"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteQuestion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                exam_id: string;
+                question_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {} */
+                    "application/json": components["schemas"]["google.protobuf.Empty"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateQuestion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                exam_id: string;
+                question_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "points": 3
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * config
+                     * @description Replaces the whole config.
+                     */
+                    config?: components["schemas"]["google.protobuf.Struct"];
+                    /**
+                     * points
+                     * Format: double
+                     */
+                    points?: number | null;
+                    /** prompt */
+                    prompt?: string | null;
+                    /** type */
+                    type?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "config": {
+                     *         "correct": 0.75,
+                     *         "tolerance": 0.001
+                     *       },
+                     *       "createdAt": "2026-09-01T08:00:00Z",
+                     *       "examId": "exm_01JD3M4Q9ZB8K1T7W2X5C6V0P2",
+                     *       "id": "qst_01JD3M4Q9ZB8K1T7W2X5C6V0P3",
+                     *       "points": 2,
+                     *       "position": 1,
+                     *       "prompt": "What is 3/4 as a decimal?",
+                     *       "type": "numeric",
+                     *       "typeDefinition": {
+                     *         "builtIn": true,
+                     *         "configSchema": {
+                     *           "required": [
+                     *             "correct"
+                     *           ],
+                     *           "type": "object"
+                     *         },
+                     *         "createdAt": null,
+                     *         "deprecated": false,
+                     *         "description": "The answer value is a number, correct within the tolerance (absolute, default 0).",
+                     *         "enabled": true,
+                     *         "grading": {
+                     *           "enabled": false,
+                     *           "fileInputs": ""
+                     *         },
+                     *         "id": "numeric",
+                     *         "key": "numeric",
+                     *         "name": "Numeric",
+                     *         "orgId": "",
+                     *         "owned": false,
+                     *         "public": true,
+                     *         "responseProcessing": {
+                     *           "condition": "=$abs(answer.value - config.correct) <= config.tolerance"
+                     *         },
+                     *         "updatedAt": null
+                     *       },
+                     *       "typeStatus": {
+                     *         "message": "",
+                     *         "reason": "",
+                     *         "state": "OK"
+                     *       },
+                     *       "updatedAt": "2026-09-01T08:00:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.Question"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getQuestionQuality: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                exam_id: string;
+                question_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "findings": [
+                     *         {
+                     *           "code": "NEGATIVE_STEM",
+                     *           "field": "prompt",
+                     *           "message": "the prompt is phrased negatively (\"not\"); students misread negative stems",
+                     *           "severity": "warning"
+                     *         }
+                     *       ],
+                     *       "questionId": "qst_01JD3M4Q9ZB8K1T7W2X5C6V0P3",
+                     *       "readabilityGrade": 2.9,
+                     *       "score": 90,
+                     *       "statistics": {
+                     *         "difficulty": 0.64,
+                     *         "discrimination": 0.41,
+                     *         "responses": 28
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.QuestionQuality"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    reorderQuestions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                exam_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "questionIds": [
+                 *         "qst_01JD3M4Q9ZB8K1T7W2X5C6V0P4",
+                 *         "qst_01JD3M4Q9ZB8K1T7W2X5C6V0P3"
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * question_ids
+                     * @description Every question id of the exam, each once, in the new order.
+                     */
+                    questionIds?: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "nextPageToken": "",
+                     *       "questions": [
+                     *         {
+                     *           "config": {
+                     *             "correct": 0.75,
+                     *             "tolerance": 0.001
+                     *           },
+                     *           "createdAt": "2026-09-01T08:00:00Z",
+                     *           "examId": "exm_01JD3M4Q9ZB8K1T7W2X5C6V0P2",
+                     *           "id": "qst_01JD3M4Q9ZB8K1T7W2X5C6V0P3",
+                     *           "points": 2,
+                     *           "position": 1,
+                     *           "prompt": "What is 3/4 as a decimal?",
+                     *           "type": "numeric",
+                     *           "typeDefinition": {
+                     *             "builtIn": true,
+                     *             "configSchema": {
+                     *               "required": [
+                     *                 "correct"
+                     *               ],
+                     *               "type": "object"
+                     *             },
+                     *             "createdAt": null,
+                     *             "deprecated": false,
+                     *             "description": "The answer value is a number, correct within the tolerance (absolute, default 0).",
+                     *             "enabled": true,
+                     *             "grading": {
+                     *               "enabled": false,
+                     *               "fileInputs": ""
+                     *             },
+                     *             "id": "numeric",
+                     *             "key": "numeric",
+                     *             "name": "Numeric",
+                     *             "orgId": "",
+                     *             "owned": false,
+                     *             "public": true,
+                     *             "responseProcessing": {
+                     *               "condition": "=$abs(answer.value - config.correct) <= config.tolerance"
+                     *             },
+                     *             "updatedAt": null
+                     *           },
+                     *           "typeStatus": {
+                     *             "message": "",
+                     *             "reason": "",
+                     *             "state": "OK"
+                     *           },
+                     *           "updatedAt": "2026-09-01T08:00:00Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.ListQuestionsResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listResults: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 200; default 50. */
+                pageSize?: number;
+                /** @description The nextPageToken of the previous page. */
+                pageToken?: string;
+                /** @description Only this student's results. */
+                userId?: string;
+                /** @description Only results in this status: grading, graded or failed. */
+                status?: string;
+            };
+            header?: never;
+            path: {
+                exam_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "nextPageToken": "",
+                     *       "results": [
+                     *         {
+                     *           "answers": [
+                     *             {
+                     *               "feedback": "",
+                     *               "files": [],
+                     *               "gradedAt": "2026-09-03T09:00:00Z",
+                     *               "maxScore": 2,
+                     *               "questionId": "qst_01JD3M4Q9ZB8K1T7W2X5C6V0P3",
+                     *               "score": 2,
+                     *               "status": "graded",
+                     *               "value": 0.75
+                     *             }
+                     *           ],
+                     *           "examId": "exm_01JD3M4Q9ZB8K1T7W2X5C6V0P2",
+                     *           "gradedAt": "2026-09-03T09:00:00Z",
+                     *           "id": "res_01JD3M4Q9ZB8K1T7W2X5C6V0P6",
+                     *           "maxScore": 2,
+                     *           "reason": "",
+                     *           "score": 2,
+                     *           "status": "graded",
+                     *           "submittedAt": "2026-09-03T09:00:00Z",
+                     *           "userId": "usr_01JD3M4Q9ZB8K1T7W2X5C6V0NA"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.ListResultsResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    submitResult: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                exam_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "answers": [
+                 *         {
+                 *           "questionId": "qst_01JD3M4Q9ZB8K1T7W2X5C6V0P3",
+                 *           "value": 0.75
+                 *         }
+                 *       ],
+                 *       "userId": "usr_01JD3M4Q9ZB8K1T7W2X5C6V0NA"
+                 *     }
+                 */
+                "application/json": {
+                    /** answers */
+                    answers?: components["schemas"]["assessd.v1.SubmittedAnswer"][];
+                    /**
+                     * user_id
+                     * @description The student; default the caller.
+                     */
+                    userId?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "answers": [
+                     *         {
+                     *           "feedback": "",
+                     *           "files": [],
+                     *           "gradedAt": "2026-09-03T09:00:00Z",
+                     *           "maxScore": 2,
+                     *           "questionId": "qst_01JD3M4Q9ZB8K1T7W2X5C6V0P3",
+                     *           "score": 2,
+                     *           "status": "graded",
+                     *           "value": 0.75
+                     *         }
+                     *       ],
+                     *       "examId": "exm_01JD3M4Q9ZB8K1T7W2X5C6V0P2",
+                     *       "gradedAt": "2026-09-03T09:00:00Z",
+                     *       "id": "res_01JD3M4Q9ZB8K1T7W2X5C6V0P6",
+                     *       "maxScore": 2,
+                     *       "reason": "",
+                     *       "score": 2,
+                     *       "status": "graded",
+                     *       "submittedAt": "2026-09-03T09:00:00Z",
+                     *       "userId": "usr_01JD3M4Q9ZB8K1T7W2X5C6V0NA"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.Result"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getExamResult: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                exam_id: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "answers": [
+                     *         {
+                     *           "feedback": "",
+                     *           "files": [],
+                     *           "gradedAt": "2026-09-03T09:00:00Z",
+                     *           "maxScore": 2,
+                     *           "questionId": "qst_01JD3M4Q9ZB8K1T7W2X5C6V0P3",
+                     *           "score": 2,
+                     *           "status": "graded",
+                     *           "value": 0.75
+                     *         }
+                     *       ],
+                     *       "examId": "exm_01JD3M4Q9ZB8K1T7W2X5C6V0P2",
+                     *       "gradedAt": "2026-09-03T09:00:00Z",
+                     *       "id": "res_01JD3M4Q9ZB8K1T7W2X5C6V0P6",
+                     *       "maxScore": 2,
+                     *       "reason": "",
+                     *       "score": 2,
+                     *       "status": "graded",
+                     *       "submittedAt": "2026-09-03T09:00:00Z",
+                     *       "userId": "usr_01JD3M4Q9ZB8K1T7W2X5C6V0NA"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.Result"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getResultsSummary: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                exam_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "count": 4,
+                     *       "examId": "exm_01JD3M4Q9ZB8K1T7W2X5C6V0P2",
+                     *       "gradedCount": 4,
+                     *       "histogram": [
+                     *         {
+                     *           "count": 1,
+                     *           "fromPercent": 0,
+                     *           "toPercent": 10
+                     *         },
+                     *         {
+                     *           "count": 3,
+                     *           "fromPercent": 90,
+                     *           "toPercent": 100
+                     *         }
+                     *       ],
+                     *       "max": 4,
+                     *       "mean": 2,
+                     *       "median": 2,
+                     *       "min": 0,
+                     *       "questions": [
+                     *         {
+                     *           "difficulty": 0.75,
+                     *           "discrimination": 0.52,
+                     *           "meanScore": 1.5,
+                     *           "questionId": "qst_01JD3M4Q9ZB8K1T7W2X5C6V0P3",
+                     *           "responses": 4
+                     *         }
+                     *       ],
+                     *       "stdDev": 1.58
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.ResultsSummary"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getExam: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "createdAt": "2026-09-01T08:00:00Z",
+                     *       "description": "Chapter 3",
+                     *       "durationMinutes": 30,
+                     *       "folderId": "fld_01JD3M4Q9ZB8K1T7W2X5C6V0P1",
+                     *       "id": "exm_01JD3M4Q9ZB8K1T7W2X5C6V0P2",
+                     *       "language": "en",
+                     *       "name": "Fractions quiz",
+                     *       "questionCount": 2,
+                     *       "updatedAt": "2026-09-02T10:30:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.Exam"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteExam: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {} */
+                    "application/json": components["schemas"]["google.protobuf.Empty"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateExam: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "description": "Chapter 3"
+                 *     }
+                 */
+                "application/json": {
+                    /** description */
+                    description?: string | null;
+                    /**
+                     * duration_minutes
+                     * Format: int32
+                     * @description 0 makes the exam untimed.
+                     */
+                    durationMinutes?: number | null;
+                    /**
+                     * folder_id
+                     * @description "" takes the exam out of its folder.
+                     */
+                    folderId?: string | null;
+                    /** language */
+                    language?: string | null;
+                    /** name */
+                    name?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "createdAt": "2026-09-01T08:00:00Z",
+                     *       "description": "Chapter 3",
+                     *       "durationMinutes": 30,
+                     *       "folderId": "fld_01JD3M4Q9ZB8K1T7W2X5C6V0P1",
+                     *       "id": "exm_01JD3M4Q9ZB8K1T7W2X5C6V0P2",
+                     *       "language": "en",
+                     *       "name": "Fractions quiz",
+                     *       "questionCount": 2,
+                     *       "updatedAt": "2026-09-02T10:30:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.Exam"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listFolders: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 200; default 50. */
+                pageSize?: number;
+                /** @description The nextPageToken of the previous page. */
+                pageToken?: string;
+                /** @description Only the children of this folder; "root" for top-level folders. */
+                parentId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "folders": [
+                     *         {
+                     *           "createdAt": "2026-09-01T08:00:00Z",
+                     *           "id": "fld_01JD3M4Q9ZB8K1T7W2X5C6V0P0",
+                     *           "name": "Year 7",
+                     *           "parentId": "",
+                     *           "updatedAt": "2026-09-01T08:00:00Z"
+                     *         }
+                     *       ],
+                     *       "nextPageToken": ""
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.ListFoldersResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createFolder: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Algebra",
+                 *       "parentId": "fld_01JD3M4Q9ZB8K1T7W2X5C6V0P0"
+                 *     }
+                 */
+                "application/json": components["schemas"]["assessd.v1.CreateFolderRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "createdAt": "2026-09-01T08:00:00Z",
+                     *       "id": "fld_01JD3M4Q9ZB8K1T7W2X5C6V0P1",
+                     *       "name": "Algebra",
+                     *       "parentId": "fld_01JD3M4Q9ZB8K1T7W2X5C6V0P0",
+                     *       "updatedAt": "2026-09-01T08:00:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.Folder"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getFolder: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "createdAt": "2026-09-01T08:00:00Z",
+                     *       "id": "fld_01JD3M4Q9ZB8K1T7W2X5C6V0P1",
+                     *       "name": "Algebra",
+                     *       "parentId": "fld_01JD3M4Q9ZB8K1T7W2X5C6V0P0",
+                     *       "updatedAt": "2026-09-01T08:00:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.Folder"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteFolder: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {} */
+                    "application/json": components["schemas"]["google.protobuf.Empty"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateFolder: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Algebra I"
+                 *     }
+                 */
+                "application/json": {
+                    /** name */
+                    name?: string | null;
+                    /**
+                     * parent_id
+                     * @description The new parent folder; "" moves the folder to the top level.
+                     */
+                    parentId?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "createdAt": "2026-09-01T08:00:00Z",
+                     *       "id": "fld_01JD3M4Q9ZB8K1T7W2X5C6V0P1",
+                     *       "name": "Algebra",
+                     *       "parentId": "fld_01JD3M4Q9ZB8K1T7W2X5C6V0P0",
+                     *       "updatedAt": "2026-09-01T08:00:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.Folder"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     getMe: {
         parameters: {
             query?: never;
@@ -1321,6 +3946,572 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["TooLarge"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listQuestionTypes: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 200; default 50. */
+                pageSize?: number;
+                /** @description The nextPageToken of the previous page. */
+                pageToken?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "nextPageToken": "",
+                     *       "questionTypes": [
+                     *         {
+                     *           "builtIn": false,
+                     *           "configSchema": {
+                     *             "properties": {
+                     *               "words": {
+                     *                 "minimum": 1,
+                     *                 "type": "integer"
+                     *               }
+                     *             },
+                     *             "required": [
+                     *               "words"
+                     *             ],
+                     *             "type": "object"
+                     *           },
+                     *           "createdAt": "2026-09-01T08:00:00Z",
+                     *           "deprecated": false,
+                     *           "description": "Answer in exactly config.words words.",
+                     *           "enabled": true,
+                     *           "grading": {
+                     *             "enabled": false,
+                     *             "fileInputs": ""
+                     *           },
+                     *           "id": "qtp_01JD3M4Q9ZB8K1T7W2X5C6V0P5",
+                     *           "key": "word_count",
+                     *           "name": "Word count",
+                     *           "orgId": "org_01JD3M4Q9ZB8K1T7W2X5C6V0NB",
+                     *           "owned": true,
+                     *           "public": true,
+                     *           "responseProcessing": {
+                     *             "condition": "=$count($split($trim(answer.value), \" \")) = config.words"
+                     *           },
+                     *           "updatedAt": "2026-09-01T08:00:00Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.ListQuestionTypesResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createQuestionType: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "configSchema": {
+                 *         "properties": {
+                 *           "words": {
+                 *             "minimum": 1,
+                 *             "type": "integer"
+                 *           }
+                 *         },
+                 *         "required": [
+                 *           "words"
+                 *         ],
+                 *         "type": "object"
+                 *       },
+                 *       "key": "word_count",
+                 *       "name": "Word count",
+                 *       "public": true,
+                 *       "responseProcessing": {
+                 *         "condition": "=$count($split($trim(answer.value), \" \")) = config.words"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["assessd.v1.CreateQuestionTypeRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "builtIn": false,
+                     *       "configSchema": {
+                     *         "properties": {
+                     *           "words": {
+                     *             "minimum": 1,
+                     *             "type": "integer"
+                     *           }
+                     *         },
+                     *         "required": [
+                     *           "words"
+                     *         ],
+                     *         "type": "object"
+                     *       },
+                     *       "createdAt": "2026-09-01T08:00:00Z",
+                     *       "deprecated": false,
+                     *       "description": "Answer in exactly config.words words.",
+                     *       "enabled": true,
+                     *       "grading": {
+                     *         "enabled": false,
+                     *         "fileInputs": ""
+                     *       },
+                     *       "id": "qtp_01JD3M4Q9ZB8K1T7W2X5C6V0P5",
+                     *       "key": "word_count",
+                     *       "name": "Word count",
+                     *       "orgId": "org_01JD3M4Q9ZB8K1T7W2X5C6V0NB",
+                     *       "owned": true,
+                     *       "public": true,
+                     *       "responseProcessing": {
+                     *         "condition": "=$count($split($trim(answer.value), \" \")) = config.words"
+                     *       },
+                     *       "updatedAt": "2026-09-01T08:00:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.QuestionType"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getQuestionType: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "builtIn": false,
+                     *       "configSchema": {
+                     *         "properties": {
+                     *           "words": {
+                     *             "minimum": 1,
+                     *             "type": "integer"
+                     *           }
+                     *         },
+                     *         "required": [
+                     *           "words"
+                     *         ],
+                     *         "type": "object"
+                     *       },
+                     *       "createdAt": "2026-09-01T08:00:00Z",
+                     *       "deprecated": false,
+                     *       "description": "Answer in exactly config.words words.",
+                     *       "enabled": true,
+                     *       "grading": {
+                     *         "enabled": false,
+                     *         "fileInputs": ""
+                     *       },
+                     *       "id": "qtp_01JD3M4Q9ZB8K1T7W2X5C6V0P5",
+                     *       "key": "word_count",
+                     *       "name": "Word count",
+                     *       "orgId": "org_01JD3M4Q9ZB8K1T7W2X5C6V0NB",
+                     *       "owned": true,
+                     *       "public": true,
+                     *       "responseProcessing": {
+                     *         "condition": "=$count($split($trim(answer.value), \" \")) = config.words"
+                     *       },
+                     *       "updatedAt": "2026-09-01T08:00:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.QuestionType"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateQuestionType: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "deprecated": true
+                 *     }
+                 */
+                "application/json": {
+                    /** config_schema */
+                    configSchema?: components["schemas"]["google.protobuf.Struct"];
+                    /** deprecated */
+                    deprecated?: boolean | null;
+                    /** description */
+                    description?: string | null;
+                    /** grading */
+                    grading?: components["schemas"]["assessd.v1.GradingPatch"];
+                    /** name */
+                    name?: string | null;
+                    /** public */
+                    public?: boolean | null;
+                    /** response_processing */
+                    responseProcessing?: components["schemas"]["assessd.v1.ResponseProcessingPatch"];
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "builtIn": false,
+                     *       "configSchema": {
+                     *         "properties": {
+                     *           "words": {
+                     *             "minimum": 1,
+                     *             "type": "integer"
+                     *           }
+                     *         },
+                     *         "required": [
+                     *           "words"
+                     *         ],
+                     *         "type": "object"
+                     *       },
+                     *       "createdAt": "2026-09-01T08:00:00Z",
+                     *       "deprecated": false,
+                     *       "description": "Answer in exactly config.words words.",
+                     *       "enabled": true,
+                     *       "grading": {
+                     *         "enabled": false,
+                     *         "fileInputs": ""
+                     *       },
+                     *       "id": "qtp_01JD3M4Q9ZB8K1T7W2X5C6V0P5",
+                     *       "key": "word_count",
+                     *       "name": "Word count",
+                     *       "orgId": "org_01JD3M4Q9ZB8K1T7W2X5C6V0NB",
+                     *       "owned": true,
+                     *       "public": true,
+                     *       "responseProcessing": {
+                     *         "condition": "=$count($split($trim(answer.value), \" \")) = config.words"
+                     *       },
+                     *       "updatedAt": "2026-09-01T08:00:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.QuestionType"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    disableQuestionType: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "builtIn": false,
+                     *       "configSchema": {
+                     *         "properties": {
+                     *           "words": {
+                     *             "minimum": 1,
+                     *             "type": "integer"
+                     *           }
+                     *         },
+                     *         "required": [
+                     *           "words"
+                     *         ],
+                     *         "type": "object"
+                     *       },
+                     *       "createdAt": "2026-09-01T08:00:00Z",
+                     *       "deprecated": false,
+                     *       "description": "Answer in exactly config.words words.",
+                     *       "enabled": true,
+                     *       "grading": {
+                     *         "enabled": false,
+                     *         "fileInputs": ""
+                     *       },
+                     *       "id": "qtp_01JD3M4Q9ZB8K1T7W2X5C6V0P5",
+                     *       "key": "word_count",
+                     *       "name": "Word count",
+                     *       "orgId": "org_01JD3M4Q9ZB8K1T7W2X5C6V0NB",
+                     *       "owned": true,
+                     *       "public": true,
+                     *       "responseProcessing": {
+                     *         "condition": "=$count($split($trim(answer.value), \" \")) = config.words"
+                     *       },
+                     *       "updatedAt": "2026-09-01T08:00:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.QuestionType"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    enableQuestionType: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "builtIn": false,
+                     *       "configSchema": {
+                     *         "properties": {
+                     *           "words": {
+                     *             "minimum": 1,
+                     *             "type": "integer"
+                     *           }
+                     *         },
+                     *         "required": [
+                     *           "words"
+                     *         ],
+                     *         "type": "object"
+                     *       },
+                     *       "createdAt": "2026-09-01T08:00:00Z",
+                     *       "deprecated": false,
+                     *       "description": "Answer in exactly config.words words.",
+                     *       "enabled": true,
+                     *       "grading": {
+                     *         "enabled": false,
+                     *         "fileInputs": ""
+                     *       },
+                     *       "id": "qtp_01JD3M4Q9ZB8K1T7W2X5C6V0P5",
+                     *       "key": "word_count",
+                     *       "name": "Word count",
+                     *       "orgId": "org_01JD3M4Q9ZB8K1T7W2X5C6V0NB",
+                     *       "owned": true,
+                     *       "public": true,
+                     *       "responseProcessing": {
+                     *         "condition": "=$count($split($trim(answer.value), \" \")) = config.words"
+                     *       },
+                     *       "updatedAt": "2026-09-01T08:00:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.QuestionType"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    discoverQuestionTypes: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 200; default 50. */
+                pageSize?: number;
+                /** @description The nextPageToken of the previous page. */
+                pageToken?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "nextPageToken": "",
+                     *       "questionTypes": [
+                     *         {
+                     *           "builtIn": false,
+                     *           "configSchema": {
+                     *             "properties": {
+                     *               "words": {
+                     *                 "minimum": 1,
+                     *                 "type": "integer"
+                     *               }
+                     *             },
+                     *             "required": [
+                     *               "words"
+                     *             ],
+                     *             "type": "object"
+                     *           },
+                     *           "createdAt": "2026-09-01T08:00:00Z",
+                     *           "deprecated": false,
+                     *           "description": "Answer in exactly config.words words.",
+                     *           "enabled": true,
+                     *           "grading": {
+                     *             "enabled": false,
+                     *             "fileInputs": ""
+                     *           },
+                     *           "id": "qtp_01JD3M4Q9ZB8K1T7W2X5C6V0P5",
+                     *           "key": "word_count",
+                     *           "name": "Word count",
+                     *           "orgId": "org_01JD3M4Q9ZB8K1T7W2X5C6V0NB",
+                     *           "owned": true,
+                     *           "public": true,
+                     *           "responseProcessing": {
+                     *             "condition": "=$count($split($trim(answer.value), \" \")) = config.words"
+                     *           },
+                     *           "updatedAt": "2026-09-01T08:00:00Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.ListQuestionTypesResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getResult: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "answers": [
+                     *         {
+                     *           "feedback": "",
+                     *           "files": [],
+                     *           "gradedAt": "2026-09-03T09:00:00Z",
+                     *           "maxScore": 2,
+                     *           "questionId": "qst_01JD3M4Q9ZB8K1T7W2X5C6V0P3",
+                     *           "score": 2,
+                     *           "status": "graded",
+                     *           "value": 0.75
+                     *         }
+                     *       ],
+                     *       "examId": "exm_01JD3M4Q9ZB8K1T7W2X5C6V0P2",
+                     *       "gradedAt": "2026-09-03T09:00:00Z",
+                     *       "id": "res_01JD3M4Q9ZB8K1T7W2X5C6V0P6",
+                     *       "maxScore": 2,
+                     *       "reason": "",
+                     *       "score": 2,
+                     *       "status": "graded",
+                     *       "submittedAt": "2026-09-03T09:00:00Z",
+                     *       "userId": "usr_01JD3M4Q9ZB8K1T7W2X5C6V0NA"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.Result"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
         };

@@ -3149,7 +3149,6 @@ func (x *ListResultsResponse) GetNextPageToken() string {
 type GetResultRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	ExamId        string                 `protobuf:"bytes,2,opt,name=exam_id,json=examId,proto3" json:"exam_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3191,9 +3190,54 @@ func (x *GetResultRequest) GetId() string {
 	return ""
 }
 
-func (x *GetResultRequest) GetExamId() string {
+type GetExamResultRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ExamId        string                 `protobuf:"bytes,1,opt,name=exam_id,json=examId,proto3" json:"exam_id,omitempty"`
+	Id            string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetExamResultRequest) Reset() {
+	*x = GetExamResultRequest{}
+	mi := &file_assessd_v1_assessment_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetExamResultRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetExamResultRequest) ProtoMessage() {}
+
+func (x *GetExamResultRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_assessd_v1_assessment_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetExamResultRequest.ProtoReflect.Descriptor instead.
+func (*GetExamResultRequest) Descriptor() ([]byte, []int) {
+	return file_assessd_v1_assessment_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *GetExamResultRequest) GetExamId() string {
 	if x != nil {
 		return x.ExamId
+	}
+	return ""
+}
+
+func (x *GetExamResultRequest) GetId() string {
+	if x != nil {
+		return x.Id
 	}
 	return ""
 }
@@ -3207,7 +3251,7 @@ type GetResultsSummaryRequest struct {
 
 func (x *GetResultsSummaryRequest) Reset() {
 	*x = GetResultsSummaryRequest{}
-	mi := &file_assessd_v1_assessment_proto_msgTypes[47]
+	mi := &file_assessd_v1_assessment_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3219,7 +3263,7 @@ func (x *GetResultsSummaryRequest) String() string {
 func (*GetResultsSummaryRequest) ProtoMessage() {}
 
 func (x *GetResultsSummaryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_assessd_v1_assessment_proto_msgTypes[47]
+	mi := &file_assessd_v1_assessment_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3232,7 +3276,7 @@ func (x *GetResultsSummaryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResultsSummaryRequest.ProtoReflect.Descriptor instead.
 func (*GetResultsSummaryRequest) Descriptor() ([]byte, []int) {
-	return file_assessd_v1_assessment_proto_rawDescGZIP(), []int{47}
+	return file_assessd_v1_assessment_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *GetResultsSummaryRequest) GetExamId() string {
@@ -3265,7 +3309,7 @@ type ResultsSummary struct {
 
 func (x *ResultsSummary) Reset() {
 	*x = ResultsSummary{}
-	mi := &file_assessd_v1_assessment_proto_msgTypes[48]
+	mi := &file_assessd_v1_assessment_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3277,7 +3321,7 @@ func (x *ResultsSummary) String() string {
 func (*ResultsSummary) ProtoMessage() {}
 
 func (x *ResultsSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_assessd_v1_assessment_proto_msgTypes[48]
+	mi := &file_assessd_v1_assessment_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3290,7 +3334,7 @@ func (x *ResultsSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResultsSummary.ProtoReflect.Descriptor instead.
 func (*ResultsSummary) Descriptor() ([]byte, []int) {
-	return file_assessd_v1_assessment_proto_rawDescGZIP(), []int{48}
+	return file_assessd_v1_assessment_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ResultsSummary) GetExamId() string {
@@ -3375,7 +3419,7 @@ type HistogramBucket struct {
 
 func (x *HistogramBucket) Reset() {
 	*x = HistogramBucket{}
-	mi := &file_assessd_v1_assessment_proto_msgTypes[49]
+	mi := &file_assessd_v1_assessment_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3387,7 +3431,7 @@ func (x *HistogramBucket) String() string {
 func (*HistogramBucket) ProtoMessage() {}
 
 func (x *HistogramBucket) ProtoReflect() protoreflect.Message {
-	mi := &file_assessd_v1_assessment_proto_msgTypes[49]
+	mi := &file_assessd_v1_assessment_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3400,7 +3444,7 @@ func (x *HistogramBucket) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistogramBucket.ProtoReflect.Descriptor instead.
 func (*HistogramBucket) Descriptor() ([]byte, []int) {
-	return file_assessd_v1_assessment_proto_rawDescGZIP(), []int{49}
+	return file_assessd_v1_assessment_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *HistogramBucket) GetFromPercent() float64 {
@@ -3440,7 +3484,7 @@ type QuestionSummary struct {
 
 func (x *QuestionSummary) Reset() {
 	*x = QuestionSummary{}
-	mi := &file_assessd_v1_assessment_proto_msgTypes[50]
+	mi := &file_assessd_v1_assessment_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3452,7 +3496,7 @@ func (x *QuestionSummary) String() string {
 func (*QuestionSummary) ProtoMessage() {}
 
 func (x *QuestionSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_assessd_v1_assessment_proto_msgTypes[50]
+	mi := &file_assessd_v1_assessment_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3465,7 +3509,7 @@ func (x *QuestionSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuestionSummary.ProtoReflect.Descriptor instead.
 func (*QuestionSummary) Descriptor() ([]byte, []int) {
-	return file_assessd_v1_assessment_proto_rawDescGZIP(), []int{50}
+	return file_assessd_v1_assessment_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *QuestionSummary) GetQuestionId() string {
@@ -3786,10 +3830,12 @@ const file_assessd_v1_assessment_proto_rawDesc = "" +
 	"\x06status\x18\x05 \x01(\tR\x06status\"k\n" +
 	"\x13ListResultsResponse\x12,\n" +
 	"\aresults\x18\x01 \x03(\v2\x12.assessd.v1.ResultR\aresults\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\";\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\"\n" +
 	"\x10GetResultRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12\x17\n" +
-	"\aexam_id\x18\x02 \x01(\tR\x06examId\"3\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"?\n" +
+	"\x14GetExamResultRequest\x12\x17\n" +
+	"\aexam_id\x18\x01 \x01(\tR\x06examId\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\"3\n" +
 	"\x18GetResultsSummaryRequest\x12\x17\n" +
 	"\aexam_id\x18\x01 \x01(\tR\x06examId\"\xc1\x02\n" +
 	"\x0eResultsSummary\x12\x17\n" +
@@ -3882,16 +3928,18 @@ const file_assessd_v1_assessment_proto_rawDesc = "" +
 	"\x12EnableQuestionType\x12%.assessd.v1.EnableQuestionTypeRequest\x1a\x18.assessd.v1.QuestionType\"W\xa2\xbb\x18-\n" +
 	"\x14question-types:write\x12\x05owner\x12\x05admin\x12\ateacher\x82\xd3\xe4\x93\x02 :\x01*\"\x1b/question-types/{id}/enable\x12\xb1\x01\n" +
 	"\x13DisableQuestionType\x12&.assessd.v1.DisableQuestionTypeRequest\x1a\x18.assessd.v1.QuestionType\"X\xa2\xbb\x18-\n" +
-	"\x14question-types:write\x12\x05owner\x12\x05admin\x12\ateacher\x82\xd3\xe4\x93\x02!:\x01*\"\x1c/question-types/{id}/disable2\xc6\x04\n" +
+	"\x14question-types:write\x12\x05owner\x12\x05admin\x12\ateacher\x82\xd3\xe4\x93\x02!:\x01*\"\x1c/question-types/{id}/disable2\xa4\x05\n" +
 	"\rResultService\x12{\n" +
 	"\fSubmitResult\x12\x1f.assessd.v1.SubmitResultRequest\x1a\x12.assessd.v1.Result\"6\xa2\xbb\x18\x0f\n" +
 	"\rresults:write\x82\xd3\xe4\x93\x02\x1d:\x01*\"\x18/exams/{exam_id}/results\x12\x82\x01\n" +
 	"\vListResults\x12\x1e.assessd.v1.ListResultsRequest\x1a\x1f.assessd.v1.ListResultsResponse\"2\xa2\xbb\x18\x0e\n" +
 	"\fresults:read\x82\xd3\xe4\x93\x02\x1a\x12\x18/exams/{exam_id}/results\x12\xa8\x01\n" +
 	"\x11GetResultsSummary\x12$.assessd.v1.GetResultsSummaryRequest\x1a\x1a.assessd.v1.ResultsSummary\"Q\xa2\xbb\x18%\n" +
-	"\fresults:read\x12\x05owner\x12\x05admin\x12\ateacher\x82\xd3\xe4\x93\x02\"\x12 /exams/{exam_id}/results/summary\x12\x87\x01\n" +
-	"\tGetResult\x12\x1c.assessd.v1.GetResultRequest\x1a\x12.assessd.v1.Result\"H\xa2\xbb\x18\x0e\n" +
-	"\fresults:read\x82\xd3\xe4\x93\x020Z\x1f\x12\x1d/exams/{exam_id}/results/{id}\x12\r/results/{id}B9Z7github.com/assessd/assessd/api/gen/assessd/v1;assessdv1b\x06proto3"
+	"\fresults:read\x12\x05owner\x12\x05admin\x12\ateacher\x82\xd3\xe4\x93\x02\"\x12 /exams/{exam_id}/results/summary\x12f\n" +
+	"\tGetResult\x12\x1c.assessd.v1.GetResultRequest\x1a\x12.assessd.v1.Result\"'\xa2\xbb\x18\x0e\n" +
+	"\fresults:read\x82\xd3\xe4\x93\x02\x0f\x12\r/results/{id}\x12~\n" +
+	"\rGetExamResult\x12 .assessd.v1.GetExamResultRequest\x1a\x12.assessd.v1.Result\"7\xa2\xbb\x18\x0e\n" +
+	"\fresults:read\x82\xd3\xe4\x93\x02\x1f\x12\x1d/exams/{exam_id}/results/{id}B9Z7github.com/assessd/assessd/api/gen/assessd/v1;assessdv1b\x06proto3"
 
 var (
 	file_assessd_v1_assessment_proto_rawDescOnce sync.Once
@@ -3905,7 +3953,7 @@ func file_assessd_v1_assessment_proto_rawDescGZIP() []byte {
 	return file_assessd_v1_assessment_proto_rawDescData
 }
 
-var file_assessd_v1_assessment_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
+var file_assessd_v1_assessment_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
 var file_assessd_v1_assessment_proto_goTypes = []any{
 	(*Folder)(nil),                       // 0: assessd.v1.Folder
 	(*ListFoldersRequest)(nil),           // 1: assessd.v1.ListFoldersRequest
@@ -3954,54 +4002,55 @@ var file_assessd_v1_assessment_proto_goTypes = []any{
 	(*ListResultsRequest)(nil),           // 44: assessd.v1.ListResultsRequest
 	(*ListResultsResponse)(nil),          // 45: assessd.v1.ListResultsResponse
 	(*GetResultRequest)(nil),             // 46: assessd.v1.GetResultRequest
-	(*GetResultsSummaryRequest)(nil),     // 47: assessd.v1.GetResultsSummaryRequest
-	(*ResultsSummary)(nil),               // 48: assessd.v1.ResultsSummary
-	(*HistogramBucket)(nil),              // 49: assessd.v1.HistogramBucket
-	(*QuestionSummary)(nil),              // 50: assessd.v1.QuestionSummary
-	(*timestamppb.Timestamp)(nil),        // 51: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),              // 52: google.protobuf.Struct
-	(*structpb.Value)(nil),               // 53: google.protobuf.Value
-	(*emptypb.Empty)(nil),                // 54: google.protobuf.Empty
+	(*GetExamResultRequest)(nil),         // 47: assessd.v1.GetExamResultRequest
+	(*GetResultsSummaryRequest)(nil),     // 48: assessd.v1.GetResultsSummaryRequest
+	(*ResultsSummary)(nil),               // 49: assessd.v1.ResultsSummary
+	(*HistogramBucket)(nil),              // 50: assessd.v1.HistogramBucket
+	(*QuestionSummary)(nil),              // 51: assessd.v1.QuestionSummary
+	(*timestamppb.Timestamp)(nil),        // 52: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),              // 53: google.protobuf.Struct
+	(*structpb.Value)(nil),               // 54: google.protobuf.Value
+	(*emptypb.Empty)(nil),                // 55: google.protobuf.Empty
 }
 var file_assessd_v1_assessment_proto_depIdxs = []int32{
-	51, // 0: assessd.v1.Folder.created_at:type_name -> google.protobuf.Timestamp
-	51, // 1: assessd.v1.Folder.updated_at:type_name -> google.protobuf.Timestamp
+	52, // 0: assessd.v1.Folder.created_at:type_name -> google.protobuf.Timestamp
+	52, // 1: assessd.v1.Folder.updated_at:type_name -> google.protobuf.Timestamp
 	0,  // 2: assessd.v1.ListFoldersResponse.folders:type_name -> assessd.v1.Folder
-	51, // 3: assessd.v1.Exam.created_at:type_name -> google.protobuf.Timestamp
-	51, // 4: assessd.v1.Exam.updated_at:type_name -> google.protobuf.Timestamp
+	52, // 3: assessd.v1.Exam.created_at:type_name -> google.protobuf.Timestamp
+	52, // 4: assessd.v1.Exam.updated_at:type_name -> google.protobuf.Timestamp
 	7,  // 5: assessd.v1.ListExamsResponse.exams:type_name -> assessd.v1.Exam
-	52, // 6: assessd.v1.Question.config:type_name -> google.protobuf.Struct
+	53, // 6: assessd.v1.Question.config:type_name -> google.protobuf.Struct
 	27, // 7: assessd.v1.Question.type_definition:type_name -> assessd.v1.QuestionType
 	15, // 8: assessd.v1.Question.type_status:type_name -> assessd.v1.TypeStatus
-	51, // 9: assessd.v1.Question.created_at:type_name -> google.protobuf.Timestamp
-	51, // 10: assessd.v1.Question.updated_at:type_name -> google.protobuf.Timestamp
+	52, // 9: assessd.v1.Question.created_at:type_name -> google.protobuf.Timestamp
+	52, // 10: assessd.v1.Question.updated_at:type_name -> google.protobuf.Timestamp
 	14, // 11: assessd.v1.ListQuestionsResponse.questions:type_name -> assessd.v1.Question
-	52, // 12: assessd.v1.CreateQuestionRequest.config:type_name -> google.protobuf.Struct
-	52, // 13: assessd.v1.UpdateQuestionRequest.config:type_name -> google.protobuf.Struct
+	53, // 12: assessd.v1.CreateQuestionRequest.config:type_name -> google.protobuf.Struct
+	53, // 13: assessd.v1.UpdateQuestionRequest.config:type_name -> google.protobuf.Struct
 	25, // 14: assessd.v1.QuestionQuality.findings:type_name -> assessd.v1.QualityFinding
 	26, // 15: assessd.v1.QuestionQuality.statistics:type_name -> assessd.v1.ItemStatistics
-	52, // 16: assessd.v1.QuestionType.config_schema:type_name -> google.protobuf.Struct
+	53, // 16: assessd.v1.QuestionType.config_schema:type_name -> google.protobuf.Struct
 	28, // 17: assessd.v1.QuestionType.response_processing:type_name -> assessd.v1.ResponseProcessing
 	29, // 18: assessd.v1.QuestionType.grading:type_name -> assessd.v1.Grading
-	51, // 19: assessd.v1.QuestionType.created_at:type_name -> google.protobuf.Timestamp
-	51, // 20: assessd.v1.QuestionType.updated_at:type_name -> google.protobuf.Timestamp
+	52, // 19: assessd.v1.QuestionType.created_at:type_name -> google.protobuf.Timestamp
+	52, // 20: assessd.v1.QuestionType.updated_at:type_name -> google.protobuf.Timestamp
 	27, // 21: assessd.v1.ListQuestionTypesResponse.question_types:type_name -> assessd.v1.QuestionType
-	52, // 22: assessd.v1.CreateQuestionTypeRequest.config_schema:type_name -> google.protobuf.Struct
+	53, // 22: assessd.v1.CreateQuestionTypeRequest.config_schema:type_name -> google.protobuf.Struct
 	28, // 23: assessd.v1.CreateQuestionTypeRequest.response_processing:type_name -> assessd.v1.ResponseProcessing
 	29, // 24: assessd.v1.CreateQuestionTypeRequest.grading:type_name -> assessd.v1.Grading
-	52, // 25: assessd.v1.UpdateQuestionTypeRequest.config_schema:type_name -> google.protobuf.Struct
+	53, // 25: assessd.v1.UpdateQuestionTypeRequest.config_schema:type_name -> google.protobuf.Struct
 	36, // 26: assessd.v1.UpdateQuestionTypeRequest.response_processing:type_name -> assessd.v1.ResponseProcessingPatch
 	37, // 27: assessd.v1.UpdateQuestionTypeRequest.grading:type_name -> assessd.v1.GradingPatch
 	41, // 28: assessd.v1.Result.answers:type_name -> assessd.v1.Answer
-	51, // 29: assessd.v1.Result.submitted_at:type_name -> google.protobuf.Timestamp
-	51, // 30: assessd.v1.Result.graded_at:type_name -> google.protobuf.Timestamp
-	53, // 31: assessd.v1.Answer.value:type_name -> google.protobuf.Value
-	51, // 32: assessd.v1.Answer.graded_at:type_name -> google.protobuf.Timestamp
+	52, // 29: assessd.v1.Result.submitted_at:type_name -> google.protobuf.Timestamp
+	52, // 30: assessd.v1.Result.graded_at:type_name -> google.protobuf.Timestamp
+	54, // 31: assessd.v1.Answer.value:type_name -> google.protobuf.Value
+	52, // 32: assessd.v1.Answer.graded_at:type_name -> google.protobuf.Timestamp
 	43, // 33: assessd.v1.SubmitResultRequest.answers:type_name -> assessd.v1.SubmittedAnswer
-	53, // 34: assessd.v1.SubmittedAnswer.value:type_name -> google.protobuf.Value
+	54, // 34: assessd.v1.SubmittedAnswer.value:type_name -> google.protobuf.Value
 	40, // 35: assessd.v1.ListResultsResponse.results:type_name -> assessd.v1.Result
-	49, // 36: assessd.v1.ResultsSummary.histogram:type_name -> assessd.v1.HistogramBucket
-	50, // 37: assessd.v1.ResultsSummary.questions:type_name -> assessd.v1.QuestionSummary
+	50, // 36: assessd.v1.ResultsSummary.histogram:type_name -> assessd.v1.HistogramBucket
+	51, // 37: assessd.v1.ResultsSummary.questions:type_name -> assessd.v1.QuestionSummary
 	1,  // 38: assessd.v1.FolderService.ListFolders:input_type -> assessd.v1.ListFoldersRequest
 	3,  // 39: assessd.v1.FolderService.CreateFolder:input_type -> assessd.v1.CreateFolderRequest
 	4,  // 40: assessd.v1.FolderService.GetFolder:input_type -> assessd.v1.GetFolderRequest
@@ -4028,38 +4077,40 @@ var file_assessd_v1_assessment_proto_depIdxs = []int32{
 	39, // 61: assessd.v1.QuestionTypeService.DisableQuestionType:input_type -> assessd.v1.DisableQuestionTypeRequest
 	42, // 62: assessd.v1.ResultService.SubmitResult:input_type -> assessd.v1.SubmitResultRequest
 	44, // 63: assessd.v1.ResultService.ListResults:input_type -> assessd.v1.ListResultsRequest
-	47, // 64: assessd.v1.ResultService.GetResultsSummary:input_type -> assessd.v1.GetResultsSummaryRequest
+	48, // 64: assessd.v1.ResultService.GetResultsSummary:input_type -> assessd.v1.GetResultsSummaryRequest
 	46, // 65: assessd.v1.ResultService.GetResult:input_type -> assessd.v1.GetResultRequest
-	2,  // 66: assessd.v1.FolderService.ListFolders:output_type -> assessd.v1.ListFoldersResponse
-	0,  // 67: assessd.v1.FolderService.CreateFolder:output_type -> assessd.v1.Folder
-	0,  // 68: assessd.v1.FolderService.GetFolder:output_type -> assessd.v1.Folder
-	0,  // 69: assessd.v1.FolderService.UpdateFolder:output_type -> assessd.v1.Folder
-	54, // 70: assessd.v1.FolderService.DeleteFolder:output_type -> google.protobuf.Empty
-	9,  // 71: assessd.v1.ExamService.ListExams:output_type -> assessd.v1.ListExamsResponse
-	7,  // 72: assessd.v1.ExamService.CreateExam:output_type -> assessd.v1.Exam
-	7,  // 73: assessd.v1.ExamService.GetExam:output_type -> assessd.v1.Exam
-	7,  // 74: assessd.v1.ExamService.UpdateExam:output_type -> assessd.v1.Exam
-	54, // 75: assessd.v1.ExamService.DeleteExam:output_type -> google.protobuf.Empty
-	17, // 76: assessd.v1.QuestionService.ListQuestions:output_type -> assessd.v1.ListQuestionsResponse
-	14, // 77: assessd.v1.QuestionService.CreateQuestion:output_type -> assessd.v1.Question
-	17, // 78: assessd.v1.QuestionService.ReorderQuestions:output_type -> assessd.v1.ListQuestionsResponse
-	14, // 79: assessd.v1.QuestionService.GetQuestion:output_type -> assessd.v1.Question
-	14, // 80: assessd.v1.QuestionService.UpdateQuestion:output_type -> assessd.v1.Question
-	54, // 81: assessd.v1.QuestionService.DeleteQuestion:output_type -> google.protobuf.Empty
-	24, // 82: assessd.v1.QuestionService.GetQuestionQuality:output_type -> assessd.v1.QuestionQuality
-	32, // 83: assessd.v1.QuestionTypeService.ListQuestionTypes:output_type -> assessd.v1.ListQuestionTypesResponse
-	27, // 84: assessd.v1.QuestionTypeService.CreateQuestionType:output_type -> assessd.v1.QuestionType
-	32, // 85: assessd.v1.QuestionTypeService.DiscoverQuestionTypes:output_type -> assessd.v1.ListQuestionTypesResponse
-	27, // 86: assessd.v1.QuestionTypeService.GetQuestionType:output_type -> assessd.v1.QuestionType
-	27, // 87: assessd.v1.QuestionTypeService.UpdateQuestionType:output_type -> assessd.v1.QuestionType
-	27, // 88: assessd.v1.QuestionTypeService.EnableQuestionType:output_type -> assessd.v1.QuestionType
-	27, // 89: assessd.v1.QuestionTypeService.DisableQuestionType:output_type -> assessd.v1.QuestionType
-	40, // 90: assessd.v1.ResultService.SubmitResult:output_type -> assessd.v1.Result
-	45, // 91: assessd.v1.ResultService.ListResults:output_type -> assessd.v1.ListResultsResponse
-	48, // 92: assessd.v1.ResultService.GetResultsSummary:output_type -> assessd.v1.ResultsSummary
-	40, // 93: assessd.v1.ResultService.GetResult:output_type -> assessd.v1.Result
-	66, // [66:94] is the sub-list for method output_type
-	38, // [38:66] is the sub-list for method input_type
+	47, // 66: assessd.v1.ResultService.GetExamResult:input_type -> assessd.v1.GetExamResultRequest
+	2,  // 67: assessd.v1.FolderService.ListFolders:output_type -> assessd.v1.ListFoldersResponse
+	0,  // 68: assessd.v1.FolderService.CreateFolder:output_type -> assessd.v1.Folder
+	0,  // 69: assessd.v1.FolderService.GetFolder:output_type -> assessd.v1.Folder
+	0,  // 70: assessd.v1.FolderService.UpdateFolder:output_type -> assessd.v1.Folder
+	55, // 71: assessd.v1.FolderService.DeleteFolder:output_type -> google.protobuf.Empty
+	9,  // 72: assessd.v1.ExamService.ListExams:output_type -> assessd.v1.ListExamsResponse
+	7,  // 73: assessd.v1.ExamService.CreateExam:output_type -> assessd.v1.Exam
+	7,  // 74: assessd.v1.ExamService.GetExam:output_type -> assessd.v1.Exam
+	7,  // 75: assessd.v1.ExamService.UpdateExam:output_type -> assessd.v1.Exam
+	55, // 76: assessd.v1.ExamService.DeleteExam:output_type -> google.protobuf.Empty
+	17, // 77: assessd.v1.QuestionService.ListQuestions:output_type -> assessd.v1.ListQuestionsResponse
+	14, // 78: assessd.v1.QuestionService.CreateQuestion:output_type -> assessd.v1.Question
+	17, // 79: assessd.v1.QuestionService.ReorderQuestions:output_type -> assessd.v1.ListQuestionsResponse
+	14, // 80: assessd.v1.QuestionService.GetQuestion:output_type -> assessd.v1.Question
+	14, // 81: assessd.v1.QuestionService.UpdateQuestion:output_type -> assessd.v1.Question
+	55, // 82: assessd.v1.QuestionService.DeleteQuestion:output_type -> google.protobuf.Empty
+	24, // 83: assessd.v1.QuestionService.GetQuestionQuality:output_type -> assessd.v1.QuestionQuality
+	32, // 84: assessd.v1.QuestionTypeService.ListQuestionTypes:output_type -> assessd.v1.ListQuestionTypesResponse
+	27, // 85: assessd.v1.QuestionTypeService.CreateQuestionType:output_type -> assessd.v1.QuestionType
+	32, // 86: assessd.v1.QuestionTypeService.DiscoverQuestionTypes:output_type -> assessd.v1.ListQuestionTypesResponse
+	27, // 87: assessd.v1.QuestionTypeService.GetQuestionType:output_type -> assessd.v1.QuestionType
+	27, // 88: assessd.v1.QuestionTypeService.UpdateQuestionType:output_type -> assessd.v1.QuestionType
+	27, // 89: assessd.v1.QuestionTypeService.EnableQuestionType:output_type -> assessd.v1.QuestionType
+	27, // 90: assessd.v1.QuestionTypeService.DisableQuestionType:output_type -> assessd.v1.QuestionType
+	40, // 91: assessd.v1.ResultService.SubmitResult:output_type -> assessd.v1.Result
+	45, // 92: assessd.v1.ResultService.ListResults:output_type -> assessd.v1.ListResultsResponse
+	49, // 93: assessd.v1.ResultService.GetResultsSummary:output_type -> assessd.v1.ResultsSummary
+	40, // 94: assessd.v1.ResultService.GetResult:output_type -> assessd.v1.Result
+	40, // 95: assessd.v1.ResultService.GetExamResult:output_type -> assessd.v1.Result
+	67, // [67:96] is the sub-list for method output_type
+	38, // [38:67] is the sub-list for method input_type
 	38, // [38:38] is the sub-list for extension type_name
 	38, // [38:38] is the sub-list for extension extendee
 	0,  // [0:38] is the sub-list for field type_name
@@ -4078,14 +4129,14 @@ func file_assessd_v1_assessment_proto_init() {
 	file_assessd_v1_assessment_proto_msgTypes[35].OneofWrappers = []any{}
 	file_assessd_v1_assessment_proto_msgTypes[36].OneofWrappers = []any{}
 	file_assessd_v1_assessment_proto_msgTypes[37].OneofWrappers = []any{}
-	file_assessd_v1_assessment_proto_msgTypes[50].OneofWrappers = []any{}
+	file_assessd_v1_assessment_proto_msgTypes[51].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_assessd_v1_assessment_proto_rawDesc), len(file_assessd_v1_assessment_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   51,
+			NumMessages:   52,
 			NumExtensions: 0,
 			NumServices:   5,
 		},

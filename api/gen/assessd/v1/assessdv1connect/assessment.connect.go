@@ -119,6 +119,9 @@ const (
 	ResultServiceGetResultsSummaryProcedure = "/assessd.v1.ResultService/GetResultsSummary"
 	// ResultServiceGetResultProcedure is the fully-qualified name of the ResultService's GetResult RPC.
 	ResultServiceGetResultProcedure = "/assessd.v1.ResultService/GetResult"
+	// ResultServiceGetExamResultProcedure is the fully-qualified name of the ResultService's
+	// GetExamResult RPC.
+	ResultServiceGetExamResultProcedure = "/assessd.v1.ResultService/GetExamResult"
 )
 
 // FolderServiceClient is a client for the assessd.v1.FolderService service.
@@ -979,6 +982,8 @@ type ResultServiceClient interface {
 	GetResultsSummary(context.Context, *connect.Request[v1.GetResultsSummaryRequest]) (*connect.Response[v1.ResultsSummary], error)
 	// Returns one result with its answers.
 	GetResult(context.Context, *connect.Request[v1.GetResultRequest]) (*connect.Response[v1.Result], error)
+	// Returns one result of an exam with its answers; 404 when the result belongs to another exam.
+	GetExamResult(context.Context, *connect.Request[v1.GetExamResultRequest]) (*connect.Response[v1.Result], error)
 }
 
 // NewResultServiceClient constructs a client for the assessd.v1.ResultService service. By default,
@@ -1016,6 +1021,12 @@ func NewResultServiceClient(httpClient connect.HTTPClient, baseURL string, opts 
 			connect.WithSchema(resultServiceMethods.ByName("GetResult")),
 			connect.WithClientOptions(opts...),
 		),
+		getExamResult: connect.NewClient[v1.GetExamResultRequest, v1.Result](
+			httpClient,
+			baseURL+ResultServiceGetExamResultProcedure,
+			connect.WithSchema(resultServiceMethods.ByName("GetExamResult")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -1025,6 +1036,7 @@ type resultServiceClient struct {
 	listResults       *connect.Client[v1.ListResultsRequest, v1.ListResultsResponse]
 	getResultsSummary *connect.Client[v1.GetResultsSummaryRequest, v1.ResultsSummary]
 	getResult         *connect.Client[v1.GetResultRequest, v1.Result]
+	getExamResult     *connect.Client[v1.GetExamResultRequest, v1.Result]
 }
 
 // SubmitResult calls assessd.v1.ResultService.SubmitResult.
@@ -1047,6 +1059,11 @@ func (c *resultServiceClient) GetResult(ctx context.Context, req *connect.Reques
 	return c.getResult.CallUnary(ctx, req)
 }
 
+// GetExamResult calls assessd.v1.ResultService.GetExamResult.
+func (c *resultServiceClient) GetExamResult(ctx context.Context, req *connect.Request[v1.GetExamResultRequest]) (*connect.Response[v1.Result], error) {
+	return c.getExamResult.CallUnary(ctx, req)
+}
+
 // ResultServiceHandler is an implementation of the assessd.v1.ResultService service.
 type ResultServiceHandler interface {
 	// Submits a student's answers; rules-scored answers are scored at once.
@@ -1057,6 +1074,8 @@ type ResultServiceHandler interface {
 	GetResultsSummary(context.Context, *connect.Request[v1.GetResultsSummaryRequest]) (*connect.Response[v1.ResultsSummary], error)
 	// Returns one result with its answers.
 	GetResult(context.Context, *connect.Request[v1.GetResultRequest]) (*connect.Response[v1.Result], error)
+	// Returns one result of an exam with its answers; 404 when the result belongs to another exam.
+	GetExamResult(context.Context, *connect.Request[v1.GetExamResultRequest]) (*connect.Response[v1.Result], error)
 }
 
 // NewResultServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -1090,6 +1109,12 @@ func NewResultServiceHandler(svc ResultServiceHandler, opts ...connect.HandlerOp
 		connect.WithSchema(resultServiceMethods.ByName("GetResult")),
 		connect.WithHandlerOptions(opts...),
 	)
+	resultServiceGetExamResultHandler := connect.NewUnaryHandler(
+		ResultServiceGetExamResultProcedure,
+		svc.GetExamResult,
+		connect.WithSchema(resultServiceMethods.ByName("GetExamResult")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/assessd.v1.ResultService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case ResultServiceSubmitResultProcedure:
@@ -1100,6 +1125,8 @@ func NewResultServiceHandler(svc ResultServiceHandler, opts ...connect.HandlerOp
 			resultServiceGetResultsSummaryHandler.ServeHTTP(w, r)
 		case ResultServiceGetResultProcedure:
 			resultServiceGetResultHandler.ServeHTTP(w, r)
+		case ResultServiceGetExamResultProcedure:
+			resultServiceGetExamResultHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -1123,4 +1150,8 @@ func (UnimplementedResultServiceHandler) GetResultsSummary(context.Context, *con
 
 func (UnimplementedResultServiceHandler) GetResult(context.Context, *connect.Request[v1.GetResultRequest]) (*connect.Response[v1.Result], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("assessd.v1.ResultService.GetResult is not implemented"))
+}
+
+func (UnimplementedResultServiceHandler) GetExamResult(context.Context, *connect.Request[v1.GetExamResultRequest]) (*connect.Response[v1.Result], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("assessd.v1.ResultService.GetExamResult is not implemented"))
 }
