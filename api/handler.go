@@ -22,6 +22,7 @@ import (
 	v1 "github.com/assessd/assessd/api/gen/assessd/v1"
 	"github.com/assessd/assessd/api/gen/assessd/v1/assessdv1connect"
 	"github.com/assessd/assessd/assessment"
+	"github.com/assessd/assessd/generation"
 	"github.com/assessd/assessd/observability"
 	"github.com/assessd/assessd/tenancy"
 )
@@ -36,6 +37,8 @@ type Services struct {
 	// Assessment serves folders, exams, questions, question types and
 	// results.
 	Assessment *assessment.Service
+	// Generation starts and reads AI exam generations.
+	Generation *generation.Service
 }
 
 // NewHandler returns the API handler: every service on its REST paths and
@@ -84,6 +87,9 @@ func NewHandler(s Services) (http.Handler, error) {
 		},
 		func() (string, http.Handler) {
 			return assessdv1connect.NewResultServiceHandler(resultServer{s.Assessment}, opts...)
+		},
+		func() (string, http.Handler) {
+			return assessdv1connect.NewExamGenerationServiceHandler(generationServer{s.Generation}, opts...)
 		},
 	} {
 		path, handler := h()

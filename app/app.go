@@ -11,15 +11,19 @@ import (
 	"strings"
 	"time"
 
+	"go.temporal.io/sdk/client"
+
 	"github.com/assessd/assessd/api"
 	"github.com/assessd/assessd/api/openapi"
 	"github.com/assessd/assessd/assessment"
+	"github.com/assessd/assessd/generation"
 	"github.com/assessd/assessd/identity"
 	"github.com/assessd/assessd/observability"
 	"github.com/assessd/assessd/server"
 	"github.com/assessd/assessd/store"
 	"github.com/assessd/assessd/tenancy"
 	"github.com/assessd/assessd/web"
+	"github.com/assessd/assessd/workflows"
 )
 
 // Config is what the application needs beyond its database.
@@ -29,6 +33,9 @@ type Config struct {
 	Logger  *slog.Logger
 	// Now is the clock of token lifetimes; nil means time.Now.
 	Now func() time.Time
+	// Temporal runs the grading workflows; nil leaves AI-graded answers
+	// pending (tests of everything else).
+	Temporal client.Client
 }
 
 // App is the wired server.
@@ -39,6 +46,25 @@ type App struct {
 	Assessment *assessment.Service
 	Identity   *identity.Provider
 	Metrics    *observability.Metrics
+}
+
+// grader starts grading workflows for the assessment service.
+type grader struct{ workflows.Starter }
+
+func (g grader) StartGrading(ctx context.Context, orgID, resultID, region string) error {
+	return g.Starter.StartGrading(ctx, workflows.GradeResultInput{OrgID: orgID, ResultID: resultID, Region: region})
+}
+
+// readiness lists the dependencies /readyz checks.
+func readiness(db *store.DB, temporal client.Client) map[string]func(context.Context) error {
+	checks := map[string]func(context.Context) error{"postgres": db.Ping}
+	if temporal != nil {
+		checks["temporal"] = func(ctx context.Context) error {
+			_, err := temporal.CheckHealth(ctx, &client.CheckHealthRequest{})
+			return err
+		}
+	}
+	return checks
 }
 
 // Start runs the application's background work until ctx ends: the watch
@@ -56,8 +82,16 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	content := assessment.NewService(db)
-	apiHandler, err := api.NewHandler(api.Services{Tenancy: ten, Assessment: content})
+	var starter generation.Starter
+	var opts []assessment.Option
+	if cfg.Temporal != nil {
+		s := workflows.Starter{Client: cfg.Temporal}
+		starter = s
+		opts = append(opts, assessment.WithGrader(grader{s}))
+	}
+	content := assessment.NewService(db, opts...)
+	gen := generation.NewService(db, content, starter)
+	apiHandler, err := api.NewHandler(api.Services{Tenancy: ten, Assessment: content, Generation: gen})
 	if err != nil {
 		return nil, fmt.Errorf("api: %w", err)
 	}
@@ -86,7 +120,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 			"/docs":                             docs,
 			"/docs/":                            docs,
 		},
-		Ready:   map[string]func(context.Context) error{"postgres": db.Ping},
+		Ready:   readiness(db, cfg.Temporal),
 		OpenAPI: openapi.Document,
 	})
 	return &App{Handler: h, Tenancy: ten, Assessment: content, Identity: idp, Metrics: metrics}, nil

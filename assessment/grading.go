@@ -2,10 +2,13 @@ package assessment
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/assessd/assessd/assessment/expr"
 )
 
 // The methods in this file are the write-back side of AI grading, for the
@@ -26,17 +29,98 @@ func (s *Service) PendingAnswers(ctx context.Context, resultID string) ([]string
 	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
+// GradingInput is what AI grading needs of one pending answer.
+type GradingInput struct {
+	QuestionType string
+	Prompt       string
+	Config       map[string]any
+	Answer       any
+	Points       float64
+	// FileURLs are what the type's grading.fileInputs resolved to.
+	FileURLs []string
+}
+
+// ErrCannotGrade marks answers that can never be graded (question deleted,
+// type no longer shared, fileInputs failing): the workflow fails them
+// without retrying.
+var ErrCannotGrade = errors.New("the answer cannot be graded")
+
+// GradingInput loads a pending answer with its question and resolved type,
+// and evaluates the type's grading.fileInputs with the answer and the
+// question configuration in scope.
+func (s *Service) GradingInput(ctx context.Context, resultID, questionID string) (GradingInput, error) {
+	q := s.db.Q(ctx)
+	var in GradingInput
+	var examID string
+	var files []string
+	err := q.QueryRow(ctx, `SELECT exam_id, value, files, max_score FROM result_answers
+		WHERE org_id = app_org_id() AND result_id = $1 AND question_id = $2`, resultID, questionID).
+		Scan(&examID, &in.Answer, &files, &in.Points)
+	if isNoRows(err) {
+		return in, fmt.Errorf("%w: the answer no longer exists", ErrCannotGrade)
+	}
+	if err != nil {
+		return in, fmt.Errorf("load answer: %w", err)
+	}
+	qu, err := scanQuestion(q.QueryRow(ctx, `SELECT `+questionColumns+` FROM questions WHERE org_id = app_org_id() AND exam_id = $1 AND id = $2`, examID, questionID))
+	if isNoRows(err) {
+		return in, fmt.Errorf("%w: the question was deleted", ErrCannotGrade)
+	}
+	if err != nil {
+		return in, fmt.Errorf("load question: %w", err)
+	}
+	qs := []Question{qu}
+	if err := s.resolve(ctx, q, qs); err != nil {
+		return in, err
+	}
+	def := qs[0].Def
+	if def == nil {
+		return in, fmt.Errorf("%w: %s", ErrCannotGrade, Unresolved.Message)
+	}
+	in.QuestionType, in.Prompt, in.Config = def.Key, qu.Prompt, qu.Config
+	if def.FileInputs == "" {
+		return in, nil
+	}
+	e, err := expr.Compile(def.FileInputs)
+	if err != nil {
+		return in, fmt.Errorf("%w: grading.fileInputs %s", ErrCannotGrade, err)
+	}
+	fileList := make([]any, len(files))
+	for i, f := range files {
+		fileList[i] = f
+	}
+	out, err := e.Eval(ctx, map[string]any{"answer": map[string]any{"value": in.Answer, "files": fileList}, "config": qu.Config})
+	switch {
+	case errors.Is(err, expr.ErrUndefined):
+		return in, nil
+	case err != nil:
+		return in, fmt.Errorf("%w: grading.fileInputs could not be evaluated: %s", ErrCannotGrade, err)
+	}
+	switch v := out.(type) {
+	case string:
+		in.FileURLs = []string{v}
+	case []any:
+		for _, item := range v {
+			if u, ok := item.(string); ok {
+				in.FileURLs = append(in.FileURLs, u)
+			}
+		}
+	}
+	return in, nil
+}
+
 // RecordGrade stores the AI grade of a pending answer: score (clamped to
-// the answer's points) and feedback. An answer that is no longer pending is
-// left as it is, which makes a retry harmless.
-func (s *Service) RecordGrade(ctx context.Context, resultID, questionID string, score float64, feedback string) error {
+// the answer's points), feedback and the grading details (rationale,
+// region, files attached and skipped). An answer that is no longer pending
+// is left as it is, which makes a retry harmless.
+func (s *Service) RecordGrade(ctx context.Context, resultID, questionID string, score float64, feedback string, details map[string]any) error {
 	if math.IsNaN(score) {
 		score = 0
 	}
 	_, err := s.db.Q(ctx).Exec(ctx, `
-		UPDATE result_answers SET score = least(greatest($3, 0), max_score), feedback = $4, status = 'graded', graded_at = now()
+		UPDATE result_answers SET score = least(greatest($3, 0), max_score), feedback = $4, grading = $5, status = 'graded', graded_at = now()
 		 WHERE org_id = app_org_id() AND result_id = $1 AND question_id = $2 AND status = 'pending'`,
-		resultID, questionID, score, feedback)
+		resultID, questionID, score, feedback, details)
 	if err != nil {
 		return fmt.Errorf("record grade: %w", err)
 	}

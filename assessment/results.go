@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"net/url"
 	"time"
@@ -32,13 +33,16 @@ const (
 
 // Result is one student's submission to an exam.
 type Result struct {
-	ID          string
-	ExamID      string
-	UserID      string
-	Status      string
-	Score       float64
-	MaxScore    float64
-	Reason      string
+	ID       string
+	ExamID   string
+	UserID   string
+	Status   string
+	Score    float64
+	MaxScore float64
+	Reason   string
+	// Region is the AI region grading runs in: the organization's
+	// aiRegion when the result was submitted.
+	Region      string
 	SubmittedAt time.Time
 	GradedAt    time.Time
 	Answers     []Answer
@@ -135,7 +139,16 @@ func (s *Service) SubmitResult(ctx context.Context, examID string, in NewResult)
 	if err != nil {
 		return Result{}, err
 	}
-	return s.loadResult(ctx, s.db.Q(ctx), examID, r.ID)
+	r, err = s.loadResult(ctx, s.db.Q(ctx), examID, r.ID)
+	if err == nil && r.Status == StatusGrading && s.grader != nil {
+		// Started after commit, on the region recorded with the result. A
+		// start that fails leaves the result grading; it is logged, and
+		// starting again (same workflow id) is always safe.
+		if err := s.grader.StartGrading(ctx, caller.OrgID, r.ID, r.Region); err != nil {
+			slog.ErrorContext(ctx, "start grading", "result", r.ID, "err", err)
+		}
+	}
+	return r, err
 }
 
 // indexAnswers validates the submitted answers and maps them by question.
@@ -271,8 +284,9 @@ func resultStatus(answers []Answer) (status, reason string) {
 
 func (s *Service) insertResult(ctx context.Context, q store.Querier, r Result, questions []Question) error {
 	if _, err := q.Exec(ctx, `
-		INSERT INTO results (id, org_id, exam_id, user_id, status, score, max_score, reason, graded_at)
-		VALUES ($1, app_org_id(), $2, $3, $4, $5, $6, $7, CASE WHEN $4 = 'grading' THEN NULL ELSE now() END)`,
+		INSERT INTO results (id, org_id, exam_id, user_id, status, score, max_score, reason, region, graded_at)
+		VALUES ($1, app_org_id(), $2, $3, $4, $5, $6, $7, (SELECT ai_region FROM orgs WHERE id = app_org_id()),
+		        CASE WHEN $4 = 'grading' THEN NULL ELSE now() END)`,
 		r.ID, r.ExamID, r.UserID, r.Status, r.Score, r.MaxScore, r.Reason); err != nil {
 		return fmt.Errorf("submit result: %w", err)
 	}
@@ -304,12 +318,12 @@ func (s *Service) insertResult(ctx context.Context, q store.Querier, r Result, q
 	return nil
 }
 
-const resultColumns = `id, exam_id, user_id, status, score, max_score, reason, submitted_at, graded_at`
+const resultColumns = `id, exam_id, user_id, status, score, max_score, reason, region, submitted_at, graded_at`
 
 func scanResult(row pgx.Row) (Result, error) {
 	var r Result
 	var graded *time.Time
-	err := row.Scan(&r.ID, &r.ExamID, &r.UserID, &r.Status, &r.Score, &r.MaxScore, &r.Reason, &r.SubmittedAt, &graded)
+	err := row.Scan(&r.ID, &r.ExamID, &r.UserID, &r.Status, &r.Score, &r.MaxScore, &r.Reason, &r.Region, &r.SubmittedAt, &graded)
 	if graded != nil {
 		r.GradedAt = *graded
 	}

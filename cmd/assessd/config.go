@@ -8,15 +8,28 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/assessd/assessd/ai"
 )
 
 // config is the process configuration: environment variables, overridden
 // by flags of the same name in kebab-case (API.md).
 type config struct {
-	Addr        string
-	BaseURL     string
-	DatabaseURL string
-	LogLevel    string
+	Addr              string
+	BaseURL           string
+	DatabaseURL       string
+	RedisURL          string
+	TemporalAddress   string
+	TemporalNamespace string
+	MediaCDN          string
+	AIProvider        string
+	AIGlobalURL       string
+	AIEUURL           string
+	AIAPIKey          string
+	AIModel           string
+	LogLevel          string
 }
 
 type setting struct {
@@ -30,6 +43,15 @@ func (c *config) settings() []setting {
 		{"ASSESSD_ADDR", "listen address", &c.Addr, "127.0.0.1:8080"},
 		{"ASSESSD_BASE_URL", "public base URL and OIDC issuer (default http://<addr>)", &c.BaseURL, ""},
 		{"DATABASE_URL", "PostgreSQL connection URL", &c.DatabaseURL, ""},
+		{"REDIS_URL", "Redis URL for embed sessions, e.g. redis://127.0.0.1:6379/0", &c.RedisURL, ""},
+		{"TEMPORAL_ADDRESS", "Temporal frontend host:port", &c.TemporalAddress, ""},
+		{"TEMPORAL_NAMESPACE", "Temporal namespace", &c.TemporalNamespace, "default"},
+		{"ASSESSD_MEDIA_CDN", "comma-separated URL prefixes of the media CDN (grading files)", &c.MediaCDN, ""},
+		{"ASSESSD_AI_PROVIDER", "builtin or openai", &c.AIProvider, "builtin"},
+		{"ASSESSD_AI_GLOBAL_URL", "OpenAI-compatible base URL of the global region", &c.AIGlobalURL, ""},
+		{"ASSESSD_AI_EU_URL", "OpenAI-compatible base URL of the EU region", &c.AIEUURL, ""},
+		{"ASSESSD_AI_API_KEY", "AI provider API key", &c.AIAPIKey, ""},
+		{"ASSESSD_AI_MODEL", "AI model name", &c.AIModel, "gpt-4o-mini"},
 		{"ASSESSD_LOG_LEVEL", "debug, info, warn or error", &c.LogLevel, "info"},
 	}
 }
@@ -77,4 +99,36 @@ func (c *config) logger(w io.Writer) *slog.Logger {
 		level = slog.LevelInfo
 	}
 	return newLogger(w, level)
+}
+
+// mediaPrefixes splits ASSESSD_MEDIA_CDN.
+func (c *config) mediaPrefixes() []string {
+	var out []string
+	for _, p := range strings.Split(c.MediaCDN, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// aiProvider returns region's AI provider: the builtin grader, or the
+// OpenAI-compatible endpoint configured for that region only, so EU work
+// can reach nothing but the EU endpoint.
+func (c *config) aiProvider(region string, reg prometheus.Registerer) (ai.Provider, error) {
+	switch c.AIProvider {
+	case "", "builtin":
+		return ai.Instrument(ai.NewBuiltin(), "builtin", region, reg), nil
+	case "openai":
+		url, env := c.AIGlobalURL, "ASSESSD_AI_GLOBAL_URL"
+		if region == "eu" {
+			url, env = c.AIEUURL, "ASSESSD_AI_EU_URL"
+		}
+		if url == "" {
+			return nil, fmt.Errorf("%s is required for the %s region with ASSESSD_AI_PROVIDER=openai", env, region)
+		}
+		p := ai.NewOpenAI(ai.OpenAIConfig{BaseURL: url, APIKey: c.AIAPIKey, Model: c.AIModel})
+		return ai.Instrument(p, "openai", region, reg), nil
+	}
+	return nil, fmt.Errorf("ASSESSD_AI_PROVIDER must be builtin or openai, not %q", c.AIProvider)
 }

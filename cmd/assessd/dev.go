@@ -14,9 +14,11 @@ import (
 	"github.com/assessd/assessd/tenancy"
 )
 
-// dev runs the whole platform in one process: it uses DATABASE_URL when
-// set and otherwise a private PostgreSQL cluster, migrates, seeds a demo
-// organization, prints how to reach it, and serves until interrupted.
+// dev runs the whole platform in one process: it uses DATABASE_URL and
+// TEMPORAL_ADDRESS when set and otherwise starts a private PostgreSQL
+// cluster and a Temporal dev server, migrates, runs both regions' grading
+// workers, seeds a demo organization, prints how to reach it, and serves
+// until interrupted.
 func dev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cfg config
 	if err := cfg.parse(cfg.newFlagSet("dev", stderr), args); err != nil {
@@ -36,11 +38,25 @@ func dev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := store.Migrate(ctx, cfg.DatabaseURL); err != nil {
 		return err
 	}
+	if cfg.TemporalAddress == "" {
+		log.Info("TEMPORAL_ADDRESS not set: starting a Temporal dev server")
+		tmp, err := devenv.StartTemporal(ctx, io.Discard)
+		if err != nil {
+			return err
+		}
+		defer tmp.Stop()
+		cfg.TemporalAddress = tmp.Address
+	}
 	a, err := newProcess(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer a.close()
+	stopWorkers, err := startWorkers(a)
+	if err != nil {
+		return err
+	}
+	defer stopWorkers()
 	demo, err := seedDemo(ctx, a.Tenancy, cfg.BaseURL)
 	if err != nil {
 		return fmt.Errorf("seed demo data: %w", err)

@@ -18,6 +18,7 @@ const usage = `usage: assessd <command> [flags]
 commands:
   dev        run everything in one process with private dependencies and demo data
   serve      run the API server
+  worker     run the grading worker of one AI region (--region eu|global)
   migrate    apply database migrations
   admin      operator commands: org create, user create, apikey create|revoke
 
@@ -50,6 +51,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "serve":
 		return serve(ctx, args[1:], stderr)
+	case "worker":
+		return runWorker(ctx, args[1:], stderr)
 	case "migrate":
 		return migrateCmd(ctx, args[1:], stdout, stderr)
 	case "dev":

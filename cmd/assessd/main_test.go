@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assessd/assessd/devenv"
 	"github.com/assessd/assessd/store/storetest"
 )
 
@@ -83,12 +84,13 @@ func TestUsageErrors(t *testing.T) {
 
 func TestServeShutsDownGracefully(t *testing.T) {
 	t.Setenv("DATABASE_URL", storetest.NewURL(t))
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	tmp, err := devenv.StartTemporal(context.Background(), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
-	l.Close()
+	defer tmp.Stop()
+	t.Setenv("TEMPORAL_ADDRESS", tmp.Address)
+	addr := freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	var errOut bytes.Buffer
@@ -157,12 +159,8 @@ func TestDevCommand(t *testing.T) {
 		t.Skip("starts a PostgreSQL cluster")
 	}
 	t.Setenv("DATABASE_URL", "")
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	t.Setenv("TEMPORAL_ADDRESS", "")
+	addr := freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	out, in := io.Pipe()
@@ -201,4 +199,15 @@ func TestDevCommand(t *testing.T) {
 	case <-time.After(40 * time.Second):
 		t.Fatal("dev did not stop")
 	}
+}
+
+// freeAddr returns a loopback address nothing listens on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }

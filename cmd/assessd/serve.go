@@ -10,6 +10,9 @@ import (
 	"net/http"
 	"time"
 
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+
 	"github.com/assessd/assessd/app"
 	"github.com/assessd/assessd/observability"
 	"github.com/assessd/assessd/store"
@@ -40,26 +43,49 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 // process is the running server: its configuration, database and the
 // wired application.
 type process struct {
-	cfg config
-	log *slog.Logger
-	db  *store.DB
+	cfg      config
+	log      *slog.Logger
+	db       *store.DB
+	temporal client.Client
 	*app.App
 }
 
 func newProcess(ctx context.Context, cfg config, log *slog.Logger) (*process, error) {
+	if cfg.TemporalAddress == "" {
+		return nil, errors.New("TEMPORAL_ADDRESS (or --temporal-address) is required: grading runs on Temporal")
+	}
 	db, err := store.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return nil, err
 	}
-	a, err := app.New(ctx, db, app.Config{BaseURL: cfg.BaseURL, Logger: log})
+	tc, err := dialTemporal(cfg, log)
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
-	return &process{cfg: cfg, log: log, db: db, App: a}, nil
+	a, err := app.New(ctx, db, app.Config{BaseURL: cfg.BaseURL, Logger: log, Temporal: tc})
+	if err != nil {
+		tc.Close()
+		db.Close()
+		return nil, err
+	}
+	return &process{cfg: cfg, log: log, db: db, temporal: tc, App: a}, nil
 }
 
-func (a *process) close() { a.db.Close() }
+// dialTemporal connects to the configured Temporal frontend.
+func dialTemporal(cfg config, log *slog.Logger) (client.Client, error) {
+	c, err := client.Dial(client.Options{HostPort: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace,
+		Logger: sdklog.NewStructuredLogger(log.With("component", "temporal"))})
+	if err != nil {
+		return nil, fmt.Errorf("temporal: %w", err)
+	}
+	return c, nil
+}
+
+func (a *process) close() {
+	a.temporal.Close()
+	a.db.Close()
+}
 
 // serve listens on the configured address until ctx ends, then stops
 // accepting connections and lets in-flight requests finish (up to 30s).

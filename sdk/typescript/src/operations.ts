@@ -6,6 +6,7 @@ import type { Params, Result } from "./types.js";
 export const operationTable = {
   createAuditLog: { method: "post", path: "/audit-logs", pathParams: [], queryParams: [], body: "json" },
   createExam: { method: "post", path: "/exams", pathParams: [], queryParams: [], body: "json" },
+  createExamGeneration: { method: "post", path: "/exam-generations", pathParams: [], queryParams: [], body: "json" },
   createFolder: { method: "post", path: "/folders", pathParams: [], queryParams: [], body: "json" },
   createQuestion: { method: "post", path: "/exams/{exam_id}/questions", pathParams: ["exam_id"], queryParams: [], body: "json" },
   createQuestionType: { method: "post", path: "/question-types", pathParams: [], queryParams: [], body: "json" },
@@ -19,6 +20,7 @@ export const operationTable = {
   enableQuestionType: { method: "post", path: "/question-types/{id}/enable", pathParams: ["id"], queryParams: [], body: "none" },
   exchangeToken: { method: "post", path: "/oauth/token", pathParams: [], queryParams: [], body: "form" },
   getExam: { method: "get", path: "/exams/{id}", pathParams: ["id"], queryParams: [], body: "none" },
+  getExamGeneration: { method: "get", path: "/exam-generations/{id}", pathParams: ["id"], queryParams: [], body: "none" },
   getExamResult: { method: "get", path: "/exams/{exam_id}/results/{id}", pathParams: ["exam_id","id"], queryParams: [], body: "none" },
   getFolder: { method: "get", path: "/folders/{id}", pathParams: ["id"], queryParams: [], body: "none" },
   getMe: { method: "get", path: "/me", pathParams: [], queryParams: [], body: "none" },
@@ -73,6 +75,15 @@ export interface Operations {
    * Requires scope `exams:write` and one of the roles owner, admin, teacher.
    */
   createExam(params: Params<"createExam">, config?: AxiosRequestConfig): Promise<Result<"createExam">>;
+  /**
+   * Starts generating an exam.
+   *
+   * Starts generating an exam. Poll the returned generation until its
+   *  status is ready (examId is set) or failed (error says why).
+   *
+   * Requires scope `exams:write` and one of the roles owner, admin, teacher.
+   */
+  createExamGeneration(params: Params<"createExamGeneration">, config?: AxiosRequestConfig): Promise<Result<"createExamGeneration">>;
   /**
    * Creates a folder, at the top level or inside parentId.
    *
@@ -178,6 +189,14 @@ export interface Operations {
    * Requires scope `exams:read`.
    */
   getExam(params: Params<"getExam">, config?: AxiosRequestConfig): Promise<Result<"getExam">>;
+  /**
+   * Returns a generation request and its outcome.
+   *
+   * Returns a generation request and its outcome.
+   *
+   * Requires scope `exams:read` and one of the roles owner, admin, teacher.
+   */
+  getExamGeneration(params: Params<"getExamGeneration">, config?: AxiosRequestConfig): Promise<Result<"getExamGeneration">>;
   /**
    * Returns one result of an exam with its answers; 404 when the result belongs to another exam.
    *

@@ -34,6 +34,51 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/exam-generations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Starts generating an exam.
+         * @description Starts generating an exam. Poll the returned generation until its
+         *      status is ready (examId is set) or failed (error says why).
+         *
+         *     Requires scope `exams:write` and one of the roles owner, admin, teacher.
+         */
+        post: operations["createExamGeneration"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/exam-generations/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Returns a generation request and its outcome.
+         * @description Returns a generation request and its outcome.
+         *
+         *     Requires scope `exams:read` and one of the roles owner, admin, teacher.
+         */
+        get: operations["getExamGeneration"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/exams": {
         parameters: {
             query?: never;
@@ -817,6 +862,47 @@ export interface components {
             /** target */
             target?: components["schemas"]["assessd.v1.AuditTarget"];
         };
+        /** CreateExamGenerationRequest */
+        "assessd.v1.CreateExamGenerationRequest": {
+            /**
+             * count
+             * Format: int32
+             * @description Number of questions, 1 to 50 (default 5).
+             */
+            count?: number;
+            /**
+             * duration_minutes
+             * Format: int32
+             * @description The exam's duration, 1 to 600 minutes.
+             */
+            durationMinutes?: number;
+            /**
+             * language
+             * @description BCP 47 language of the questions (default en).
+             */
+            language?: string;
+            /**
+             * question_types
+             * @description Question types to use: multiple_choice, true_false, short_text, numeric,
+             *      essay (default all).
+             */
+            questionTypes?: string[];
+            /**
+             * student_level
+             * @description For whom, e.g. "grade 7".
+             */
+            studentLevel?: string;
+            /**
+             * subject
+             * @description What the exam is about (required).
+             */
+            subject?: string;
+            /**
+             * taxonomy
+             * @description The taxonomy the questions follow, e.g. bloom.
+             */
+            taxonomy?: string;
+        };
         /** CreateExamRequest */
         "assessd.v1.CreateExamRequest": {
             /** description */
@@ -996,6 +1082,43 @@ export interface components {
             updatedAt?: components["schemas"]["google.protobuf.Timestamp"];
         };
         /**
+         * ExamGeneration
+         * @description An exam generation request.
+         */
+        "assessd.v1.ExamGeneration": {
+            /** created_at */
+            createdAt?: components["schemas"]["google.protobuf.Timestamp"];
+            /**
+             * error
+             * @description Why it failed.
+             */
+            error?: string;
+            /**
+             * exam_id
+             * @description The generated exam, once ready.
+             */
+            examId?: string;
+            /**
+             * id
+             * @description Opaque id with the prefix "gen_".
+             */
+            id?: string;
+            /**
+             * region
+             * @description The AI region it ran in.
+             */
+            region?: string;
+            /** request */
+            request?: components["schemas"]["assessd.v1.CreateExamGenerationRequest"];
+            /**
+             * status
+             * @description running, ready or failed.
+             */
+            status?: string;
+            /** updated_at */
+            updatedAt?: components["schemas"]["google.protobuf.Timestamp"];
+        };
+        /**
          * Folder
          * @description A folder of exams and other folders.
          */
@@ -1016,6 +1139,11 @@ export interface components {
             parentId?: string;
             /** updated_at */
             updatedAt?: components["schemas"]["google.protobuf.Timestamp"];
+        };
+        /** GetExamGenerationRequest */
+        "assessd.v1.GetExamGenerationRequest": {
+            /** id */
+            id?: string;
         };
         /** GetExamRequest */
         "assessd.v1.GetExamRequest": {
@@ -1658,6 +1786,12 @@ export interface components {
              * @description Why the result failed; empty otherwise.
              */
             reason?: string;
+            /**
+             * region
+             * @description The AI region grading runs in: the organization's aiRegion at
+             *      submission (global or eu).
+             */
+            region?: string;
             /**
              * score
              * Format: double
@@ -2355,6 +2489,126 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["TooLarge"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createExamGeneration: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "count": 6,
+                 *       "durationMinutes": 30,
+                 *       "language": "en",
+                 *       "questionTypes": [
+                 *         "multiple_choice",
+                 *         "essay"
+                 *       ],
+                 *       "studentLevel": "grade 7",
+                 *       "subject": "Photosynthesis",
+                 *       "taxonomy": "bloom"
+                 *     }
+                 */
+                "application/json": components["schemas"]["assessd.v1.CreateExamGenerationRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "createdAt": "2026-09-02T10:30:00Z",
+                     *       "error": "",
+                     *       "examId": "",
+                     *       "id": "gen_01JD3M4Q9ZB8K1T7W2X5C6V0NG",
+                     *       "region": "eu",
+                     *       "request": {
+                     *         "count": 6,
+                     *         "durationMinutes": 30,
+                     *         "language": "en",
+                     *         "questionTypes": [
+                     *           "multiple_choice",
+                     *           "essay"
+                     *         ],
+                     *         "studentLevel": "grade 7",
+                     *         "subject": "Photosynthesis",
+                     *         "taxonomy": "bloom"
+                     *       },
+                     *       "status": "running",
+                     *       "updatedAt": "2026-09-02T10:30:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.ExamGeneration"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getExamGeneration: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "createdAt": "2026-09-02T10:30:00Z",
+                     *       "error": "",
+                     *       "examId": "exm_01JD3M4Q9ZB8K1T7W2X5C6V0NH",
+                     *       "id": "gen_01JD3M4Q9ZB8K1T7W2X5C6V0NG",
+                     *       "region": "eu",
+                     *       "request": {
+                     *         "count": 6,
+                     *         "durationMinutes": 30,
+                     *         "language": "en",
+                     *         "questionTypes": [
+                     *           "multiple_choice",
+                     *           "essay"
+                     *         ],
+                     *         "studentLevel": "grade 7",
+                     *         "subject": "Photosynthesis",
+                     *         "taxonomy": "bloom"
+                     *       },
+                     *       "status": "ready",
+                     *       "updatedAt": "2026-09-02T10:31:10Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.ExamGeneration"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
         };

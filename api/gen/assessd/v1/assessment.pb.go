@@ -2683,7 +2683,10 @@ type Result struct {
 	Answers     []*Answer              `protobuf:"bytes,8,rep,name=answers,proto3" json:"answers,omitempty"`
 	SubmittedAt *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=submitted_at,json=submittedAt,proto3" json:"submitted_at,omitempty"`
 	// When grading finished; null while grading.
-	GradedAt      *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=graded_at,json=gradedAt,proto3" json:"graded_at,omitempty"`
+	GradedAt *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=graded_at,json=gradedAt,proto3" json:"graded_at,omitempty"`
+	// The AI region grading runs in: the organization's aiRegion at
+	// submission (global or eu).
+	Region        string `protobuf:"bytes,11,opt,name=region,proto3" json:"region,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2786,6 +2789,13 @@ func (x *Result) GetGradedAt() *timestamppb.Timestamp {
 		return x.GradedAt
 	}
 	return nil
+}
+
+func (x *Result) GetRegion() string {
+	if x != nil {
+		return x.Region
+	}
+	return ""
 }
 
 // The answer to one question, in exam order.
@@ -3789,7 +3799,7 @@ const file_assessd_v1_assessment_proto_rawDesc = "" +
 	"\x19EnableQuestionTypeRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\",\n" +
 	"\x1aDisableQuestionTypeRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"\xd3\x02\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\xeb\x02\n" +
 	"\x06Result\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x17\n" +
 	"\aexam_id\x18\x02 \x01(\tR\x06examId\x12\x17\n" +
@@ -3801,7 +3811,8 @@ const file_assessd_v1_assessment_proto_rawDesc = "" +
 	"\aanswers\x18\b \x03(\v2\x12.assessd.v1.AnswerR\aanswers\x12=\n" +
 	"\fsubmitted_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\vsubmittedAt\x127\n" +
 	"\tgraded_at\x18\n" +
-	" \x01(\v2\x1a.google.protobuf.TimestampR\bgradedAt\"\x8d\x02\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\bgradedAt\x12\x16\n" +
+	"\x06region\x18\v \x01(\tR\x06region\"\x8d\x02\n" +
 	"\x06Answer\x12\x1f\n" +
 	"\vquestion_id\x18\x01 \x01(\tR\n" +
 	"questionId\x12,\n" +

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/assessd/assessd/activities"
+	"github.com/assessd/assessd/app"
+	"github.com/assessd/assessd/media"
+	"github.com/assessd/assessd/observability"
+	"github.com/assessd/assessd/store"
+)
+
+// runWorker runs one AI region's grading worker: it polls only that
+// region's task queue and talks only to that region's AI endpoint. It
+// serves /metrics and /healthz on --assessd-addr.
+func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
+	var cfg config
+	fs := cfg.newFlagSet("worker", stderr)
+	region := fs.String("region", "", "the AI region whose work this worker runs: eu or global")
+	if err := cfg.parse(fs, args); err != nil {
+		return err
+	}
+	if *region != "eu" && *region != "global" {
+		fmt.Fprintln(stderr, "--region must be eu or global")
+		return errUsage
+	}
+	if err := cfg.requireDatabase(); err != nil {
+		return err
+	}
+	if cfg.TemporalAddress == "" {
+		return errors.New("TEMPORAL_ADDRESS (or --temporal-address) is required")
+	}
+	log := cfg.logger(stderr)
+	slog.SetDefault(log)
+	db, err := store.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	tc, err := dialTemporal(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+	metrics := observability.NewMetrics()
+	metrics.RegisterPool(db)
+	wcfg, err := workerConfig(cfg, *region, metrics, activities.NewMetrics(metrics.Registry, metrics.Org))
+	if err != nil {
+		return err
+	}
+	w := app.NewWorker(tc, db, wcfg)
+
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(`{"status":"ok"}`)) })
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+
+	log.Info("worker started", "region", *region, "metrics", ln.Addr().String())
+	stop := make(chan any)
+	go func() { <-ctx.Done(); close(stop) }()
+	return w.Run(stop)
+}
+
+// workerConfig assembles a region's provider, CDN fetcher and metrics.
+func workerConfig(cfg config, region string, metrics *observability.Metrics, grading *activities.Metrics) (app.WorkerConfig, error) {
+	provider, err := cfg.aiProvider(region, metrics.Registry)
+	if err != nil {
+		return app.WorkerConfig{}, err
+	}
+	return app.WorkerConfig{
+		Region:   region,
+		Provider: provider,
+		Fetcher:  media.NewFetcher(cfg.mediaPrefixes(), media.Options{Registerer: metrics.Registry}),
+		Metrics:  grading,
+	}, nil
+}
+
+// startWorkers runs both regions' workers in this process (assessd dev).
+func startWorkers(p *process) (stop func(), err error) {
+	var workers []worker.Worker
+	grading := activities.NewMetrics(p.Metrics.Registry, p.Metrics.Org)
+	for _, region := range []string{"eu", "global"} {
+		wcfg, err := workerConfig(p.cfg, region, p.Metrics, grading)
+		if err != nil {
+			return nil, err
+		}
+		w := app.NewWorker(p.temporal, p.db, wcfg)
+		if err := w.Start(); err != nil {
+			return nil, err
+		}
+		workers = append(workers, w)
+	}
+	return func() {
+		for _, w := range workers {
+			w.Stop()
+		}
+	}, nil
+}

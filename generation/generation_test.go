@@ -1,0 +1,100 @@
+package generation_test
+
+import (
+	"context"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/assessd/assessd/activities"
+	"github.com/assessd/assessd/ai"
+	"github.com/assessd/assessd/app"
+	"github.com/assessd/assessd/assessment"
+	"github.com/assessd/assessd/devenv"
+	"github.com/assessd/assessd/errs"
+	"github.com/assessd/assessd/generation"
+	"github.com/assessd/assessd/media"
+	"github.com/assessd/assessd/paging"
+	"github.com/assessd/assessd/store/storetest"
+	"github.com/assessd/assessd/tenancy"
+	"github.com/assessd/assessd/workflows"
+)
+
+// TestGenerateExamOffline generates an exam end to end on the dev server
+// with the builtin provider: no network, a ready exam with valid questions.
+func TestGenerateExamOffline(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Temporal dev server")
+	}
+	ctx := context.Background()
+	db := storetest.New(t)
+	server, err := devenv.StartTemporal(ctx, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Stop()
+	tc, err := devenv.DialTemporal(server.Address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	reg := prometheus.NewRegistry()
+	w := app.NewWorker(tc, db, app.WorkerConfig{Region: "global", Provider: ai.NewBuiltin(), Fetcher: media.NewFetcher(nil, media.Options{}),
+		Metrics: activities.NewMetrics(reg, func(s string) string { return s })})
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+
+	ten := tenancy.NewService(db)
+	org, err := ten.CreateOrg(ctx, tenancy.NewOrg{Name: "X", Country: "US"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys := tenancy.WithCaller(ctx, tenancy.SystemCaller(org.ID))
+	teacher, err := ten.CreateUser(sys, tenancy.NewUser{Email: "t@x.test", Name: "T", Role: tenancy.RoleTeacher})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tctx := tenancy.WithCaller(ctx, &tenancy.Caller{Kind: tenancy.KindAPIKey, OrgID: org.ID, UserID: teacher.ID,
+		Role: tenancy.RoleTeacher, Scopes: tenancy.APIKeyScopes(tenancy.RoleTeacher)})
+	content := assessment.NewService(db)
+	svc := generation.NewService(db, content, workflows.Starter{Client: tc})
+
+	if _, err := svc.Create(tctx, generation.Params{Subject: ""}); !errs.Is(err, errs.KindInvalid) {
+		t.Fatalf("empty subject: %v", err)
+	}
+	if _, err := svc.Create(tctx, generation.Params{Subject: "Biology", QuestionTypes: []string{"file_upload"}}); !errs.Is(err, errs.KindInvalid) {
+		t.Fatalf("ungeneratable type: %v", err)
+	}
+	g, err := svc.Create(tctx, generation.Params{Subject: "Photosynthesis", StudentLevel: "grade 7", DurationMinutes: 30, Count: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for g.Status == "running" {
+		if time.Now().After(deadline) {
+			t.Fatal("generation still running")
+		}
+		time.Sleep(100 * time.Millisecond)
+		if g, err = svc.Get(tctx, g.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if g.Status != "ready" || g.ExamID == "" {
+		t.Fatalf("generation %+v", g)
+	}
+	qs, _, err := content.Questions(tctx, g.ExamID, paging.Page{Size: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(qs) != 6 {
+		t.Fatalf("generated exam has %d questions, want 6", len(qs))
+	}
+	exam, err := content.Exam(tctx, g.ExamID)
+	if err != nil || exam.Name != "Photosynthesis (grade 7)" || exam.DurationMinutes != 30 {
+		t.Fatalf("exam %+v, %v", exam, err)
+	}
+}

@@ -1,0 +1,281 @@
+package grading_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.temporal.io/sdk/client"
+
+	"github.com/assessd/assessd/activities"
+	"github.com/assessd/assessd/ai"
+	"github.com/assessd/assessd/app"
+	"github.com/assessd/assessd/assessment"
+	"github.com/assessd/assessd/devenv"
+	"github.com/assessd/assessd/media"
+	"github.com/assessd/assessd/store"
+	"github.com/assessd/assessd/store/storetest"
+	"github.com/assessd/assessd/tenancy"
+	"github.com/assessd/assessd/workflows"
+)
+
+// recordingAI is an OpenAI-compatible endpoint that records every request
+// body and answers with a fixed grade.
+type recordingAI struct {
+	*httptest.Server
+	mu     sync.Mutex
+	bodies []string
+	hold   chan struct{} // when set, requests wait for it to close
+}
+
+func newRecordingAI(t *testing.T) *recordingAI {
+	r := &recordingAI{}
+	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		r.mu.Lock()
+		r.bodies = append(r.bodies, string(body))
+		hold := r.hold
+		r.mu.Unlock()
+		if hold != nil {
+			select {
+			case <-hold:
+			case <-req.Context().Done():
+				return
+			}
+		}
+		grade, _ := json.Marshal(map[string]any{"score": 3, "max_score": 5, "feedback": "Good structure.", "rationale": "Covers two of three points."})
+		_ = json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"message": map[string]any{"role": "assistant", "content": string(grade)}}}})
+	}))
+	t.Cleanup(r.Close)
+	return r
+}
+
+func (r *recordingAI) requests() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.bodies...)
+}
+
+type harness struct {
+	t          *testing.T
+	db         *store.DB
+	ten        *tenancy.Service
+	content    *assessment.Service
+	temporal   client.Client
+	starter    workflows.Starter
+	eu, global *recordingAI
+	cdn        *httptest.Server
+	fetcher    *media.Fetcher
+	metrics    *activities.Metrics
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a Temporal dev server")
+	}
+	h := &harness{t: t, db: storetest.New(t), eu: newRecordingAI(t), global: newRecordingAI(t)}
+	server, err := devenv.StartTemporal(context.Background(), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = server.Stop() })
+	if h.temporal, err = devenv.DialTemporal(server.Address); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.temporal.Close)
+	h.starter = workflows.Starter{Client: h.temporal}
+	h.ten = tenancy.NewService(h.db)
+	h.content = assessment.NewService(h.db, assessment.WithGrader(grader{h.starter}))
+	h.cdn = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = w.Write([]byte("student essay scan"))
+	}))
+	t.Cleanup(h.cdn.Close)
+	h.fetcher = media.NewFetcher([]string{h.cdn.URL + "/media/"}, media.Options{HTTPClient: h.cdn.Client()})
+	h.metrics = activities.NewMetrics(prometheus.NewRegistry(), func(s string) string { return s })
+	return h
+}
+
+// startWorker runs region's worker against its recording endpoint.
+func (h *harness) startWorker(region string) func() {
+	endpoint := h.global
+	if region == "eu" {
+		endpoint = h.eu
+	}
+	provider := ai.NewOpenAI(ai.OpenAIConfig{BaseURL: endpoint.URL, APIKey: "test-key", Model: "grader"})
+	w := app.NewWorker(h.temporal, h.db, app.WorkerConfig{Region: region, Provider: provider, Fetcher: h.fetcher, Metrics: h.metrics})
+	if err := w.Start(); err != nil {
+		h.t.Fatal(err)
+	}
+	return w.Stop
+}
+
+// school is an organization with a file-upload exam and a student.
+type school struct {
+	org     tenancy.Org
+	staff   context.Context
+	student tenancy.User
+	exam    assessment.Exam
+	upload  assessment.Question
+}
+
+func (h *harness) newSchool(country string) school {
+	h.t.Helper()
+	ctx := context.Background()
+	org, err := h.ten.CreateOrg(ctx, tenancy.NewOrg{Name: "School " + country, Country: country, Plan: tenancy.PlanPro})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	staff := tenancy.WithCaller(ctx, tenancy.SystemCaller(org.ID))
+	s := school{org: org, staff: staff}
+	if s.student, err = h.ten.CreateUser(staff, tenancy.NewUser{Email: "s@" + country + ".test", Name: "Student", Role: tenancy.RoleStudent}); err != nil {
+		h.t.Fatal(err)
+	}
+	if s.exam, err = h.content.CreateExam(staff, assessment.NewExam{Name: "Essay exam", Language: "en"}); err != nil {
+		h.t.Fatal(err)
+	}
+	if s.upload, err = h.content.CreateQuestion(staff, s.exam.ID, assessment.NewQuestion{
+		Type: assessment.TypeFileUpload, Prompt: "Upload your essay on photosynthesis (" + country + ").", Points: 5,
+		Config: map[string]any{"rubric": "Explains light and dark reactions."}}); err != nil {
+		h.t.Fatal(err)
+	}
+	return s
+}
+
+// grader starts grading as the application wires it.
+type grader struct{ workflows.Starter }
+
+func (g grader) StartGrading(ctx context.Context, orgID, resultID, region string) error {
+	return g.Starter.StartGrading(ctx, workflows.GradeResultInput{OrgID: orgID, ResultID: resultID, Region: region})
+}
+
+// submit submits a file answer; submission starts grading on the
+// organization's region at that moment.
+func (h *harness) submit(s school, files []string) string {
+	h.t.Helper()
+	r, err := h.content.SubmitResult(s.staff, s.exam.ID, assessment.NewResult{UserID: s.student.ID,
+		Answers: []assessment.NewAnswer{{QuestionID: s.upload.ID, Value: "see files", Files: files}}})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	org, err := h.ten.Org(s.staff)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if r.Status != "grading" || r.Region != org.AIRegion {
+		h.t.Fatalf("submitted result: status %s region %s, want grading on %s", r.Status, r.Region, org.AIRegion)
+	}
+	return r.ID
+}
+
+func (h *harness) waitGraded(s school, resultID string) assessment.Result {
+	h.t.Helper()
+	deadline := time.Now().Add(45 * time.Second)
+	for {
+		r, err := h.content.Result(s.staff, s.exam.ID, resultID)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		if r.Status != "grading" {
+			return r
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("result %s still grading", resultID)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func countContaining(bodies []string, s string) int {
+	n := 0
+	for _, b := range bodies {
+		if strings.Contains(b, s) {
+			n++
+		}
+	}
+	return n
+}
+
+func TestGradingIsPinnedToTheOrganizationsRegion(t *testing.T) {
+	h := newHarness(t)
+	defer h.startWorker("eu")()
+	defer h.startWorker("global")()
+	eu, us := h.newSchool("DE"), h.newSchool("US")
+
+	onCDN, offCDN := h.cdn.URL+"/media/essay.txt", "https://elsewhere.example/essay.txt"
+	euResult := h.submit(eu, []string{onCDN, offCDN})
+	usResult := h.submit(us, []string{onCDN})
+	for s, id := range map[*school]string{&eu: euResult, &us: usResult} {
+		r := h.waitGraded(*s, id)
+		if r.Status != "graded" || r.Score != 3 {
+			t.Fatalf("%s result: status %s score %v reason %q", s.org.Country, r.Status, r.Score, r.Reason)
+		}
+	}
+	euBodies, globalBodies := h.eu.requests(), h.global.requests()
+	if countContaining(euBodies, "(DE)") != 1 || countContaining(globalBodies, "(DE)") != 0 {
+		t.Fatalf("EU prompts: %d at the EU endpoint, %d at the global one", countContaining(euBodies, "(DE)"), countContaining(globalBodies, "(DE)"))
+	}
+	if countContaining(globalBodies, "(US)") != 1 || countContaining(euBodies, "(US)") != 0 {
+		t.Fatal("the global organization's prompt did not go (only) to the global endpoint")
+	}
+	// The CDN file is attached after the prompt; the other URL never is.
+	if !strings.Contains(euBodies[0], "data:text/plain;base64,") || strings.Contains(euBodies[0], "elsewhere.example") {
+		t.Fatalf("EU request attachments wrong: %s", euBodies[0])
+	}
+
+	// A region change applies to every request from then on.
+	admin := tenancy.WithCaller(context.Background(), &tenancy.Caller{Kind: tenancy.KindAPIKey, OrgID: eu.org.ID, UserID: "usr_admin",
+		Role: tenancy.RoleAdmin, Scopes: tenancy.APIKeyScopes(tenancy.RoleAdmin)})
+	region := tenancy.RegionGlobal
+	if _, err := h.ten.UpdateOrg(admin, tenancy.OrgPatch{AIRegion: &region}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitGraded(eu, h.submit(eu, []string{onCDN}))
+	if got := countContaining(h.global.requests(), "(DE)"); got != 1 {
+		t.Fatalf("after switching to global, %d DE requests at the global endpoint, want 1", got)
+	}
+	if got := countContaining(h.eu.requests(), "(DE)"); got != 1 {
+		t.Fatalf("the EU endpoint got %d DE requests, want only the one before the switch", got)
+	}
+}
+
+func TestGradingSurvivesAWorkerRestart(t *testing.T) {
+	h := newHarness(t)
+	h.eu.hold = make(chan struct{})
+	stop := h.startWorker("eu")
+	s := h.newSchool("FR")
+	id := h.submit(s, nil)
+	deadline := time.Now().Add(20 * time.Second)
+	for len(h.eu.requests()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the worker never called the AI endpoint")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	stop() // the worker dies mid-grading
+	h.eu.mu.Lock()
+	close(h.eu.hold)
+	h.eu.hold = nil
+	h.eu.mu.Unlock()
+	defer h.startWorker("eu")()
+	r := h.waitGraded(s, id)
+	if r.Status != "graded" || r.Score != 3 {
+		t.Fatalf("after the restart: status %s score %v reason %q", r.Status, r.Score, r.Reason)
+	}
+	var graded int
+	ctx := store.WithOrg(context.Background(), s.org.ID)
+	if err := h.db.Q(ctx).QueryRow(ctx, `SELECT count(*) FROM result_answers WHERE result_id = $1 AND status = 'graded'`, id).Scan(&graded); err != nil {
+		t.Fatal(err)
+	}
+	if graded != 1 || len(r.Answers) != 1 {
+		t.Fatalf("%d graded answers, %d answers: want exactly one", graded, len(r.Answers))
+	}
+}
