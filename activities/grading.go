@@ -202,8 +202,10 @@ func NewMetrics(reg prometheus.Registerer, orgLabel func(string) string) *Metric
 	return m
 }
 
-func (m *Metrics) fileSkipped(region, reason string) { m.files.WithLabelValues(region, "skipped: "+reason).Inc() }
-func (m *Metrics) fileFetched(region string)         { m.files.WithLabelValues(region, "fetched").Inc() }
+func (m *Metrics) fileSkipped(region, reason string) {
+	m.files.WithLabelValues(region, "skipped: "+reason).Inc()
+}
+func (m *Metrics) fileFetched(region string) { m.files.WithLabelValues(region, "fetched").Inc() }
 
 func (m *Metrics) finished(orgID, region, outcome string, d time.Duration) {
 	m.results.WithLabelValues(m.orgLabel(orgID), region, outcome).Inc()
