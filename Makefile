@@ -53,9 +53,10 @@ lint:
 test: lint docs-assets sdk $(BIN)/temporal
 	$(GO) test -count=1 -race ./...
 
-bench:
+bench: $(BIN)/temporal
 	$(GO) run ./cmd/benchhttp
 	$(GO) run ./cmd/benchsummary
+	$(GO) run ./cmd/benchgrading
 
 run: docs-assets $(BIN)/temporal
 	$(GO) run ./cmd/assessd dev

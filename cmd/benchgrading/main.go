@@ -1,0 +1,257 @@
+// Command benchgrading measures grading throughput end to end: N results
+// submitted through the HTTP API and graded on a Temporal dev server with
+// the builtin provider, side by side with a no-op workflow baseline on the
+// same server and worker, and the submit-to-graded latency.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/assessd/assessd/activities"
+	"github.com/assessd/assessd/ai"
+	"github.com/assessd/assessd/app"
+	"github.com/assessd/assessd/assessment"
+	"github.com/assessd/assessd/devenv"
+	"github.com/assessd/assessd/media"
+	"github.com/assessd/assessd/store"
+	"github.com/assessd/assessd/store/storetest"
+	"github.com/assessd/assessd/tenancy"
+	"github.com/assessd/assessd/workflows"
+)
+
+func main() {
+	if err := run(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, "benchgrading:", err)
+		os.Exit(1)
+	}
+}
+
+// noop is the baseline: a workflow that does nothing.
+func noop(workflow.Context) error { return nil }
+
+func run(ctx context.Context) error {
+	n := flag.Int("n", 200, "results to grade")
+	clients := flag.Int("c", 16, "concurrent submitting clients")
+	flag.Parse()
+	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil))) // the OIDC library logs its routes
+
+	dbURL, drop, err := storetest.Create(ctx, "assessd_benchgrading")
+	if drop != nil {
+		defer drop()
+	}
+	if err != nil {
+		return err
+	}
+	db, err := store.Open(ctx, dbURL)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	server, err := devenv.StartTemporal(ctx, io.Discard)
+	if err != nil {
+		return err
+	}
+	defer server.Stop()
+	tc, err := devenv.DialTemporal(server.Address)
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+
+	var handler http.Handler
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
+	defer srv.Close()
+	a, err := app.New(ctx, db, app.Config{BaseURL: srv.URL, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Temporal: tc})
+	if err != nil {
+		return err
+	}
+	handler = a.Handler
+	w := app.NewWorker(tc, db, app.WorkerConfig{Region: "global", Provider: ai.NewBuiltin(), Fetcher: media.NewFetcher(nil, media.Options{}),
+		Metrics: activities.NewMetrics(a.Metrics.Registry, a.Metrics.Org)})
+	w.RegisterWorkflow(noop)
+	if err := w.Start(); err != nil {
+		return err
+	}
+	defer w.Stop()
+
+	orgID, key, examID, questionID, studentID, err := seed(ctx, a)
+	if err != nil {
+		return err
+	}
+	baseRate, err := baseline(ctx, tc, *n, *clients)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	ids, err := submitAll(srv.URL, key, examID, questionID, studentID, *n, *clients)
+	if err != nil {
+		return err
+	}
+	if len(ids) != *n {
+		return fmt.Errorf("submitted %d of %d results", len(ids), *n)
+	}
+	latencies, err := waitGraded(ctx, db, orgID, *n)
+	if err != nil {
+		return err
+	}
+	rate := float64(*n) / time.Since(start).Seconds()
+	slices.Sort(latencies)
+	fmt.Printf("%d results, %d concurrent submitters, builtin provider, one global worker, dev server on loopback\n\n", *n, *clients)
+	fmt.Printf("%-28s %10s\n", "target", "per second")
+	fmt.Printf("%-28s %10.1f\n", "no-op workflow (baseline)", baseRate)
+	fmt.Printf("%-28s %10.1f\n", "submit + grade (assessd)", rate)
+	fmt.Printf("\nratio assessd/baseline: %.2f (target >= 0.50)\n", rate/baseRate)
+	fmt.Printf("submit-to-graded latency: p50 %.0f ms, p99 %.0f ms\n",
+		ms(latencies[len(latencies)/2]), ms(latencies[len(latencies)*99/100]))
+	return nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// seed creates an organization with a teacher key, an essay exam and a
+// student.
+func seed(ctx context.Context, a *app.App) (orgID, key, examID, questionID, studentID string, err error) {
+	org, err := a.Tenancy.CreateOrg(ctx, tenancy.NewOrg{Name: "Bench", Country: "US", Plan: tenancy.PlanPro})
+	if err != nil {
+		return
+	}
+	orgID = org.ID
+	sys := tenancy.WithCaller(ctx, tenancy.SystemCaller(org.ID))
+	teacher, err := a.Tenancy.CreateUser(sys, tenancy.NewUser{Email: "t@bench.test", Name: "T", Role: tenancy.RoleTeacher})
+	if err != nil {
+		return
+	}
+	student, err := a.Tenancy.CreateUser(sys, tenancy.NewUser{Email: "s@bench.test", Name: "S", Role: tenancy.RoleStudent})
+	if err != nil {
+		return
+	}
+	if _, key, err = a.Tenancy.CreateAPIKey(sys, teacher.ID, "bench"); err != nil {
+		return
+	}
+	exam, err := a.Assessment.CreateExam(sys, assessment.NewExam{Name: "Bench", Language: "en"})
+	if err != nil {
+		return
+	}
+	q, err := a.Assessment.CreateQuestion(sys, exam.ID, assessment.NewQuestion{Type: assessment.TypeEssay, Prompt: "Explain photosynthesis.",
+		Points: 5, Config: map[string]any{"rubric": "light, chlorophyll", "minWords": 10.0}})
+	return orgID, key, exam.ID, q.ID, student.ID, err
+}
+
+func baseline(ctx context.Context, c client.Client, n, clients int) (float64, error) {
+	start := time.Now()
+	err := parallel(n, clients, func(i int) error {
+		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: fmt.Sprintf("noop-%d", i), TaskQueue: workflows.TaskQueueGlobal}, noop)
+		if err != nil {
+			return err
+		}
+		return run.Get(ctx, nil)
+	})
+	return float64(n) / time.Since(start).Seconds(), err
+}
+
+func submitAll(base, key, examID, questionID, studentID string, n, clients int) ([]string, error) {
+	ids := make([]string, n)
+	err := parallel(n, clients, func(i int) error {
+		body, _ := json.Marshal(map[string]any{"userId": studentID, "answers": []any{map[string]any{
+			"questionId": questionID, "value": "Plants use light and chlorophyll to turn water and carbon dioxide into sugar and oxygen."}}})
+		req, _ := http.NewRequest(http.MethodPost, base+"/exams/"+examID+"/results", bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		defer res.Body.Close()
+		var r struct{ ID string }
+		if res.StatusCode != http.StatusOK {
+			b, _ := io.ReadAll(res.Body)
+			return fmt.Errorf("submit: %d %s", res.StatusCode, b)
+		}
+		if err := json.NewDecoder(res.Body).Decode(&r); err != nil {
+			return err
+		}
+		ids[i] = r.ID
+		return nil
+	})
+	return ids, err
+}
+
+// waitGraded waits until no result of the organization is grading and
+// returns each result's submit-to-graded time.
+func waitGraded(ctx context.Context, db *store.DB, orgID string, n int) ([]time.Duration, error) {
+	ctx = store.WithOrg(ctx, orgID)
+	deadline := time.Now().Add(5 * time.Minute)
+	for time.Now().Before(deadline) {
+		var grading int
+		var latencies []float64
+		err := db.Q(ctx).QueryRow(ctx, `SELECT count(*) FILTER (WHERE status = 'grading'),
+			coalesce(array_agg(extract(epoch FROM graded_at - submitted_at)) FILTER (WHERE status = 'graded'), '{}')
+			FROM results WHERE org_id = app_org_id()`).Scan(&grading, &latencies)
+		if err != nil {
+			return nil, err
+		}
+		if grading == 0 {
+			if len(latencies) != n {
+				return nil, fmt.Errorf("%d of %d results graded", len(latencies), n)
+			}
+			out := make([]time.Duration, len(latencies))
+			for i, l := range latencies {
+				out[i] = time.Duration(l * float64(time.Second))
+			}
+			return out, nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return nil, errors.New("results not graded within 5 minutes")
+}
+
+// parallel runs fn(0..n-1) on clients goroutines and returns the first error.
+func parallel(n, clients int, fn func(i int) error) error {
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		next  int
+		first error
+	)
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				i := next
+				next++
+				mu.Unlock()
+				if i >= n {
+					return
+				}
+				if err := fn(i); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
