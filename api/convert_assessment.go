@@ -58,7 +58,7 @@ func resultToProto(r assessment.Result) *v1.Result {
 		}
 		out.Answers[i] = &v1.Answer{
 			QuestionId: a.QuestionID, Value: v, Files: a.Files, Status: a.Status, Score: a.Score,
-			MaxScore: a.MaxScore, Feedback: a.Feedback, GradedAt: ts(a.GradedAt),
+			MaxScore: a.MaxScore, Feedback: a.Feedback, Grading: optionalStruct(a.Grading), GradedAt: ts(a.GradedAt),
 		}
 	}
 	return out

@@ -58,7 +58,10 @@ type Answer struct {
 	Score      float64
 	MaxScore   float64
 	Feedback   string
-	GradedAt   time.Time
+	// Grading holds the AI grading details: rationale, region, and the
+	// files attached and skipped (with the reason); nil for rule scoring.
+	Grading  map[string]any
+	GradedAt time.Time
 }
 
 // NewAnswer is one submitted answer.
@@ -417,7 +420,7 @@ func (s *Service) attachAnswers(ctx context.Context, q store.Querier, rs []Resul
 		idx[r.ID], resultIDs[i] = i, r.ID
 	}
 	rows, err := q.Query(ctx, `
-		SELECT result_id, question_id, value, files, status, score, max_score, feedback, graded_at
+		SELECT result_id, question_id, value, files, status, score, max_score, feedback, grading, graded_at
 		  FROM result_answers WHERE org_id = app_org_id() AND result_id = ANY($1)
 		 ORDER BY result_id, position`, resultIDs)
 	if err != nil {
@@ -428,7 +431,7 @@ func (s *Service) attachAnswers(ctx context.Context, q store.Querier, rs []Resul
 		var resultID string
 		var a Answer
 		var graded *time.Time
-		if err := rows.Scan(&resultID, &a.QuestionID, &a.Value, &a.Files, &a.Status, &a.Score, &a.MaxScore, &a.Feedback, &graded); err != nil {
+		if err := rows.Scan(&resultID, &a.QuestionID, &a.Value, &a.Files, &a.Status, &a.Score, &a.MaxScore, &a.Feedback, &a.Grading, &graded); err != nil {
 			return fmt.Errorf("load answers: %w", err)
 		}
 		if graded != nil {

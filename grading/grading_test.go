@@ -226,9 +226,17 @@ func TestGradingIsPinnedToTheOrganizationsRegion(t *testing.T) {
 	if countContaining(globalBodies, "(US)") != 1 || countContaining(euBodies, "(US)") != 0 {
 		t.Fatal("the global organization's prompt did not go (only) to the global endpoint")
 	}
-	// The CDN file is attached after the prompt; the other URL never is.
+	// The CDN file is attached after the prompt; the other URL never is,
+	// and its skip is recorded on the answer's grading details.
 	if !strings.Contains(euBodies[0], "data:text/plain;base64,") || strings.Contains(euBodies[0], "elsewhere.example") {
 		t.Fatalf("EU request attachments wrong: %s", euBodies[0])
+	}
+	graded := h.waitGraded(eu, euResult)
+	details := graded.Answers[0].Grading
+	skippedFiles, _ := details["skippedFiles"].([]any)
+	if details["region"] != "eu" || len(skippedFiles) != 1 || skippedFiles[0].(map[string]any)["url"] != offCDN ||
+		skippedFiles[0].(map[string]any)["reason"] != "not on the media CDN" {
+		t.Fatalf("grading details %v", details)
 	}
 
 	// A region change applies to every request from then on.

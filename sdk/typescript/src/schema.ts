@@ -744,6 +744,12 @@ export interface components {
             /** graded_at */
             gradedAt?: components["schemas"]["google.protobuf.Timestamp"];
             /**
+             * grading
+             * @description AI grading details: rationale, region, attachedFiles, and skippedFiles
+             *      (url and reason: files not on the media CDN are never attached).
+             */
+            grading?: components["schemas"]["google.protobuf.Struct"];
+            /**
              * max_score
              * Format: double
              */

@@ -2806,11 +2806,14 @@ type Answer struct {
 	Value *structpb.Value `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
 	Files []string        `protobuf:"bytes,3,rep,name=files,proto3" json:"files,omitempty"`
 	// pending (awaits AI grading), graded or failed.
-	Status        string                 `protobuf:"bytes,4,opt,name=status,proto3" json:"status,omitempty"`
-	Score         float64                `protobuf:"fixed64,5,opt,name=score,proto3" json:"score,omitempty"`
-	MaxScore      float64                `protobuf:"fixed64,6,opt,name=max_score,json=maxScore,proto3" json:"max_score,omitempty"`
-	Feedback      string                 `protobuf:"bytes,7,opt,name=feedback,proto3" json:"feedback,omitempty"`
-	GradedAt      *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=graded_at,json=gradedAt,proto3" json:"graded_at,omitempty"`
+	Status   string                 `protobuf:"bytes,4,opt,name=status,proto3" json:"status,omitempty"`
+	Score    float64                `protobuf:"fixed64,5,opt,name=score,proto3" json:"score,omitempty"`
+	MaxScore float64                `protobuf:"fixed64,6,opt,name=max_score,json=maxScore,proto3" json:"max_score,omitempty"`
+	Feedback string                 `protobuf:"bytes,7,opt,name=feedback,proto3" json:"feedback,omitempty"`
+	GradedAt *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=graded_at,json=gradedAt,proto3" json:"graded_at,omitempty"`
+	// AI grading details: rationale, region, attachedFiles, and skippedFiles
+	// (url and reason: files not on the media CDN are never attached).
+	Grading       *structpb.Struct `protobuf:"bytes,9,opt,name=grading,proto3" json:"grading,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2897,6 +2900,13 @@ func (x *Answer) GetFeedback() string {
 func (x *Answer) GetGradedAt() *timestamppb.Timestamp {
 	if x != nil {
 		return x.GradedAt
+	}
+	return nil
+}
+
+func (x *Answer) GetGrading() *structpb.Struct {
+	if x != nil {
+		return x.Grading
 	}
 	return nil
 }
@@ -3812,7 +3822,7 @@ const file_assessd_v1_assessment_proto_rawDesc = "" +
 	"\fsubmitted_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\vsubmittedAt\x127\n" +
 	"\tgraded_at\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\bgradedAt\x12\x16\n" +
-	"\x06region\x18\v \x01(\tR\x06region\"\x8d\x02\n" +
+	"\x06region\x18\v \x01(\tR\x06region\"\xc0\x02\n" +
 	"\x06Answer\x12\x1f\n" +
 	"\vquestion_id\x18\x01 \x01(\tR\n" +
 	"questionId\x12,\n" +
@@ -3822,7 +3832,8 @@ const file_assessd_v1_assessment_proto_rawDesc = "" +
 	"\x05score\x18\x05 \x01(\x01R\x05score\x12\x1b\n" +
 	"\tmax_score\x18\x06 \x01(\x01R\bmaxScore\x12\x1a\n" +
 	"\bfeedback\x18\a \x01(\tR\bfeedback\x127\n" +
-	"\tgraded_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\bgradedAt\"~\n" +
+	"\tgraded_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\bgradedAt\x121\n" +
+	"\agrading\x18\t \x01(\v2\x17.google.protobuf.StructR\agrading\"~\n" +
 	"\x13SubmitResultRequest\x12\x17\n" +
 	"\aexam_id\x18\x01 \x01(\tR\x06examId\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\x125\n" +
@@ -4057,74 +4068,75 @@ var file_assessd_v1_assessment_proto_depIdxs = []int32{
 	52, // 30: assessd.v1.Result.graded_at:type_name -> google.protobuf.Timestamp
 	54, // 31: assessd.v1.Answer.value:type_name -> google.protobuf.Value
 	52, // 32: assessd.v1.Answer.graded_at:type_name -> google.protobuf.Timestamp
-	43, // 33: assessd.v1.SubmitResultRequest.answers:type_name -> assessd.v1.SubmittedAnswer
-	54, // 34: assessd.v1.SubmittedAnswer.value:type_name -> google.protobuf.Value
-	40, // 35: assessd.v1.ListResultsResponse.results:type_name -> assessd.v1.Result
-	50, // 36: assessd.v1.ResultsSummary.histogram:type_name -> assessd.v1.HistogramBucket
-	51, // 37: assessd.v1.ResultsSummary.questions:type_name -> assessd.v1.QuestionSummary
-	1,  // 38: assessd.v1.FolderService.ListFolders:input_type -> assessd.v1.ListFoldersRequest
-	3,  // 39: assessd.v1.FolderService.CreateFolder:input_type -> assessd.v1.CreateFolderRequest
-	4,  // 40: assessd.v1.FolderService.GetFolder:input_type -> assessd.v1.GetFolderRequest
-	5,  // 41: assessd.v1.FolderService.UpdateFolder:input_type -> assessd.v1.UpdateFolderRequest
-	6,  // 42: assessd.v1.FolderService.DeleteFolder:input_type -> assessd.v1.DeleteFolderRequest
-	8,  // 43: assessd.v1.ExamService.ListExams:input_type -> assessd.v1.ListExamsRequest
-	10, // 44: assessd.v1.ExamService.CreateExam:input_type -> assessd.v1.CreateExamRequest
-	11, // 45: assessd.v1.ExamService.GetExam:input_type -> assessd.v1.GetExamRequest
-	12, // 46: assessd.v1.ExamService.UpdateExam:input_type -> assessd.v1.UpdateExamRequest
-	13, // 47: assessd.v1.ExamService.DeleteExam:input_type -> assessd.v1.DeleteExamRequest
-	16, // 48: assessd.v1.QuestionService.ListQuestions:input_type -> assessd.v1.ListQuestionsRequest
-	18, // 49: assessd.v1.QuestionService.CreateQuestion:input_type -> assessd.v1.CreateQuestionRequest
-	19, // 50: assessd.v1.QuestionService.ReorderQuestions:input_type -> assessd.v1.ReorderQuestionsRequest
-	20, // 51: assessd.v1.QuestionService.GetQuestion:input_type -> assessd.v1.GetQuestionRequest
-	21, // 52: assessd.v1.QuestionService.UpdateQuestion:input_type -> assessd.v1.UpdateQuestionRequest
-	22, // 53: assessd.v1.QuestionService.DeleteQuestion:input_type -> assessd.v1.DeleteQuestionRequest
-	23, // 54: assessd.v1.QuestionService.GetQuestionQuality:input_type -> assessd.v1.GetQuestionQualityRequest
-	30, // 55: assessd.v1.QuestionTypeService.ListQuestionTypes:input_type -> assessd.v1.ListQuestionTypesRequest
-	33, // 56: assessd.v1.QuestionTypeService.CreateQuestionType:input_type -> assessd.v1.CreateQuestionTypeRequest
-	31, // 57: assessd.v1.QuestionTypeService.DiscoverQuestionTypes:input_type -> assessd.v1.DiscoverQuestionTypesRequest
-	34, // 58: assessd.v1.QuestionTypeService.GetQuestionType:input_type -> assessd.v1.GetQuestionTypeRequest
-	35, // 59: assessd.v1.QuestionTypeService.UpdateQuestionType:input_type -> assessd.v1.UpdateQuestionTypeRequest
-	38, // 60: assessd.v1.QuestionTypeService.EnableQuestionType:input_type -> assessd.v1.EnableQuestionTypeRequest
-	39, // 61: assessd.v1.QuestionTypeService.DisableQuestionType:input_type -> assessd.v1.DisableQuestionTypeRequest
-	42, // 62: assessd.v1.ResultService.SubmitResult:input_type -> assessd.v1.SubmitResultRequest
-	44, // 63: assessd.v1.ResultService.ListResults:input_type -> assessd.v1.ListResultsRequest
-	48, // 64: assessd.v1.ResultService.GetResultsSummary:input_type -> assessd.v1.GetResultsSummaryRequest
-	46, // 65: assessd.v1.ResultService.GetResult:input_type -> assessd.v1.GetResultRequest
-	47, // 66: assessd.v1.ResultService.GetExamResult:input_type -> assessd.v1.GetExamResultRequest
-	2,  // 67: assessd.v1.FolderService.ListFolders:output_type -> assessd.v1.ListFoldersResponse
-	0,  // 68: assessd.v1.FolderService.CreateFolder:output_type -> assessd.v1.Folder
-	0,  // 69: assessd.v1.FolderService.GetFolder:output_type -> assessd.v1.Folder
-	0,  // 70: assessd.v1.FolderService.UpdateFolder:output_type -> assessd.v1.Folder
-	55, // 71: assessd.v1.FolderService.DeleteFolder:output_type -> google.protobuf.Empty
-	9,  // 72: assessd.v1.ExamService.ListExams:output_type -> assessd.v1.ListExamsResponse
-	7,  // 73: assessd.v1.ExamService.CreateExam:output_type -> assessd.v1.Exam
-	7,  // 74: assessd.v1.ExamService.GetExam:output_type -> assessd.v1.Exam
-	7,  // 75: assessd.v1.ExamService.UpdateExam:output_type -> assessd.v1.Exam
-	55, // 76: assessd.v1.ExamService.DeleteExam:output_type -> google.protobuf.Empty
-	17, // 77: assessd.v1.QuestionService.ListQuestions:output_type -> assessd.v1.ListQuestionsResponse
-	14, // 78: assessd.v1.QuestionService.CreateQuestion:output_type -> assessd.v1.Question
-	17, // 79: assessd.v1.QuestionService.ReorderQuestions:output_type -> assessd.v1.ListQuestionsResponse
-	14, // 80: assessd.v1.QuestionService.GetQuestion:output_type -> assessd.v1.Question
-	14, // 81: assessd.v1.QuestionService.UpdateQuestion:output_type -> assessd.v1.Question
-	55, // 82: assessd.v1.QuestionService.DeleteQuestion:output_type -> google.protobuf.Empty
-	24, // 83: assessd.v1.QuestionService.GetQuestionQuality:output_type -> assessd.v1.QuestionQuality
-	32, // 84: assessd.v1.QuestionTypeService.ListQuestionTypes:output_type -> assessd.v1.ListQuestionTypesResponse
-	27, // 85: assessd.v1.QuestionTypeService.CreateQuestionType:output_type -> assessd.v1.QuestionType
-	32, // 86: assessd.v1.QuestionTypeService.DiscoverQuestionTypes:output_type -> assessd.v1.ListQuestionTypesResponse
-	27, // 87: assessd.v1.QuestionTypeService.GetQuestionType:output_type -> assessd.v1.QuestionType
-	27, // 88: assessd.v1.QuestionTypeService.UpdateQuestionType:output_type -> assessd.v1.QuestionType
-	27, // 89: assessd.v1.QuestionTypeService.EnableQuestionType:output_type -> assessd.v1.QuestionType
-	27, // 90: assessd.v1.QuestionTypeService.DisableQuestionType:output_type -> assessd.v1.QuestionType
-	40, // 91: assessd.v1.ResultService.SubmitResult:output_type -> assessd.v1.Result
-	45, // 92: assessd.v1.ResultService.ListResults:output_type -> assessd.v1.ListResultsResponse
-	49, // 93: assessd.v1.ResultService.GetResultsSummary:output_type -> assessd.v1.ResultsSummary
-	40, // 94: assessd.v1.ResultService.GetResult:output_type -> assessd.v1.Result
-	40, // 95: assessd.v1.ResultService.GetExamResult:output_type -> assessd.v1.Result
-	67, // [67:96] is the sub-list for method output_type
-	38, // [38:67] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	53, // 33: assessd.v1.Answer.grading:type_name -> google.protobuf.Struct
+	43, // 34: assessd.v1.SubmitResultRequest.answers:type_name -> assessd.v1.SubmittedAnswer
+	54, // 35: assessd.v1.SubmittedAnswer.value:type_name -> google.protobuf.Value
+	40, // 36: assessd.v1.ListResultsResponse.results:type_name -> assessd.v1.Result
+	50, // 37: assessd.v1.ResultsSummary.histogram:type_name -> assessd.v1.HistogramBucket
+	51, // 38: assessd.v1.ResultsSummary.questions:type_name -> assessd.v1.QuestionSummary
+	1,  // 39: assessd.v1.FolderService.ListFolders:input_type -> assessd.v1.ListFoldersRequest
+	3,  // 40: assessd.v1.FolderService.CreateFolder:input_type -> assessd.v1.CreateFolderRequest
+	4,  // 41: assessd.v1.FolderService.GetFolder:input_type -> assessd.v1.GetFolderRequest
+	5,  // 42: assessd.v1.FolderService.UpdateFolder:input_type -> assessd.v1.UpdateFolderRequest
+	6,  // 43: assessd.v1.FolderService.DeleteFolder:input_type -> assessd.v1.DeleteFolderRequest
+	8,  // 44: assessd.v1.ExamService.ListExams:input_type -> assessd.v1.ListExamsRequest
+	10, // 45: assessd.v1.ExamService.CreateExam:input_type -> assessd.v1.CreateExamRequest
+	11, // 46: assessd.v1.ExamService.GetExam:input_type -> assessd.v1.GetExamRequest
+	12, // 47: assessd.v1.ExamService.UpdateExam:input_type -> assessd.v1.UpdateExamRequest
+	13, // 48: assessd.v1.ExamService.DeleteExam:input_type -> assessd.v1.DeleteExamRequest
+	16, // 49: assessd.v1.QuestionService.ListQuestions:input_type -> assessd.v1.ListQuestionsRequest
+	18, // 50: assessd.v1.QuestionService.CreateQuestion:input_type -> assessd.v1.CreateQuestionRequest
+	19, // 51: assessd.v1.QuestionService.ReorderQuestions:input_type -> assessd.v1.ReorderQuestionsRequest
+	20, // 52: assessd.v1.QuestionService.GetQuestion:input_type -> assessd.v1.GetQuestionRequest
+	21, // 53: assessd.v1.QuestionService.UpdateQuestion:input_type -> assessd.v1.UpdateQuestionRequest
+	22, // 54: assessd.v1.QuestionService.DeleteQuestion:input_type -> assessd.v1.DeleteQuestionRequest
+	23, // 55: assessd.v1.QuestionService.GetQuestionQuality:input_type -> assessd.v1.GetQuestionQualityRequest
+	30, // 56: assessd.v1.QuestionTypeService.ListQuestionTypes:input_type -> assessd.v1.ListQuestionTypesRequest
+	33, // 57: assessd.v1.QuestionTypeService.CreateQuestionType:input_type -> assessd.v1.CreateQuestionTypeRequest
+	31, // 58: assessd.v1.QuestionTypeService.DiscoverQuestionTypes:input_type -> assessd.v1.DiscoverQuestionTypesRequest
+	34, // 59: assessd.v1.QuestionTypeService.GetQuestionType:input_type -> assessd.v1.GetQuestionTypeRequest
+	35, // 60: assessd.v1.QuestionTypeService.UpdateQuestionType:input_type -> assessd.v1.UpdateQuestionTypeRequest
+	38, // 61: assessd.v1.QuestionTypeService.EnableQuestionType:input_type -> assessd.v1.EnableQuestionTypeRequest
+	39, // 62: assessd.v1.QuestionTypeService.DisableQuestionType:input_type -> assessd.v1.DisableQuestionTypeRequest
+	42, // 63: assessd.v1.ResultService.SubmitResult:input_type -> assessd.v1.SubmitResultRequest
+	44, // 64: assessd.v1.ResultService.ListResults:input_type -> assessd.v1.ListResultsRequest
+	48, // 65: assessd.v1.ResultService.GetResultsSummary:input_type -> assessd.v1.GetResultsSummaryRequest
+	46, // 66: assessd.v1.ResultService.GetResult:input_type -> assessd.v1.GetResultRequest
+	47, // 67: assessd.v1.ResultService.GetExamResult:input_type -> assessd.v1.GetExamResultRequest
+	2,  // 68: assessd.v1.FolderService.ListFolders:output_type -> assessd.v1.ListFoldersResponse
+	0,  // 69: assessd.v1.FolderService.CreateFolder:output_type -> assessd.v1.Folder
+	0,  // 70: assessd.v1.FolderService.GetFolder:output_type -> assessd.v1.Folder
+	0,  // 71: assessd.v1.FolderService.UpdateFolder:output_type -> assessd.v1.Folder
+	55, // 72: assessd.v1.FolderService.DeleteFolder:output_type -> google.protobuf.Empty
+	9,  // 73: assessd.v1.ExamService.ListExams:output_type -> assessd.v1.ListExamsResponse
+	7,  // 74: assessd.v1.ExamService.CreateExam:output_type -> assessd.v1.Exam
+	7,  // 75: assessd.v1.ExamService.GetExam:output_type -> assessd.v1.Exam
+	7,  // 76: assessd.v1.ExamService.UpdateExam:output_type -> assessd.v1.Exam
+	55, // 77: assessd.v1.ExamService.DeleteExam:output_type -> google.protobuf.Empty
+	17, // 78: assessd.v1.QuestionService.ListQuestions:output_type -> assessd.v1.ListQuestionsResponse
+	14, // 79: assessd.v1.QuestionService.CreateQuestion:output_type -> assessd.v1.Question
+	17, // 80: assessd.v1.QuestionService.ReorderQuestions:output_type -> assessd.v1.ListQuestionsResponse
+	14, // 81: assessd.v1.QuestionService.GetQuestion:output_type -> assessd.v1.Question
+	14, // 82: assessd.v1.QuestionService.UpdateQuestion:output_type -> assessd.v1.Question
+	55, // 83: assessd.v1.QuestionService.DeleteQuestion:output_type -> google.protobuf.Empty
+	24, // 84: assessd.v1.QuestionService.GetQuestionQuality:output_type -> assessd.v1.QuestionQuality
+	32, // 85: assessd.v1.QuestionTypeService.ListQuestionTypes:output_type -> assessd.v1.ListQuestionTypesResponse
+	27, // 86: assessd.v1.QuestionTypeService.CreateQuestionType:output_type -> assessd.v1.QuestionType
+	32, // 87: assessd.v1.QuestionTypeService.DiscoverQuestionTypes:output_type -> assessd.v1.ListQuestionTypesResponse
+	27, // 88: assessd.v1.QuestionTypeService.GetQuestionType:output_type -> assessd.v1.QuestionType
+	27, // 89: assessd.v1.QuestionTypeService.UpdateQuestionType:output_type -> assessd.v1.QuestionType
+	27, // 90: assessd.v1.QuestionTypeService.EnableQuestionType:output_type -> assessd.v1.QuestionType
+	27, // 91: assessd.v1.QuestionTypeService.DisableQuestionType:output_type -> assessd.v1.QuestionType
+	40, // 92: assessd.v1.ResultService.SubmitResult:output_type -> assessd.v1.Result
+	45, // 93: assessd.v1.ResultService.ListResults:output_type -> assessd.v1.ListResultsResponse
+	49, // 94: assessd.v1.ResultService.GetResultsSummary:output_type -> assessd.v1.ResultsSummary
+	40, // 95: assessd.v1.ResultService.GetResult:output_type -> assessd.v1.Result
+	40, // 96: assessd.v1.ResultService.GetExamResult:output_type -> assessd.v1.Result
+	68, // [68:97] is the sub-list for method output_type
+	39, // [39:68] is the sub-list for method input_type
+	39, // [39:39] is the sub-list for extension type_name
+	39, // [39:39] is the sub-list for extension extendee
+	0,  // [0:39] is the sub-list for field type_name
 }
 
 func init() { file_assessd_v1_assessment_proto_init() }
