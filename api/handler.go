@@ -22,6 +22,7 @@ import (
 	v1 "github.com/assessd/assessd/api/gen/assessd/v1"
 	"github.com/assessd/assessd/api/gen/assessd/v1/assessdv1connect"
 	"github.com/assessd/assessd/assessment"
+	"github.com/assessd/assessd/embed"
 	"github.com/assessd/assessd/generation"
 	"github.com/assessd/assessd/observability"
 	"github.com/assessd/assessd/tenancy"
@@ -39,6 +40,8 @@ type Services struct {
 	Assessment *assessment.Service
 	// Generation starts and reads AI exam generations.
 	Generation *generation.Service
+	// Embed creates embed sessions.
+	Embed *embed.Service
 }
 
 // NewHandler returns the API handler: every service on its REST paths and
@@ -90,6 +93,9 @@ func NewHandler(s Services) (http.Handler, error) {
 		},
 		func() (string, http.Handler) {
 			return assessdv1connect.NewExamGenerationServiceHandler(generationServer{s.Generation}, opts...)
+		},
+		func() (string, http.Handler) {
+			return assessdv1connect.NewEmbedServiceHandler(embedServer{s.Embed}, opts...)
 		},
 	} {
 		path, handler := h()

@@ -11,11 +11,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"go.temporal.io/sdk/client"
 
 	"github.com/assessd/assessd/api"
 	"github.com/assessd/assessd/api/openapi"
 	"github.com/assessd/assessd/assessment"
+	"github.com/assessd/assessd/embed"
 	"github.com/assessd/assessd/generation"
 	"github.com/assessd/assessd/identity"
 	"github.com/assessd/assessd/observability"
@@ -36,6 +38,8 @@ type Config struct {
 	// Temporal runs the grading workflows; nil leaves AI-graded answers
 	// pending (tests of everything else).
 	Temporal client.Client
+	// Redis holds the embed sessions.
+	Redis *redis.Client
 }
 
 // App is the wired server.
@@ -56,6 +60,8 @@ func (g grader) StartGrading(ctx context.Context, orgID, resultID, region string
 }
 
 // readiness lists the dependencies /readyz checks.
+// Redis is left out on purpose: without it only embed sessions stop (503),
+// and the rest of the API must keep serving.
 func readiness(db *store.DB, temporal client.Client) map[string]func(context.Context) error {
 	checks := map[string]func(context.Context) error{"postgres": db.Ping}
 	if temporal != nil {
@@ -91,13 +97,15 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	}
 	content := assessment.NewService(db, opts...)
 	gen := generation.NewService(db, content, starter)
-	apiHandler, err := api.NewHandler(api.Services{Tenancy: ten, Assessment: content, Generation: gen})
+	embeds := embed.NewService(embed.NewStore(cfg.Redis), ten, content, cfg.BaseURL, metrics.Registry, metrics.Org)
+	apiHandler, err := api.NewHandler(api.Services{Tenancy: ten, Assessment: content, Generation: gen, Embed: embeds})
 	if err != nil {
 		return nil, fmt.Errorf("api: %w", err)
 	}
 	docs := web.Docs()
 	pages := http.NewServeMux()
 	idp.Routes(pages)
+	embeds.Routes(pages)
 	h := server.New(server.Config{
 		Logger:  cfg.Logger,
 		Metrics: metrics,
@@ -119,6 +127,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 			"/developer/":                       pages,
 			"/docs":                             docs,
 			"/docs/":                            docs,
+			"/embed/":                           pages,
 		},
 		Ready:   readiness(db, cfg.Temporal),
 		OpenAPI: openapi.Document,

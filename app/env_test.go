@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/assessd/assessd/app"
 	"github.com/assessd/assessd/store/storetest"
 	"github.com/assessd/assessd/tenancy"
@@ -38,8 +40,10 @@ func newEnvWithClock(t *testing.T, now func() time.Time) *env {
 	var handler http.Handler
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 	t.Cleanup(srv.Close)
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
+	t.Cleanup(func() { rdb.Close() })
 	a, err := app.New(context.Background(), db, app.Config{
-		BaseURL: srv.URL, Now: now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		BaseURL: srv.URL, Now: now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Redis: rdb,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -281,3 +281,11 @@ func (s *Service) DeleteExam(ctx context.Context, id string) error {
 		return s.audit(ctx, caller, "exam.deleted", "exam", id, examSnapshot(e), nil)
 	})
 }
+
+// ExamExists reports whether exam id is one of the organization's, as a
+// NotFound error otherwise. It is for other services acting for an already
+// authorized caller (embed sessions) and checks no permission itself.
+func (s *Service) ExamExists(ctx context.Context, id string) error {
+	_, err := s.loadExam(ctx, s.db.Q(ctx), "examId", id, false)
+	return err
+}

@@ -441,3 +441,17 @@ func (s *Service) attachAnswers(ctx context.Context, q store.Querier, rs []Resul
 	}
 	return rows.Err()
 }
+
+// ResultStudent returns the user who submitted result id. Like ExamExists
+// it serves other services and checks no permission itself.
+func (s *Service) ResultStudent(ctx context.Context, id string) (string, error) {
+	if err := checkID("resultId", ids.Result, id, "a result"); err != nil {
+		return "", err
+	}
+	var userID string
+	err := s.db.Q(ctx).QueryRow(ctx, `SELECT user_id FROM results WHERE org_id = app_org_id() AND id = $1`, id).Scan(&userID)
+	if isNoRows(err) {
+		return "", errs.NotFound("result")
+	}
+	return userID, err
+}

@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/alicebob/miniredis/v2"
+
 	"github.com/assessd/assessd/devenv"
 	"github.com/assessd/assessd/store"
 	"github.com/assessd/assessd/tenancy"
@@ -37,6 +39,15 @@ func dev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if err := store.Migrate(ctx, cfg.DatabaseURL); err != nil {
 		return err
+	}
+	if cfg.RedisURL == "" {
+		log.Info("REDIS_URL not set: using an in-process Redis")
+		mr, err := miniredis.Run()
+		if err != nil {
+			return err
+		}
+		defer mr.Close()
+		cfg.RedisURL = "redis://" + mr.Addr()
 	}
 	if cfg.TemporalAddress == "" {
 		log.Info("TEMPORAL_ADDRESS not set: starting a Temporal dev server")

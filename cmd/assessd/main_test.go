@@ -90,6 +90,7 @@ func TestServeShutsDownGracefully(t *testing.T) {
 	}
 	defer tmp.Stop()
 	t.Setenv("TEMPORAL_ADDRESS", tmp.Address)
+	t.Setenv("REDIS_URL", "redis://127.0.0.1:6379/0")
 	addr := freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -160,6 +161,7 @@ func TestDevCommand(t *testing.T) {
 	}
 	t.Setenv("DATABASE_URL", "")
 	t.Setenv("TEMPORAL_ADDRESS", "")
+	t.Setenv("REDIS_URL", "")
 	addr := freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

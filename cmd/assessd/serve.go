@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
@@ -58,12 +59,21 @@ func newProcess(ctx context.Context, cfg config, log *slog.Logger) (*process, er
 	if err != nil {
 		return nil, err
 	}
+	if cfg.RedisURL == "" {
+		db.Close()
+		return nil, errors.New("REDIS_URL (or --redis-url) is required: embed sessions live in Redis")
+	}
+	redisOpts, err := redis.ParseURL(cfg.RedisURL)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("REDIS_URL: %w", err)
+	}
 	tc, err := dialTemporal(cfg, log)
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
-	a, err := app.New(ctx, db, app.Config{BaseURL: cfg.BaseURL, Logger: log, Temporal: tc})
+	a, err := app.New(ctx, db, app.Config{BaseURL: cfg.BaseURL, Logger: log, Temporal: tc, Redis: redis.NewClient(redisOpts)})
 	if err != nil {
 		tc.Close()
 		db.Close()

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/redis/go-redis/v9"
 	"io"
 	"log/slog"
 	"net/http"
@@ -77,7 +78,8 @@ func run(ctx context.Context) error {
 	var handler http.Handler
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 	defer srv.Close()
-	a, err := app.New(ctx, db, app.Config{BaseURL: srv.URL, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Temporal: tc})
+	a, err := app.New(ctx, db, app.Config{BaseURL: srv.URL, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Temporal: tc,
+		Redis: redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})})
 	if err != nil {
 		return err
 	}

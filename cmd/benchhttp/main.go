@@ -10,6 +10,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/redis/go-redis/v9"
 	"io"
 	"log/slog"
 	"net"
@@ -55,7 +56,8 @@ func run(ctx context.Context) error {
 		return err
 	}
 	defer db.Close()
-	a, err := app.New(ctx, db, app.Config{BaseURL: "http://127.0.0.1", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	a, err := app.New(ctx, db, app.Config{BaseURL: "http://127.0.0.1", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Redis: redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})})
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import type { Params, Result } from "./types.js";
 /** How each operation is sent. */
 export const operationTable = {
   createAuditLog: { method: "post", path: "/audit-logs", pathParams: [], queryParams: [], body: "json" },
+  createEmbedSession: { method: "post", path: "/embed-sessions", pathParams: [], queryParams: [], body: "json" },
   createExam: { method: "post", path: "/exams", pathParams: [], queryParams: [], body: "json" },
   createExamGeneration: { method: "post", path: "/exam-generations", pathParams: [], queryParams: [], body: "json" },
   createFolder: { method: "post", path: "/folders", pathParams: [], queryParams: [], body: "json" },
@@ -67,6 +68,15 @@ export interface Operations {
    * Requires scope `audit-logs:write`; only oauth_app callers.
    */
   createAuditLog(params: Params<"createAuditLog">, config?: AxiosRequestConfig): Promise<Result<"createAuditLog">>;
+  /**
+   * Creates an embed session.
+   *
+   * Creates an embed session. Call it from the host's backend, then frame
+   *  the returned url from one of the allowed origins.
+   *
+   * Requires scope `embed:write` and one of the roles owner, admin, teacher.
+   */
+  createEmbedSession(params: Params<"createEmbedSession">, config?: AxiosRequestConfig): Promise<Result<"createEmbedSession">>;
   /**
    * Creates an exam.
    *

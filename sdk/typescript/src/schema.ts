@@ -34,6 +34,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/embed-sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Creates an embed session.
+         * @description Creates an embed session. Call it from the host's backend, then frame
+         *      the returned url from one of the allowed origins.
+         *
+         *     Requires scope `embed:write` and one of the roles owner, admin, teacher.
+         */
+        post: operations["createEmbedSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/exam-generations": {
         parameters: {
             query?: never;
@@ -868,6 +891,49 @@ export interface components {
             /** target */
             target?: components["schemas"]["assessd.v1.AuditTarget"];
         };
+        /** CreateEmbedSessionRequest */
+        "assessd.v1.CreateEmbedSessionRequest": {
+            /**
+             * actor
+             * @description The user id the flow acts as; for student flows, the student.
+             */
+            actor?: string;
+            /**
+             * allowed_origins
+             * @description Origins allowed to frame the flow, e.g. https://lms.example.com.
+             */
+            allowedOrigins?: string[];
+            /**
+             * exam_id
+             * @description The exam of the authoring and student-exam flows.
+             */
+            examId?: string;
+            /**
+             * expires_in
+             * Format: int32
+             * @description Lifetime in seconds, 60 to 86400; default 3600.
+             */
+            expiresIn?: number;
+            /**
+             * flow
+             * @description authoring, generate-exam, student-exam or student-results.
+             */
+            flow?: string;
+            /**
+             * presets
+             * @description generate-exam presets: subject, studentLevel, durationMinutes, taxonomy,
+             *      questionTypes, and hideSubject, hideStudentLevel, hideDuration,
+             *      hideTaxonomy, hideQuestionTypes (booleans).
+             */
+            presets?: components["schemas"]["google.protobuf.Struct"];
+            /**
+             * result_id
+             * @description The result of the student-results flow.
+             */
+            resultId?: string;
+            /** theme */
+            theme?: components["schemas"]["assessd.v1.EmbedTheme"];
+        };
         /** CreateExamGenerationRequest */
         "assessd.v1.CreateExamGenerationRequest": {
             /**
@@ -1041,6 +1107,39 @@ export interface components {
              * @description The nextPageToken of the previous page.
              */
             pageToken?: string;
+        };
+        /** EmbedSession */
+        "assessd.v1.EmbedSession": {
+            /** expires_at */
+            expiresAt?: components["schemas"]["google.protobuf.Timestamp"];
+            /**
+             * id
+             * @description Opaque id with the prefix "emb_" and 160 random bits.
+             */
+            id?: string;
+            /**
+             * url
+             * @description The page to frame.
+             */
+            url?: string;
+        };
+        /** EmbedTheme */
+        "assessd.v1.EmbedTheme": {
+            /**
+             * strings
+             * @description UI translation key (account.attributes.<label>-name, ...) to
+             *      replacement text; labels not listed keep their wording.
+             */
+            strings?: {
+                [key: string]: string;
+            };
+        };
+        /** StringsEntry */
+        "assessd.v1.EmbedTheme.StringsEntry": {
+            /** key */
+            key?: string;
+            /** value */
+            value?: string;
         };
         /** EnableQuestionTypeRequest */
         "assessd.v1.EnableQuestionTypeRequest": {
@@ -2487,6 +2586,64 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["assessd.v1.AuditLogEntry"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createEmbedSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "actor": "usr_01JD3M4Q9ZB8K1T7W2X5C6V0NA",
+                 *       "allowedOrigins": [
+                 *         "https://lms.example.com"
+                 *       ],
+                 *       "expiresIn": 3600,
+                 *       "flow": "generate-exam",
+                 *       "presets": {
+                 *         "hideStudentLevel": true,
+                 *         "studentLevel": "grade 7"
+                 *       },
+                 *       "theme": {
+                 *         "strings": {
+                 *           "account.attributes.studentLevel-name": "Grade"
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["assessd.v1.CreateEmbedSessionRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "expiresAt": "2026-09-02T11:30:00Z",
+                     *       "id": "emb_kq3x7m2p4n6r8t1v3w5y7z9b2d4f6h8j",
+                     *       "url": "https://assessd.example.com/embed/emb_kq3x7m2p4n6r8t1v3w5y7z9b2d4f6h8j"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.EmbedSession"];
                 };
             };
             400: components["responses"]["BadRequest"];

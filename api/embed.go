@@ -1,0 +1,29 @@
+package api
+
+import (
+	"context"
+
+	"connectrpc.com/connect"
+
+	v1 "github.com/assessd/assessd/api/gen/assessd/v1"
+	"github.com/assessd/assessd/api/gen/assessd/v1/assessdv1connect"
+	"github.com/assessd/assessd/embed"
+)
+
+type embedServer struct{ svc *embed.Service }
+
+var _ assessdv1connect.EmbedServiceHandler = embedServer{}
+
+func (s embedServer) CreateEmbedSession(ctx context.Context, req *connect.Request[v1.CreateEmbedSessionRequest]) (*connect.Response[v1.EmbedSession], error) {
+	m := req.Msg
+	in := embed.NewSession{Flow: m.Flow, ActorID: m.Actor, ExamID: m.ExamId, ResultID: m.ResultId,
+		Presets: fromStruct(m.Presets), ExpiresIn: m.ExpiresIn, AllowedOrigins: m.AllowedOrigins}
+	if m.Theme != nil {
+		in.Strings = m.Theme.Strings
+	}
+	sess, err := s.svc.Create(ctx, in)
+	if err != nil {
+		return nil, ToConnect(ctx, err)
+	}
+	return connect.NewResponse(&v1.EmbedSession{Id: sess.ID, Url: s.svc.URL(sess), ExpiresAt: ts(sess.ExpiresAt)}), nil
+}

@@ -1,0 +1,54 @@
+package app_test
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/assessd/assessd/tenancy"
+)
+
+func TestEmbedSessionsAPI(t *testing.T) {
+	e := newEnv(t)
+	tn, other := e.newTenant("US", "pro"), e.newTenant("DE", "pro")
+	teacher := tn.keys[tenancy.RoleTeacher]
+
+	r := e.do("POST", "/embed-sessions", teacher, map[string]any{
+		"flow": "generate-exam", "actor": tn.users[tenancy.RoleTeacher].ID,
+		"theme":          map[string]any{"strings": map[string]any{"account.attributes.studentLevel-name": "Grade"}},
+		"presets":        map[string]any{"studentLevel": "7", "hideStudentLevel": true},
+		"allowedOrigins": []string{"https://lms.example.com"},
+	}).must(t, http.StatusOK)
+	url, _ := r.body["url"].(string)
+	if !strings.HasPrefix(r.body["id"].(string), "emb_") || url != e.srv.URL+"/embed/"+r.body["id"].(string) || r.body["expiresAt"] == nil {
+		t.Fatalf("session %s", r.raw)
+	}
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || !strings.Contains(string(page), "Generate an exam") ||
+		!strings.Contains(res.Header.Get("Content-Security-Policy"), "frame-ancestors https://lms.example.com") {
+		t.Fatalf("embed page: %d %s", res.StatusCode, res.Header.Get("Content-Security-Policy"))
+	}
+
+	exam := e.do("POST", "/exams", teacher, map[string]any{"name": "Quiz", "language": "en"}).must(t, http.StatusOK)
+	e.do("POST", "/embed-sessions", teacher, map[string]any{"flow": "student-exam", "actor": tn.users[tenancy.RoleStudent].ID,
+		"examId": exam.body["id"]}).must(t, http.StatusOK)
+	foreignExam := e.do("POST", "/exams", other.keys[tenancy.RoleTeacher], map[string]any{"name": "Theirs", "language": "de"}).must(t, http.StatusOK)
+	e.do("POST", "/embed-sessions", teacher, map[string]any{"flow": "student-exam", "actor": tn.users[tenancy.RoleStudent].ID,
+		"examId": foreignExam.body["id"]}).must(t, http.StatusNotFound)
+	e.do("POST", "/embed-sessions", teacher, map[string]any{"flow": "student-exam", "actor": other.users[tenancy.RoleStudent].ID,
+		"examId": exam.body["id"]}).must(t, http.StatusNotFound)
+	if r := e.do("POST", "/embed-sessions", teacher, map[string]any{"flow": "quiz", "actor": "x"}).must(t, http.StatusBadRequest); r.field() != "flow" {
+		t.Fatalf("unknown flow: %s", r.raw)
+	}
+	e.do("POST", "/embed-sessions", tn.keys[tenancy.RoleStudent], map[string]any{"flow": "generate-exam",
+		"actor": tn.users[tenancy.RoleTeacher].ID}).must(t, http.StatusForbidden)
+	if res, _ := http.Get(e.srv.URL + "/embed/emb_" + strings.Repeat("c", 32)); res == nil || res.StatusCode != http.StatusNotFound {
+		t.Fatal("an unknown session does not answer 404")
+	}
+}
