@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -70,6 +71,7 @@ func run(docPath, overlayPath, examplesPath string) error {
 			}
 		}
 	}
+	camelPaths(paths)
 	maps.Copy(paths, overlay["paths"].(object))
 	doc["tags"] = append(asList(doc["tags"]), asList(overlay["tags"])...)
 	components := doc["components"].(object)
@@ -150,6 +152,36 @@ func jsonMedia(v any) (object, bool) {
 	content, _ := o["content"].(object)
 	media, ok := content["application/json"].(object)
 	return media, ok
+}
+
+var pathVariable = regexp.MustCompile(`\{([a-z0-9_]+)\}`)
+
+// camelPaths names path variables in lowerCamelCase ({exam_id} becomes
+// {examId}), like every JSON field of the API; the URLs are unchanged.
+func camelPaths(paths object) {
+	for _, path := range slices.Sorted(maps.Keys(paths)) {
+		camel := pathVariable.ReplaceAllStringFunc(path, func(v string) string { return "{" + lowerCamel(v[1:len(v)-1]) + "}" })
+		item := paths[path]
+		delete(paths, path)
+		paths[camel] = item
+		for _, op := range item.(object) {
+			for _, p := range asList(op.(object)["parameters"]) {
+				if param := p.(object); param["in"] == "path" {
+					param["name"] = lowerCamel(param["name"].(string))
+				}
+			}
+		}
+	}
+}
+
+func lowerCamel(s string) string {
+	parts := strings.Split(s, "_")
+	for i := 1; i < len(parts); i++ {
+		if parts[i] != "" {
+			parts[i] = strings.ToUpper(parts[i][:1]) + parts[i][1:]
+		}
+	}
+	return strings.Join(parts, "")
 }
 
 func accessText(a *v1.Access) string {

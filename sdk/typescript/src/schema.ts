@@ -130,7 +130,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/exams/{exam_id}/questions": {
+    "/exams/{examId}/questions": {
         parameters: {
             query?: never;
             header?: never;
@@ -158,7 +158,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/exams/{exam_id}/questions/{question_id}": {
+    "/exams/{examId}/questions/{questionId}": {
         parameters: {
             query?: never;
             header?: never;
@@ -192,7 +192,7 @@ export interface paths {
         patch: operations["updateQuestion"];
         trace?: never;
     };
-    "/exams/{exam_id}/questions/{question_id}/quality": {
+    "/exams/{examId}/questions/{questionId}/quality": {
         parameters: {
             query?: never;
             header?: never;
@@ -214,7 +214,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/exams/{exam_id}/questions/reorder": {
+    "/exams/{examId}/questions/reorder": {
         parameters: {
             query?: never;
             header?: never;
@@ -236,7 +236,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/exams/{exam_id}/results": {
+    "/exams/{examId}/results": {
         parameters: {
             query?: never;
             header?: never;
@@ -264,7 +264,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/exams/{exam_id}/results/{id}": {
+    "/exams/{examId}/results/{id}": {
         parameters: {
             query?: never;
             header?: never;
@@ -286,7 +286,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/exams/{exam_id}/results/summary": {
+    "/exams/{examId}/results/summary": {
         parameters: {
             query?: never;
             header?: never;
@@ -2892,7 +2892,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                exam_id: string;
+                examId: string;
             };
             cookie?: never;
         };
@@ -2973,7 +2973,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                exam_id: string;
+                examId: string;
             };
             cookie?: never;
         };
@@ -3083,8 +3083,8 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                exam_id: string;
-                question_id: string;
+                examId: string;
+                questionId: string;
             };
             cookie?: never;
         };
@@ -3160,8 +3160,8 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                exam_id: string;
-                question_id: string;
+                examId: string;
+                questionId: string;
             };
             cookie?: never;
         };
@@ -3190,8 +3190,8 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                exam_id: string;
-                question_id: string;
+                examId: string;
+                questionId: string;
             };
             cookie?: never;
         };
@@ -3293,8 +3293,8 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                exam_id: string;
-                question_id: string;
+                examId: string;
+                questionId: string;
             };
             cookie?: never;
         };
@@ -3342,7 +3342,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                exam_id: string;
+                examId: string;
             };
             cookie?: never;
         };
@@ -3452,7 +3452,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                exam_id: string;
+                examId: string;
             };
             cookie?: never;
         };
@@ -3510,7 +3510,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                exam_id: string;
+                examId: string;
             };
             cookie?: never;
         };
@@ -3588,7 +3588,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                exam_id: string;
+                examId: string;
                 id: string;
             };
             cookie?: never;
@@ -3642,7 +3642,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                exam_id: string;
+                examId: string;
             };
             cookie?: never;
         };

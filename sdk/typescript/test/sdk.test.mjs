@@ -120,3 +120,30 @@ test("OAuth helpers against assessd's provider", async () => {
   const revoked = createClient({ baseURL, accessToken: rotated[0].access_token });
   await assert.rejects(revoked.getMe(), (err) => err.status === 401);
 });
+
+test("assessment, generation and embed methods", async () => {
+  const folder = await client.createFolder({ name: "Biology" });
+  const exam = await client.createExam({ name: "Cells", language: "en", folderId: folder.id });
+  const question = await client.createQuestion({
+    examId: exam.id, type: "true_false", prompt: "Cells have a nucleus.", points: 2, config: { correct: true },
+  });
+  assert.equal((await client.listQuestions({ examId: exam.id })).questions.length, 1);
+  const quality = await client.getQuestionQuality({ examId: exam.id, questionId: question.id });
+  assert.equal(typeof quality.score, "number");
+  const me = await client.getMe();
+  const result = await client.submitResult({ examId: exam.id, userId: me.id, answers: [{ questionId: question.id, value: true }] });
+  assert.equal(result.status, "graded");
+  assert.equal(result.score, 2);
+  const summary = await client.getResultsSummary({ examId: exam.id });
+  assert.equal(summary.count, 1);
+  const read = await client.getQuestion({ examId: exam.id, questionId: question.id });
+  assert.equal(read.typeDefinition.key, "true_false");
+  const owned = await client.createQuestionType({
+    key: "sdk_yes_no", name: "Yes or no", configSchema: { type: "object" }, responseProcessing: { condition: "=answer.value = true" },
+  });
+  assert.ok((await client.listQuestionTypes({})).questionTypes.some((t) => t.id === owned.id));
+  // No workflow engine in this test server: generation answers 503.
+  await assert.rejects(client.createExamGeneration({ subject: "Cells" }), (err) => err.status === 503);
+  const session = await client.createEmbedSession({ flow: "generate-exam", actor: me.id, allowedOrigins: ["https://lms.example.com"] });
+  assert.match(session.url, /\/embed\/emb_/);
+});
