@@ -52,7 +52,7 @@ var roleScopes = map[Role][]Scope{
 		ScopeResultsRead, ScopeResultsWrite, ScopeQuestionTypesRead,
 		ScopeQuestionTypesWrite, ScopeEmbedWrite, ScopeAuditLogsWrite),
 	RoleStudent: append(slices.Clone(identityScopes),
-		ScopeOrgsRead, ScopeExamsRead, ScopeResultsRead, ScopeAuditLogsWrite),
+		ScopeOrgsRead, ScopeExamsRead, ScopeResultsRead, ScopeResultsWrite, ScopeAuditLogsWrite),
 }
 
 // ScopesForRole returns every scope role r may hold.
