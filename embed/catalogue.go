@@ -24,6 +24,7 @@ var Catalogue = map[string]string{
 	"embed.generate.submit":                 "Generate exam",
 	"embed.generate.progress":               "Generating your exam…",
 	"embed.generate.ready":                  "Your exam is ready.",
+	"embed.generate.examId":                 "Exam:",
 	"embed.authoring.title":                 "Edit exam",
 	"embed.authoring.add":                   "Add question",
 	"embed.authoring.save":                  "Save",

@@ -14,6 +14,7 @@ import (
 
 	"github.com/assessd/assessd/embed"
 	"github.com/assessd/assessd/errs"
+	"github.com/assessd/assessd/store"
 	"github.com/assessd/assessd/store/storetest"
 	"github.com/assessd/assessd/tenancy"
 )
@@ -35,7 +36,12 @@ type fixture struct {
 
 func newFixture(t *testing.T, rdb *redis.Client) fixture {
 	t.Helper()
-	db := storetest.New(t)
+	return newFixtureWith(t, rdb, storetest.New(t), func(*store.DB) embed.Generator { return nil })
+}
+
+// newFixtureWith builds the fixture on db with the generator gen returns.
+func newFixtureWith(t *testing.T, rdb *redis.Client, db *store.DB, gen func(*store.DB) embed.Generator) fixture {
+	t.Helper()
 	ten := tenancy.NewService(db)
 	ctx := context.Background()
 	f := fixture{users: map[tenancy.Role]tenancy.User{}}
@@ -61,7 +67,7 @@ func newFixture(t *testing.T, rdb *redis.Client) fixture {
 				UserID: f.users[tenancy.RoleTeacher].ID, Role: tenancy.RoleTeacher, Scopes: tenancy.APIKeyScopes(tenancy.RoleTeacher)})
 		}
 	}
-	f.svc = embed.NewService(embed.NewStore(rdb), ten, noResources{}, "https://assessd.example", prometheus.NewRegistry(), func(s string) string { return s })
+	f.svc = embed.NewService(embed.NewStore(rdb), ten, noResources{}, gen(db), "https://assessd.example", prometheus.NewRegistry(), func(s string) string { return s })
 	return f
 }
 

@@ -1,11 +1,15 @@
 package embed
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 
 	"github.com/assessd/assessd/errs"
+	"github.com/assessd/assessd/generation"
+	"github.com/assessd/assessd/tenancy"
 	"github.com/assessd/assessd/web"
 )
 
@@ -75,6 +79,84 @@ func (v view) QuestionTypes() []questionTypeOption {
 func (s *Service) Routes(mux *http.ServeMux) {
 	mux.Handle("GET /embed/assets/devtools.js", web.EmbedAssets())
 	mux.HandleFunc("GET /embed/{id}", s.page)
+	mux.HandleFunc("POST /embed/{id}/generate", s.generate)
+	mux.HandleFunc("GET /embed/{id}/generations/{generation}", s.generationPage)
+}
+
+// asActor opens the session of a flow and returns a context acting as its
+// actor with the flow's scopes, or answers the page itself.
+func (s *Service) asActor(w http.ResponseWriter, r *http.Request, flow Flow) (Session, context.Context, bool) {
+	sess, ok := s.open(w, r)
+	if !ok {
+		return Session{}, nil, false
+	}
+	if sess.Flow != flow {
+		http.Error(w, "this session does not grant that flow", http.StatusForbidden)
+		return Session{}, nil, false
+	}
+	caller, err := s.Caller(r.Context(), sess)
+	if err != nil {
+		web.RenderFramed(w, r, http.StatusNotFound, "embed-expired.html", view{Session: sess, TitleKey: "embed.expired.title"}, sess.AllowedOrigins)
+		return Session{}, nil, false
+	}
+	return sess, tenancy.WithCaller(r.Context(), caller), true
+}
+
+// generate starts an exam generation from the form; hidden fields always
+// take their preset, whatever the form sends.
+func (s *Service) generate(w http.ResponseWriter, r *http.Request) {
+	sess, ctx, ok := s.asActor(w, r, FlowGenerateExam)
+	if !ok {
+		return
+	}
+	v := view{Session: sess, TitleKey: "embed.generate.title"}
+	field := func(name string) string {
+		if v.Hide(name) {
+			return v.Preset(name)
+		}
+		return r.PostFormValue(name)
+	}
+	duration, _ := strconv.Atoi(field("durationMinutes"))
+	types := r.PostForm["questionTypes"]
+	if v.Hide("questionTypes") {
+		types = v.PresetList("questionTypes")
+	}
+	g, err := s.generator.Create(ctx, generation.Params{Subject: field("subject"), StudentLevel: field("studentLevel"),
+		DurationMinutes: duration, Taxonomy: field("taxonomy"), QuestionTypes: types})
+	if err != nil {
+		v.Error = pageError(err)
+		web.RenderFramed(w, r, http.StatusBadRequest, "embed-generate.html", v, sess.AllowedOrigins)
+		return
+	}
+	http.Redirect(w, r, "/embed/"+sess.ID+"/generations/"+g.ID, http.StatusSeeOther)
+}
+
+type generationView struct {
+	view
+	Status, ExamID string
+}
+
+// generationPage shows a generation's progress until the exam is ready.
+func (s *Service) generationPage(w http.ResponseWriter, r *http.Request) {
+	sess, ctx, ok := s.asActor(w, r, FlowGenerateExam)
+	if !ok {
+		return
+	}
+	g, err := s.generator.Get(ctx, r.PathValue("generation"))
+	if err != nil {
+		http.Error(w, pageError(err), http.StatusNotFound)
+		return
+	}
+	web.RenderFramed(w, r, http.StatusOK, "embed-generation.html",
+		generationView{view: view{Session: sess, Error: g.Error}, Status: g.Status, ExamID: g.ExamID}, sess.AllowedOrigins)
+}
+
+// pageError is the message of a domain error a page can show.
+func pageError(err error) string {
+	if e, ok := errs.As(err); ok {
+		return e.Message
+	}
+	return "Something went wrong; please try again."
 }
 
 // open loads a page's session, or answers the friendly expired page (404)

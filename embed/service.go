@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/assessd/assessd/errs"
+	"github.com/assessd/assessd/generation"
 	"github.com/assessd/assessd/tenancy"
 )
 
@@ -39,11 +40,18 @@ type NewSession struct {
 	AllowedOrigins []string
 }
 
+// Generator starts and reads exam generations (the generate-exam flow).
+type Generator interface {
+	Create(ctx context.Context, p generation.Params) (generation.Generation, error)
+	Get(ctx context.Context, id string) (generation.Generation, error)
+}
+
 // Service creates and opens embed sessions.
 type Service struct {
 	store     *Store
 	actors    Actors
 	resources Resources
+	generator Generator
 	baseURL   string
 	now       func() time.Time
 	orgLabel  func(string) string
@@ -53,8 +61,8 @@ type Service struct {
 
 // NewService returns a Service whose session URLs start with baseURL.
 // orgLabel bounds the org label of the metrics.
-func NewService(store *Store, actors Actors, resources Resources, baseURL string, reg prometheus.Registerer, orgLabel func(string) string) *Service {
-	s := &Service{store: store, actors: actors, resources: resources, baseURL: baseURL, now: time.Now, orgLabel: orgLabel,
+func NewService(store *Store, actors Actors, resources Resources, generator Generator, baseURL string, reg prometheus.Registerer, orgLabel func(string) string) *Service {
+	s := &Service{store: store, actors: actors, resources: resources, generator: generator, baseURL: baseURL, now: time.Now, orgLabel: orgLabel,
 		created: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "assessd_embed_sessions_created_total", Help: "Embed sessions created by organization and flow.",
 		}, []string{"org", "flow"}),

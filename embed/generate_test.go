@@ -1,0 +1,98 @@
+package embed_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/assessd/assessd/activities"
+	"github.com/assessd/assessd/ai"
+	"github.com/assessd/assessd/app"
+	"github.com/assessd/assessd/assessment"
+	"github.com/assessd/assessd/devenv"
+	"github.com/assessd/assessd/embed"
+	"github.com/assessd/assessd/generation"
+	"github.com/assessd/assessd/media"
+	"github.com/assessd/assessd/paging"
+	"github.com/assessd/assessd/store"
+	"github.com/assessd/assessd/store/storetest"
+	"github.com/assessd/assessd/tenancy"
+	"github.com/assessd/assessd/workflows"
+)
+
+// TestGenerateExamFlow submits the generate-exam form of a session with a
+// hidden, preset student level, and follows the progress page until the
+// exam is ready (Temporal dev server, builtin provider).
+func TestGenerateExamFlow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Temporal dev server")
+	}
+	ctx := context.Background()
+	server, err := devenv.StartTemporal(ctx, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Stop()
+	tc, err := devenv.DialTemporal(server.Address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	db := storetest.New(t)
+	w := app.NewWorker(tc, db, app.WorkerConfig{Region: "eu", Provider: ai.NewBuiltin(), Fetcher: media.NewFetcher(nil, media.Options{}),
+		Metrics: activities.NewMetrics(prometheus.NewRegistry(), func(s string) string { return s })})
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	content := assessment.NewService(db)
+	f := newFixtureWith(t, localRedis(t), db, func(db *store.DB) embed.Generator {
+		return generation.NewService(db, content, workflows.Starter{Client: tc})
+	})
+	srv := serve(t, f)
+	sess, err := f.svc.Create(f.teacher, embed.NewSession{Flow: "generate-exam", ActorID: f.users[tenancy.RoleTeacher].ID,
+		Presets: map[string]any{"studentLevel": "grade 7", "hideStudentLevel": true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A forged visible value for the hidden field must not win over the preset.
+	res, err := http.PostForm(srv.URL+"/embed/"+sess.ID+"/generate", url.Values{
+		"subject": {"Volcanoes"}, "studentLevel": {"university"}, "durationMinutes": {"20"}, "questionTypes": {"true_false", "essay"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	progress := res.Request.URL.String()
+	if !strings.Contains(progress, "/generations/gen_") {
+		t.Fatalf("submitting went to %s (%d)", progress, res.StatusCode)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		res, err := http.Get(progress)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if strings.Contains(string(body), "Your exam is ready.") {
+			break
+		}
+		if !strings.Contains(string(body), "Generating your exam") || time.Now().After(deadline) {
+			t.Fatalf("progress page: %s", body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	gctx := tenancy.WithCaller(ctx, tenancy.SystemCaller(f.users[tenancy.RoleTeacher].OrgID))
+	exams, _, err := content.Exams(gctx, assessment.ExamFilter{}, pagingFirst())
+	if err != nil || len(exams) != 1 || exams[0].Name != "Volcanoes (grade 7)" || exams[0].DurationMinutes != 20 {
+		t.Fatalf("generated exams %+v, %v", exams, err)
+	}
+}
+
+func pagingFirst() paging.Page { return paging.Page{Size: 10} }
