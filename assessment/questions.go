@@ -117,6 +117,12 @@ func (s *Service) Questions(ctx context.Context, examID string, p paging.Page) (
 	if _, err := tenancy.Authorize(ctx, ReadQuestions); err != nil {
 		return nil, "", err
 	}
+	return s.listQuestions(ctx, examID, p)
+}
+
+// listQuestions lists an exam's questions in order; the caller has been
+// authorized (Questions, or SubmitResult scoring a student's answers).
+func (s *Service) listQuestions(ctx context.Context, examID string, p paging.Page) ([]Question, string, error) {
 	q := s.db.Q(ctx)
 	if _, err := s.loadExam(ctx, q, "examId", examID, false); err != nil {
 		return nil, "", err

@@ -121,7 +121,7 @@ func (s *Service) SubmitResult(ctx context.Context, examID string, in NewResult)
 		if !known {
 			return errs.Invalid("userId", "names no user of this organization")
 		}
-		questions, _, err := s.Questions(ctx, examID, paging.Page{Size: maxQuestions})
+		questions, _, err := s.listQuestions(ctx, examID, paging.Page{Size: maxQuestions})
 		if err != nil {
 			return err
 		}

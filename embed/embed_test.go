@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/assessd/assessd/assessment"
 	"github.com/assessd/assessd/embed"
 	"github.com/assessd/assessd/errs"
 	"github.com/assessd/assessd/store"
@@ -25,6 +26,15 @@ type noResources struct{}
 func (noResources) ExamExists(context.Context, string) error { return errs.NotFound("exam") }
 func (noResources) ResultStudent(context.Context, string) (string, error) {
 	return "", errs.NotFound("result")
+}
+func (noResources) AnswerSheet(context.Context, string) (assessment.Exam, []assessment.SheetQuestion, error) {
+	return assessment.Exam{}, nil, errs.NotFound("exam")
+}
+func (noResources) SubmitResult(context.Context, string, assessment.NewResult) (assessment.Result, error) {
+	return assessment.Result{}, errs.NotFound("exam")
+}
+func (noResources) Result(context.Context, string, string) (assessment.Result, error) {
+	return assessment.Result{}, errs.NotFound("result")
 }
 
 type fixture struct {

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 
+	"github.com/assessd/assessd/assessment"
 	"github.com/assessd/assessd/errs"
 	"github.com/assessd/assessd/generation"
 	"github.com/assessd/assessd/tenancy"
@@ -81,6 +84,144 @@ func (s *Service) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /embed/{id}", s.page)
 	mux.HandleFunc("POST /embed/{id}/generate", s.generate)
 	mux.HandleFunc("GET /embed/{id}/generations/{generation}", s.generationPage)
+	mux.HandleFunc("POST /embed/{id}/submit", s.submit)
+}
+
+type examView struct {
+	view
+	ExamName  string
+	Questions []assessment.SheetQuestion
+	Submitted bool
+}
+
+// studentExam shows the exam to answer, or that it was submitted.
+func (s *Service) studentExam(w http.ResponseWriter, r *http.Request, sess Session, errMsg string) {
+	caller, err := s.Caller(r.Context(), sess)
+	if err != nil {
+		web.RenderFramed(w, r, http.StatusNotFound, "embed-expired.html", view{Session: sess, TitleKey: "embed.expired.title"}, sess.AllowedOrigins)
+		return
+	}
+	exam, questions, err := s.resources.AnswerSheet(tenancy.WithCaller(r.Context(), caller), sess.ExamID)
+	if err != nil {
+		http.Error(w, pageError(err), http.StatusNotFound)
+		return
+	}
+	status := http.StatusOK
+	if errMsg != "" {
+		status = http.StatusBadRequest
+	}
+	web.RenderFramed(w, r, status, "embed-student-exam.html", examView{view: view{Session: sess, TitleKey: "embed.student.title", Error: errMsg},
+		ExamName: exam.Name, Questions: questions, Submitted: sess.ResultID != ""}, sess.AllowedOrigins)
+}
+
+// submit records the student's answers once; the session remembers the
+// result, so a second submission is refused.
+func (s *Service) submit(w http.ResponseWriter, r *http.Request) {
+	sess, ctx, ok := s.asActor(w, r, FlowStudentExam)
+	if !ok {
+		return
+	}
+	if sess.ResultID != "" {
+		http.Redirect(w, r, "/embed/"+sess.ID, http.StatusSeeOther)
+		return
+	}
+	_, questions, err := s.resources.AnswerSheet(ctx, sess.ExamID)
+	if err != nil {
+		http.Error(w, pageError(err), http.StatusNotFound)
+		return
+	}
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "invalid form", http.StatusBadRequest)
+		return
+	}
+	var answers []assessment.NewAnswer
+	for _, q := range questions {
+		if a, ok := formAnswer(q, r.PostForm); ok {
+			answers = append(answers, a)
+		}
+	}
+	result, err := s.resources.SubmitResult(ctx, sess.ExamID, assessment.NewResult{UserID: sess.ActorID, Answers: answers})
+	if err != nil {
+		s.studentExam(w, r, sess, pageError(err))
+		return
+	}
+	sess.ResultID = result.ID
+	if err := s.store.Save(ctx, sess); err != nil {
+		http.Error(w, pageError(err), http.StatusServiceUnavailable)
+		return
+	}
+	http.Redirect(w, r, "/embed/"+sess.ID, http.StatusSeeOther)
+}
+
+// formAnswer reads one question's answer from the form, typed for its
+// question type; false when it was left empty.
+func formAnswer(q assessment.SheetQuestion, form url.Values) (assessment.NewAnswer, bool) {
+	a := assessment.NewAnswer{QuestionID: q.ID}
+	switch q.Type {
+	case assessment.TypeMultipleSelect:
+		var ids []any
+		for _, v := range form[q.ID] {
+			ids = append(ids, v)
+		}
+		a.Value = ids
+		return a, len(ids) > 0
+	case assessment.TypeFileUpload:
+		a.Files = strings.Fields(form.Get(q.ID + ".files"))
+		return a, len(a.Files) > 0
+	}
+	v := strings.TrimSpace(form.Get(q.ID))
+	if v == "" {
+		return a, false
+	}
+	switch q.Type {
+	case assessment.TypeTrueFalse:
+		a.Value = v == "true"
+	case assessment.TypeNumeric:
+		n, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return a, false
+		}
+		a.Value = n
+	default:
+		a.Value = v
+	}
+	return a, true
+}
+
+type resultView struct {
+	view
+	Result  assessment.Result
+	Prompts map[string]string
+}
+
+// studentResult shows a result with per-question feedback, refreshing
+// itself while grading runs.
+func (s *Service) studentResult(w http.ResponseWriter, r *http.Request, sess Session) {
+	caller, err := s.Caller(r.Context(), sess)
+	if err != nil {
+		web.RenderFramed(w, r, http.StatusNotFound, "embed-expired.html", view{Session: sess, TitleKey: "embed.expired.title"}, sess.AllowedOrigins)
+		return
+	}
+	ctx := tenancy.WithCaller(r.Context(), caller)
+	result, err := s.resources.Result(ctx, "", sess.ResultID)
+	if err != nil {
+		http.Error(w, pageError(err), http.StatusNotFound)
+		return
+	}
+	_, questions, err := s.resources.AnswerSheet(ctx, result.ExamID)
+	if err != nil {
+		http.Error(w, pageError(err), http.StatusNotFound)
+		return
+	}
+	prompts := map[string]string{}
+	for _, q := range questions {
+		prompts[q.ID] = q.Prompt
+	}
+	if result.Status == assessment.StatusGrading {
+		w.Header().Set("Refresh", "2")
+	}
+	web.RenderFramed(w, r, http.StatusOK, "embed-student-result.html",
+		resultView{view: view{Session: sess, TitleKey: "embed.results.title"}, Result: result, Prompts: prompts}, sess.AllowedOrigins)
 }
 
 // asActor opens the session of a flow and returns a context acting as its
@@ -185,6 +326,10 @@ func (s *Service) page(w http.ResponseWriter, r *http.Request) {
 	switch sess.Flow {
 	case FlowGenerateExam:
 		web.RenderFramed(w, r, http.StatusOK, "embed-generate.html", view{Session: sess, TitleKey: "embed.generate.title"}, sess.AllowedOrigins)
+	case FlowStudentExam:
+		s.studentExam(w, r, sess, "")
+	case FlowStudentResults:
+		s.studentResult(w, r, sess)
 	default:
 		// The authoring and student flows render the exam and result of
 		// the assessment service, which lands with it.

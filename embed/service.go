@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/assessd/assessd/assessment"
 	"github.com/assessd/assessd/errs"
 	"github.com/assessd/assessd/generation"
 	"github.com/assessd/assessd/tenancy"
@@ -21,6 +22,14 @@ type Resources interface {
 	ExamExists(ctx context.Context, examID string) error
 	// ResultStudent returns the student who submitted a result.
 	ResultStudent(ctx context.Context, resultID string) (string, error)
+}
+
+// Content is what the student flows read and write, as the actor.
+type Content interface {
+	Resources
+	AnswerSheet(ctx context.Context, examID string) (assessment.Exam, []assessment.SheetQuestion, error)
+	SubmitResult(ctx context.Context, examID string, in assessment.NewResult) (assessment.Result, error)
+	Result(ctx context.Context, examID, id string) (assessment.Result, error)
 }
 
 // Actors resolves the role of a user of the caller's organization.
@@ -50,7 +59,7 @@ type Generator interface {
 type Service struct {
 	store     *Store
 	actors    Actors
-	resources Resources
+	resources Content
 	generator Generator
 	baseURL   string
 	now       func() time.Time
@@ -61,7 +70,7 @@ type Service struct {
 
 // NewService returns a Service whose session URLs start with baseURL.
 // orgLabel bounds the org label of the metrics.
-func NewService(store *Store, actors Actors, resources Resources, generator Generator, baseURL string, reg prometheus.Registerer, orgLabel func(string) string) *Service {
+func NewService(store *Store, actors Actors, resources Content, generator Generator, baseURL string, reg prometheus.Registerer, orgLabel func(string) string) *Service {
 	s := &Service{store: store, actors: actors, resources: resources, generator: generator, baseURL: baseURL, now: time.Now, orgLabel: orgLabel,
 		created: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "assessd_embed_sessions_created_total", Help: "Embed sessions created by organization and flow.",
@@ -192,7 +201,7 @@ var flowScopes = map[Flow][]tenancy.Scope{
 	FlowAuthoring:      {tenancy.ScopeExamsRead, tenancy.ScopeExamsWrite, tenancy.ScopeQuestionTypesRead},
 	FlowGenerateExam:   {tenancy.ScopeExamsRead, tenancy.ScopeExamsWrite, tenancy.ScopeQuestionTypesRead},
 	FlowStudentExam:    {tenancy.ScopeExamsRead, tenancy.ScopeResultsWrite},
-	FlowStudentResults: {tenancy.ScopeResultsRead},
+	FlowStudentResults: {tenancy.ScopeExamsRead, tenancy.ScopeResultsRead},
 }
 
 var idEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)

@@ -1,0 +1,128 @@
+package embed_test
+
+import (
+	"context"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/assessd/assessd/activities"
+	"github.com/assessd/assessd/ai"
+	"github.com/assessd/assessd/app"
+	"github.com/assessd/assessd/assessment"
+	"github.com/assessd/assessd/browsertest"
+	"github.com/assessd/assessd/devenv"
+	"github.com/assessd/assessd/embed"
+	"github.com/assessd/assessd/media"
+	"github.com/assessd/assessd/store"
+	"github.com/assessd/assessd/store/storetest"
+	"github.com/assessd/assessd/tenancy"
+	"github.com/assessd/assessd/workflows"
+)
+
+type grader struct{ workflows.Starter }
+
+func (g grader) StartGrading(ctx context.Context, orgID, resultID, region string) error {
+	return g.Starter.StartGrading(ctx, workflows.GradeResultInput{OrgID: orgID, ResultID: resultID, Region: region})
+}
+
+// TestStudentTakesExamAndSeesGradedResult drives the student flows in
+// Chromium: answer a true/false and an essay question, submit once, then
+// open the results flow and watch the AI-graded result arrive.
+func TestStudentTakesExamAndSeesGradedResult(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Temporal dev server")
+	}
+	ctx := context.Background()
+	server, err := devenv.StartTemporal(ctx, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Stop()
+	tc, err := devenv.DialTemporal(server.Address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	db := storetest.New(t)
+	for _, region := range []string{"eu", "global"} {
+		w := app.NewWorker(tc, db, app.WorkerConfig{Region: region, Provider: ai.NewBuiltin(), Fetcher: media.NewFetcher(nil, media.Options{}),
+			Metrics: activities.NewMetrics(prometheus.NewRegistry(), func(s string) string { return s })})
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+	}
+	content := assessment.NewService(db, assessment.WithGrader(grader{workflows.Starter{Client: tc}}))
+	f := newFixtureWith(t, localRedis(t), db, func(*store.DB) embed.Generator { return nil })
+	f.svc = embed.NewService(embed.NewStore(localRedis(t)), tenancy.NewService(db), content, nil, "https://assessd.example", prometheus.NewRegistry(), func(s string) string { return s })
+	srv := serve(t, f)
+
+	exam, err := content.CreateExam(f.teacher, assessment.NewExam{Name: "Plants", Language: "en"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tf, err := content.CreateQuestion(f.teacher, exam.ID, assessment.NewQuestion{Type: assessment.TypeTrueFalse, Prompt: "Plants need light.", Points: 1, Config: map[string]any{"correct": true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	essay, err := content.CreateQuestion(f.teacher, exam.ID, assessment.NewQuestion{Type: assessment.TypeEssay, Prompt: "Describe photosynthesis.", Points: 4,
+		Config: map[string]any{"rubric": "light chlorophyll sugar"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	student := f.users[tenancy.RoleStudent].ID
+	take, err := f.svc.Create(f.teacher, embed.NewSession{Flow: "student-exam", ActorID: student, ExamID: exam.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	chrome := browsertest.NewChrome(t)
+	var submitted string
+	var shot []byte
+	err = chromedp.Run(chrome,
+		chromedp.Navigate(srv.URL+"/embed/"+take.ID),
+		chromedp.WaitVisible(`textarea[name="`+essay.ID+`"]`, chromedp.ByQuery),
+		chromedp.Click(`input[name="`+tf.ID+`"][value=true]`, chromedp.ByQuery),
+		chromedp.SendKeys(`textarea[name="`+essay.ID+`"]`, "Plants use light and chlorophyll to make sugar from water and carbon dioxide, releasing oxygen.", chromedp.ByQuery),
+		chromedp.FullScreenshot(&shot, 100),
+		chromedp.Click(`button[type=submit]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`.notice`, chromedp.ByQuery),
+		chromedp.Text(`main`, &submitted, chromedp.ByQuery),
+	)
+	if err != nil {
+		t.Fatalf("taking the exam: %v", err)
+	}
+	browsertest.SaveArtifact(t, "embed-student-exam.png", shot)
+	if !strings.Contains(submitted, "Your answers were submitted.") {
+		t.Fatalf("after submitting: %s", submitted)
+	}
+
+	// The session remembers its result: the results flow shows it.
+	opened, err := f.svc.Open(ctx, take.ID)
+	if err != nil || opened.ResultID == "" {
+		t.Fatalf("session after submit: %+v, %v", opened, err)
+	}
+	review, err := f.svc.Create(f.teacher, embed.NewSession{Flow: "student-results", ActorID: student, ResultID: opened.ResultID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var status, page string
+	err = chromedp.Run(chrome,
+		chromedp.Navigate(srv.URL+"/embed/"+review.ID),
+		chromedp.WaitVisible(`//span[@id="status" and text()="(graded)"]`, chromedp.BySearch),
+		chromedp.Text(`#status`, &status, chromedp.ByQuery),
+		chromedp.Text(`main`, &page, chromedp.ByQuery),
+		chromedp.FullScreenshot(&shot, 100),
+	)
+	if err != nil {
+		t.Fatalf("reviewing the result: %v", err)
+	}
+	browsertest.SaveArtifact(t, "embed-student-results.png", shot)
+	if !strings.Contains(page, "Describe photosynthesis.") || !strings.Contains(page, "1 / 1") {
+		t.Fatalf("result page: %s", page)
+	}
+}
