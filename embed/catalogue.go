@@ -14,6 +14,7 @@ var Catalogue = map[string]string{
 	"account.attributes.questionTypes-name": "Question types",
 	"account.attributes.language-name":      "Language",
 	"account.attributes.prompt-name":        "Question",
+	"account.attributes.config-name":        "Configuration (JSON)",
 	"account.attributes.points-name":        "Points",
 	"account.attributes.type-name":          "Type",
 	"account.attributes.answer-name":        "Your answer",

@@ -20,23 +20,6 @@ import (
 	"github.com/assessd/assessd/tenancy"
 )
 
-// noResources answers for flows that name no exam or result.
-type noResources struct{}
-
-func (noResources) ExamExists(context.Context, string) error { return errs.NotFound("exam") }
-func (noResources) ResultStudent(context.Context, string) (string, error) {
-	return "", errs.NotFound("result")
-}
-func (noResources) AnswerSheet(context.Context, string) (assessment.Exam, []assessment.SheetQuestion, error) {
-	return assessment.Exam{}, nil, errs.NotFound("exam")
-}
-func (noResources) SubmitResult(context.Context, string, assessment.NewResult) (assessment.Result, error) {
-	return assessment.Result{}, errs.NotFound("exam")
-}
-func (noResources) Result(context.Context, string, string) (assessment.Result, error) {
-	return assessment.Result{}, errs.NotFound("result")
-}
-
 type fixture struct {
 	svc     *embed.Service
 	teacher context.Context
@@ -46,8 +29,11 @@ type fixture struct {
 
 func newFixture(t *testing.T, rdb *redis.Client) fixture {
 	t.Helper()
-	return newFixtureWith(t, rdb, storetest.New(t), func(*store.DB) embed.Generator { return nil })
+	return newFixtureWith(t, rdb, storetest.New(t), nilGenerator)
 }
+
+// nilGenerator is for fixtures whose tests start no generation.
+func nilGenerator(*store.DB) embed.Generator { return nil }
 
 // newFixtureWith builds the fixture on db with the generator gen returns.
 func newFixtureWith(t *testing.T, rdb *redis.Client, db *store.DB, gen func(*store.DB) embed.Generator) fixture {
@@ -77,7 +63,7 @@ func newFixtureWith(t *testing.T, rdb *redis.Client, db *store.DB, gen func(*sto
 				UserID: f.users[tenancy.RoleTeacher].ID, Role: tenancy.RoleTeacher, Scopes: tenancy.APIKeyScopes(tenancy.RoleTeacher)})
 		}
 	}
-	f.svc = embed.NewService(embed.NewStore(rdb), ten, noResources{}, gen(db), "https://assessd.example", prometheus.NewRegistry(), func(s string) string { return s })
+	f.svc = embed.NewService(embed.NewStore(rdb), ten, assessment.NewService(db), gen(db), "https://assessd.example", prometheus.NewRegistry(), func(s string) string { return s })
 	return f
 }
 

@@ -85,6 +85,7 @@ func (s *Service) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /embed/{id}/generate", s.generate)
 	mux.HandleFunc("GET /embed/{id}/generations/{generation}", s.generationPage)
 	mux.HandleFunc("POST /embed/{id}/submit", s.submit)
+	s.authoringRoutes(mux)
 }
 
 type examView struct {
@@ -330,10 +331,9 @@ func (s *Service) page(w http.ResponseWriter, r *http.Request) {
 		s.studentExam(w, r, sess, "")
 	case FlowStudentResults:
 		s.studentResult(w, r, sess)
-	default:
-		// The authoring and student flows render the exam and result of
-		// the assessment service, which lands with it.
-		web.RenderFramed(w, r, http.StatusNotImplemented, "embed-expired.html", view{Session: sess, TitleKey: "embed.expired.title",
-			Error: "this flow is not available yet"}, sess.AllowedOrigins)
+	case FlowAuthoring:
+		if _, ctx, ok := s.asActor(w, r, FlowAuthoring); ok {
+			s.authoringPage(w, r, sess, ctx, "")
+		}
 	}
 }

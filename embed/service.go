@@ -24,9 +24,10 @@ type Resources interface {
 	ResultStudent(ctx context.Context, resultID string) (string, error)
 }
 
-// Content is what the student flows read and write, as the actor.
+// Content is what the flows read and write, as the actor.
 type Content interface {
 	Resources
+	Authoring
 	AnswerSheet(ctx context.Context, examID string) (assessment.Exam, []assessment.SheetQuestion, error)
 	SubmitResult(ctx context.Context, examID string, in assessment.NewResult) (assessment.Result, error)
 	Result(ctx context.Context, examID, id string) (assessment.Result, error)
