@@ -117,7 +117,7 @@ func NewHandler(s Services) (http.Handler, error) {
 func passThroughBodies(pkg protoreflect.FullName) map[string]protoreflect.MessageType {
 	out := map[string]protoreflect.MessageType{}
 	forEachRule(pkg, func(m protoreflect.MethodDescriptor, rule *annotations.HttpRule) {
-		method, path := httpPattern(rule)
+		method, path := HTTPPattern(rule)
 		if rule.Body != "*" || strings.Contains(path, "{") {
 			return
 		}
@@ -178,7 +178,7 @@ func routeInterceptor(routes map[string]string) connect.UnaryInterceptorFunc {
 func routeTemplates(pkg protoreflect.FullName) map[string]string {
 	routes := map[string]string{}
 	forEachRule(pkg, func(m protoreflect.MethodDescriptor, rule *annotations.HttpRule) {
-		method, path := httpPattern(rule)
+		method, path := HTTPPattern(rule)
 		routes["/"+string(m.Parent().FullName())+"/"+string(m.Name())] = method + " " + path
 	})
 	return routes
@@ -199,7 +199,9 @@ func forEachRule(pkg protoreflect.FullName, fn func(protoreflect.MethodDescripto
 	})
 }
 
-func httpPattern(rule *annotations.HttpRule) (string, string) {
+// HTTPPattern returns the HTTP method and path template of a
+// google.api.http rule.
+func HTTPPattern(rule *annotations.HttpRule) (string, string) {
 	switch p := rule.Pattern.(type) {
 	case *annotations.HttpRule_Get:
 		return http.MethodGet, p.Get

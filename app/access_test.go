@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 
+	"github.com/assessd/assessd/api"
 	v1 "github.com/assessd/assessd/api/gen/assessd/v1"
 	"github.com/assessd/assessd/identity"
 	"github.com/assessd/assessd/tenancy"
@@ -45,7 +46,7 @@ func TestEveryMethodDocumentsItsAccess(t *testing.T) {
 					t.Errorf("%s has no assessd.v1.access option", m.FullName())
 					continue
 				}
-				method, path := ruleTarget(rule)
+				method, path := api.HTTPPattern(rule)
 				var body any
 				if rule.Body != "" {
 					body = "{}"
@@ -61,20 +62,4 @@ func TestEveryMethodDocumentsItsAccess(t *testing.T) {
 	if methods < 11 {
 		t.Fatalf("checked %d methods", methods)
 	}
-}
-
-func ruleTarget(rule *annotations.HttpRule) (string, string) {
-	switch p := rule.Pattern.(type) {
-	case *annotations.HttpRule_Get:
-		return http.MethodGet, p.Get
-	case *annotations.HttpRule_Post:
-		return http.MethodPost, p.Post
-	case *annotations.HttpRule_Patch:
-		return http.MethodPatch, p.Patch
-	case *annotations.HttpRule_Put:
-		return http.MethodPut, p.Put
-	case *annotations.HttpRule_Delete:
-		return http.MethodDelete, p.Delete
-	}
-	return "", ""
 }

@@ -52,10 +52,12 @@ type App struct {
 	Metrics    *observability.Metrics
 }
 
-// grader starts grading workflows for the assessment service.
-type grader struct{ workflows.Starter }
+// Grader starts grading workflows for the assessment service
+// (assessment.Grader).
+type Grader struct{ workflows.Starter }
 
-func (g grader) StartGrading(ctx context.Context, orgID, resultID, region string) error {
+// StartGrading starts the grading of a result on region's task queue.
+func (g Grader) StartGrading(ctx context.Context, orgID, resultID, region string) error {
 	return g.Starter.StartGrading(ctx, workflows.GradeResultInput{OrgID: orgID, ResultID: resultID, Region: region})
 }
 
@@ -93,7 +95,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	if cfg.Temporal != nil {
 		s := workflows.Starter{Client: cfg.Temporal}
 		starter = s
-		opts = append(opts, assessment.WithGrader(grader{s}))
+		opts = append(opts, assessment.WithGrader(Grader{s}))
 	}
 	content := assessment.NewService(db, opts...)
 	gen := generation.NewService(db, content, starter)

@@ -15,7 +15,7 @@ import (
 	"github.com/assessd/assessd/ai"
 	"github.com/assessd/assessd/app"
 	"github.com/assessd/assessd/assessment"
-	"github.com/assessd/assessd/devenv"
+	"github.com/assessd/assessd/devenv/devenvtest"
 	"github.com/assessd/assessd/embed"
 	"github.com/assessd/assessd/generation"
 	"github.com/assessd/assessd/media"
@@ -30,20 +30,8 @@ import (
 // hidden, preset student level, and follows the progress page until the
 // exam is ready (Temporal dev server, builtin provider).
 func TestGenerateExamFlow(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Temporal dev server")
-	}
 	ctx := context.Background()
-	server, err := devenv.StartTemporal(ctx, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer server.Stop()
-	tc, err := devenv.DialTemporal(server.Address)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tc.Close()
+	tc := devenvtest.Temporal(t)
 	db := storetest.New(t)
 	w := app.NewWorker(tc, db, app.WorkerConfig{Region: "eu", Provider: ai.NewBuiltin(), Fetcher: media.NewFetcher(nil, media.Options{}),
 		Metrics: activities.NewMetrics(prometheus.NewRegistry(), func(s string) string { return s })})

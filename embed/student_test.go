@@ -2,7 +2,6 @@ package embed_test
 
 import (
 	"context"
-	"io"
 	"strings"
 	"testing"
 
@@ -14,7 +13,7 @@ import (
 	"github.com/assessd/assessd/app"
 	"github.com/assessd/assessd/assessment"
 	"github.com/assessd/assessd/browsertest"
-	"github.com/assessd/assessd/devenv"
+	"github.com/assessd/assessd/devenv/devenvtest"
 	"github.com/assessd/assessd/embed"
 	"github.com/assessd/assessd/media"
 	"github.com/assessd/assessd/store"
@@ -23,30 +22,12 @@ import (
 	"github.com/assessd/assessd/workflows"
 )
 
-type grader struct{ workflows.Starter }
-
-func (g grader) StartGrading(ctx context.Context, orgID, resultID, region string) error {
-	return g.Starter.StartGrading(ctx, workflows.GradeResultInput{OrgID: orgID, ResultID: resultID, Region: region})
-}
-
 // TestStudentTakesExamAndSeesGradedResult drives the student flows in
 // Chromium: answer a true/false and an essay question, submit once, then
 // open the results flow and watch the AI-graded result arrive.
 func TestStudentTakesExamAndSeesGradedResult(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Temporal dev server")
-	}
 	ctx := context.Background()
-	server, err := devenv.StartTemporal(ctx, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer server.Stop()
-	tc, err := devenv.DialTemporal(server.Address)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tc.Close()
+	tc := devenvtest.Temporal(t)
 	db := storetest.New(t)
 	for _, region := range []string{"eu", "global"} {
 		w := app.NewWorker(tc, db, app.WorkerConfig{Region: region, Provider: ai.NewBuiltin(), Fetcher: media.NewFetcher(nil, media.Options{}),
@@ -56,7 +37,7 @@ func TestStudentTakesExamAndSeesGradedResult(t *testing.T) {
 		}
 		defer w.Stop()
 	}
-	content := assessment.NewService(db, assessment.WithGrader(grader{workflows.Starter{Client: tc}}))
+	content := assessment.NewService(db, assessment.WithGrader(app.Grader{Starter: workflows.Starter{Client: tc}}))
 	f := newFixtureWith(t, localRedis(t), db, func(*store.DB) embed.Generator { return nil })
 	f.svc = embed.NewService(embed.NewStore(localRedis(t)), tenancy.NewService(db), content, nil, "https://assessd.example", prometheus.NewRegistry(), func(s string) string { return s })
 	srv := serve(t, f)

@@ -2,7 +2,6 @@ package generation_test
 
 import (
 	"context"
-	"io"
 	"testing"
 	"time"
 
@@ -12,7 +11,7 @@ import (
 	"github.com/assessd/assessd/ai"
 	"github.com/assessd/assessd/app"
 	"github.com/assessd/assessd/assessment"
-	"github.com/assessd/assessd/devenv"
+	"github.com/assessd/assessd/devenv/devenvtest"
 	"github.com/assessd/assessd/errs"
 	"github.com/assessd/assessd/generation"
 	"github.com/assessd/assessd/media"
@@ -25,21 +24,9 @@ import (
 // TestGenerateExamOffline generates an exam end to end on the dev server
 // with the builtin provider: no network, a ready exam with valid questions.
 func TestGenerateExamOffline(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Temporal dev server")
-	}
 	ctx := context.Background()
 	db := storetest.New(t)
-	server, err := devenv.StartTemporal(ctx, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer server.Stop()
-	tc, err := devenv.DialTemporal(server.Address)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tc.Close()
+	tc := devenvtest.Temporal(t)
 	reg := prometheus.NewRegistry()
 	w := app.NewWorker(tc, db, app.WorkerConfig{Region: "global", Provider: ai.NewBuiltin(), Fetcher: media.NewFetcher(nil, media.Options{}),
 		Metrics: activities.NewMetrics(reg, func(s string) string { return s })})

@@ -18,7 +18,7 @@ import (
 	"github.com/assessd/assessd/ai"
 	"github.com/assessd/assessd/app"
 	"github.com/assessd/assessd/assessment"
-	"github.com/assessd/assessd/devenv"
+	"github.com/assessd/assessd/devenv/devenvtest"
 	"github.com/assessd/assessd/media"
 	"github.com/assessd/assessd/store"
 	"github.com/assessd/assessd/store/storetest"
@@ -78,22 +78,11 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("starts a Temporal dev server")
-	}
 	h := &harness{t: t, db: storetest.New(t), eu: newRecordingAI(t), global: newRecordingAI(t)}
-	server, err := devenv.StartTemporal(context.Background(), io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = server.Stop() })
-	if h.temporal, err = devenv.DialTemporal(server.Address); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(h.temporal.Close)
+	h.temporal = devenvtest.Temporal(t)
 	h.starter = workflows.Starter{Client: h.temporal}
 	h.ten = tenancy.NewService(h.db)
-	h.content = assessment.NewService(h.db, assessment.WithGrader(grader{h.starter}))
+	h.content = assessment.NewService(h.db, assessment.WithGrader(app.Grader{Starter: h.starter}))
 	h.cdn = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = w.Write([]byte("student essay scan"))
@@ -148,13 +137,6 @@ func (h *harness) newSchool(country string) school {
 		h.t.Fatal(err)
 	}
 	return s
-}
-
-// grader starts grading as the application wires it.
-type grader struct{ workflows.Starter }
-
-func (g grader) StartGrading(ctx context.Context, orgID, resultID, region string) error {
-	return g.Starter.StartGrading(ctx, workflows.GradeResultInput{OrgID: orgID, ResultID: resultID, Region: region})
 }
 
 // submit submits a file answer; submission starts grading on the

@@ -2,34 +2,21 @@ package workflows
 
 import (
 	"context"
-	"io"
 	"testing"
 	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/assessd/assessd/devenv"
+	"github.com/assessd/assessd/devenv/devenvtest"
 )
 
 // TestStartGradingTwiceGradesOnce runs the real dev server: a second start
 // of the same result joins the first workflow, and the result is graded
 // once, by a worker of the region's queue only.
 func TestStartGradingTwiceGradesOnce(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Temporal dev server")
-	}
 	ctx := context.Background()
-	server, err := devenv.StartTemporal(ctx, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer server.Stop()
-	c, err := devenv.DialTemporal(server.Address)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := devenvtest.Temporal(t)
 
 	eu := &fakeGrading{pending: []string{"a1"}}
 	global := &fakeGrading{pending: []string{"a1"}}
