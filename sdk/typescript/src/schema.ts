@@ -2928,7 +2928,6 @@ export interface operations {
                      *               ],
                      *               "type": "object"
                      *             },
-                     *             "createdAt": null,
                      *             "deprecated": false,
                      *             "description": "The answer value is a number, correct within the tolerance (absolute, default 0).",
                      *             "enabled": true,
@@ -2944,8 +2943,7 @@ export interface operations {
                      *             "public": true,
                      *             "responseProcessing": {
                      *               "condition": "=$abs(answer.value - config.correct) <= config.tolerance"
-                     *             },
-                     *             "updatedAt": null
+                     *             }
                      *           },
                      *           "typeStatus": {
                      *             "message": "",
@@ -3038,7 +3036,6 @@ export interface operations {
                      *           ],
                      *           "type": "object"
                      *         },
-                     *         "createdAt": null,
                      *         "deprecated": false,
                      *         "description": "The answer value is a number, correct within the tolerance (absolute, default 0).",
                      *         "enabled": true,
@@ -3054,8 +3051,7 @@ export interface operations {
                      *         "public": true,
                      *         "responseProcessing": {
                      *           "condition": "=$abs(answer.value - config.correct) <= config.tolerance"
-                     *         },
-                     *         "updatedAt": null
+                     *         }
                      *       },
                      *       "typeStatus": {
                      *         "message": "",
@@ -3117,7 +3113,6 @@ export interface operations {
                      *           ],
                      *           "type": "object"
                      *         },
-                     *         "createdAt": null,
                      *         "deprecated": false,
                      *         "description": "The answer value is a number, correct within the tolerance (absolute, default 0).",
                      *         "enabled": true,
@@ -3133,8 +3128,7 @@ export interface operations {
                      *         "public": true,
                      *         "responseProcessing": {
                      *           "condition": "=$abs(answer.value - config.correct) <= config.tolerance"
-                     *         },
-                     *         "updatedAt": null
+                     *         }
                      *       },
                      *       "typeStatus": {
                      *         "message": "",
@@ -3248,7 +3242,6 @@ export interface operations {
                      *           ],
                      *           "type": "object"
                      *         },
-                     *         "createdAt": null,
                      *         "deprecated": false,
                      *         "description": "The answer value is a number, correct within the tolerance (absolute, default 0).",
                      *         "enabled": true,
@@ -3264,8 +3257,7 @@ export interface operations {
                      *         "public": true,
                      *         "responseProcessing": {
                      *           "condition": "=$abs(answer.value - config.correct) <= config.tolerance"
-                     *         },
-                     *         "updatedAt": null
+                     *         }
                      *       },
                      *       "typeStatus": {
                      *         "message": "",
@@ -3396,7 +3388,6 @@ export interface operations {
                      *               ],
                      *               "type": "object"
                      *             },
-                     *             "createdAt": null,
                      *             "deprecated": false,
                      *             "description": "The answer value is a number, correct within the tolerance (absolute, default 0).",
                      *             "enabled": true,
@@ -3412,8 +3403,7 @@ export interface operations {
                      *             "public": true,
                      *             "responseProcessing": {
                      *               "condition": "=$abs(answer.value - config.correct) <= config.tolerance"
-                     *             },
-                     *             "updatedAt": null
+                     *             }
                      *           },
                      *           "typeStatus": {
                      *             "message": "",
