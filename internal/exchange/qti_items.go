@@ -261,20 +261,24 @@ func regexEscape(r rune, inClass bool) string {
 	return string(r)
 }
 
-// numericItem compares a float response with the correct value within the
-// absolute tolerance (plus assessd's float slack). The unit is shown after
-// the entry field.
+// numericItem accepts a float response within the absolute tolerance of
+// the correct value (plus assessd's float slack), as a range check: many
+// players do not implement qti-equal's tolerance modes. The unit is shown
+// after the entry field.
 func numericItem(config map[string]any) itemParts {
 	entry := el("p").add(el("qti-text-entry-interaction", "response-identifier", responseID))
 	if unit := configString(config, "unit"); unit != "" {
 		entry.add(textNode(" "), el("span", "class", unitClass).withText(unit))
 	}
-	tolerance := configFloat(config, "tolerance") + numericEpsilon
+	correct := configFloat(config, "correct")
+	slack := configFloat(config, "tolerance") + numericEpsilon
+	bound := func(op string, v float64) *elem {
+		return el(op).add(variable(responseID), el("qti-base-value", "base-type", "float").withText(formatFloat(v)))
+	}
 	return itemParts{
-		response: responseDecl("single", "float", formatFloat(configFloat(config, "correct"))),
-		body:     []*elem{entry},
-		processing: []*elem{fullScoreIf(el("qti-equal", "tolerance-mode", "absolute", "tolerance", formatFloat(tolerance)).add(
-			variable(responseID), el("qti-correct", "identifier", responseID)))},
+		response:   responseDecl("single", "float", formatFloat(correct)),
+		body:       []*elem{entry},
+		processing: []*elem{fullScoreIf(el("qti-and").add(bound("qti-gte", correct-slack), bound("qti-lte", correct+slack)))},
 	}
 }
 

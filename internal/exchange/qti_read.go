@@ -413,19 +413,12 @@ func textEntryQuestion(root, body, decl *node, own bool) (string, map[string]any
 		}
 		config := map[string]any{"correct": correct}
 		var notes []string
-		if eq := root.find("qti-equal"); eq != nil {
-			fields := strings.Fields(eq.attrs["tolerance"])
-			mode := eq.attrs["tolerance-mode"]
-			if t, err := strconv.ParseFloat(first(fields), 64); err == nil && mode == "absolute" {
-				if own {
-					t = roundTolerance(t - numericEpsilon)
-				}
-				if t > 0 {
-					config["tolerance"] = t
-				}
-			} else if mode == "relative" {
-				notes = append(notes, "its relative tolerance cannot be represented; answers must match exactly")
-			}
+		tolerance, note := numericTolerance(root, own)
+		if tolerance > 0 {
+			config["tolerance"] = tolerance
+		}
+		if note != "" {
+			notes = append(notes, note)
 		}
 		if span := classed(body, unitClass); span != nil {
 			config["unit"] = span.textContent()
@@ -459,6 +452,39 @@ func textEntryQuestion(root, body, decl *node, own bool) (string, map[string]any
 		return assessment.TypeShortText, config, nil, nil
 	}
 	return "", nil, nil, itemError(fmt.Sprintf("the text entry's base type %q has no matching assessd question type", truncate(decl.attrs["base-type"], 40)))
+}
+
+// numericTolerance reads the absolute tolerance of a numeric item: a
+// qti-equal tolerance, or the half-width of a gte/lte range check as
+// assessd writes it.
+func numericTolerance(root *node, own bool) (float64, string) {
+	t := 0.0
+	if eq := root.find("qti-equal"); eq != nil {
+		switch eq.attrs["tolerance-mode"] {
+		case "absolute":
+			t, _ = strconv.ParseFloat(first(strings.Fields(eq.attrs["tolerance"])), 64)
+		case "relative":
+			return 0, "its relative tolerance cannot be represented; answers must match exactly"
+		}
+	} else if gte, lte := root.find("qti-gte"), root.find("qti-lte"); gte != nil && lte != nil {
+		lo, errLo := strconv.ParseFloat(strings.TrimSpace(bound(gte)), 64)
+		hi, errHi := strconv.ParseFloat(strings.TrimSpace(bound(lte)), 64)
+		if errLo == nil && errHi == nil && hi >= lo {
+			t = (hi - lo) / 2
+		}
+	}
+	if own {
+		t = roundTolerance(t - numericEpsilon)
+	}
+	return max(t, 0), ""
+}
+
+// bound is the base value a comparison compares the response with.
+func bound(cmp *node) string {
+	if v := cmp.child("qti-base-value"); v != nil {
+		return v.textContent()
+	}
+	return ""
 }
 
 // roundTolerance removes the float noise left by subtracting the epsilon.
