@@ -151,7 +151,7 @@ func choiceItem(config map[string]any, multiple bool) itemParts {
 		if len(correct) > 1 {
 			mapping := el("qti-mapping", "default-value", "0", "lower-bound", "0", "upper-bound", "1")
 			for _, c := range correct {
-				mapping.add(el("qti-map-entry", "map-key", c, "mapped-value", "1"))
+				mapping.add(el("qti-map-entry", "map-key", c, "mapped-value", "1", "case-sensitive", "true"))
 			}
 			p.response.add(mapping)
 		}
