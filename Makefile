@@ -6,7 +6,7 @@ GO ?= go
 GOOGLEAPIS_MODULE := github.com/grpc-ecosystem/grpc-gateway@v1.16.0
 GENERATED := api/gen api/openapi/openapi.yaml sdk/typescript/src/schema.ts sdk/typescript/src/operations.ts
 
-.PHONY: all build tools generate check-generated test bench run lint fmt lint-openapi docs-assets sdk
+.PHONY: all build tools generate check-generated test bench run lint fmt lint-openapi docs-assets sdk qti-check qti-xsd
 
 all: build
 
@@ -90,3 +90,19 @@ sdk/typescript/node_modules: sdk/typescript/package.json sdk/typescript/package-
 # real server (app.TestTypeScriptSDK).
 sdk: sdk/typescript/node_modules
 	cd sdk/typescript && npm run --silent typecheck && npm run --silent build
+
+tools/qti-check/node_modules: tools/qti-check/package.json
+	cd tools/qti-check && npm install --no-audit --no-fund --loglevel=error
+	touch $@
+
+# Score exported QTI 3 items with an independent QTI 3 implementation
+# (Citolab qti-components, pinned) in Debian's Chromium (apt-get install chromium).
+qti-check: tools/qti-check/node_modules
+	QTI_CHECK=1 $(GO) test -count=1 -run TestIndependentPlayerScoresLikeAssessd ./internal/exchange/
+
+# Validate an exported QTI package with xmllint (apt-get install libxml2-utils)
+# against the IMS QTI 3.0 XSDs in QTI_XSD_DIR (not shipped by any registry
+# package this project can reach).
+qti-xsd:
+	@test -n "$(QTI_XSD_DIR)" || { echo "set QTI_XSD_DIR to the folder holding the IMS QTI 3.0 XSDs"; exit 1; }
+	QTI_XSD_DIR=$(QTI_XSD_DIR) $(GO) test -count=1 -run TestQTIValidatesAgainstIMSXSDs ./internal/exchange/

@@ -1,0 +1,250 @@
+package exchange_test
+
+import (
+	"archive/zip"
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/assessd/assessd/assessment"
+	"github.com/assessd/assessd/errs"
+	"github.com/assessd/assessd/internal/exchange"
+)
+
+// zipDir packs a testdata folder as a content package.
+func zipDir(t testing.TB, dir string) []byte {
+	t.Helper()
+	files := map[string][]byte{}
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(dir, p)
+		files[filepath.ToSlash(rel)] = b
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return zipOf(t, files)
+}
+
+func zipOf(t testing.TB, files map[string][]byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for name, b := range files {
+		w, err := zw.Create(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write(b)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestImportForeignQTI3 reads a package as another QTI 3 authoring tool
+// writes it: standard templates, markup in choices, prompts in the body
+// or the interaction, an interaction assessd has no type for.
+func TestImportForeignQTI3(t *testing.T) {
+	p := importBytes(t, zipDir(t, "testdata/foreign-qti3"))
+	if p.Exam != (exchange.ExamSpec{Name: "Geography quiz", Language: "fr", DurationMinutes: 20}) {
+		t.Errorf("exam = %+v", p.Exam)
+	}
+	want := []exchange.QuestionSpec{
+		{SourceID: "rivers", Type: assessment.TypeMultipleSelect, Prompt: "Which rivers flow through France?", Points: 2, Revision: 1,
+			Config: map[string]any{"options": []any{
+				map[string]any{"id": "seine", "text": "Seine", "correct": true},
+				map[string]any{"id": "loire", "text": "Loire", "correct": true},
+				map[string]any{"id": "danube", "text": "Danube"}}}},
+		{SourceID: "capital", Type: assessment.TypeMultipleChoice, Prompt: "What is the capital of France?", Points: 1, Revision: 1,
+			Config: map[string]any{"shuffle": true, "options": []any{
+				map[string]any{"id": "choice_1", "text": "Lyon"},
+				map[string]any{"id": "choice_2", "text": "Paris", "correct": true},
+				map[string]any{"id": "choice_3", "text": "Marseille"}}}},
+		{SourceID: "height", Type: assessment.TypeNumeric, Prompt: "How tall is the Eiffel tower, in metres?", Points: 1, Revision: 1,
+			Config: map[string]any{"correct": 330.0, "tolerance": 5.0}},
+	}
+	if !reflect.DeepEqual(p.Questions, want) {
+		t.Errorf("questions:\n got %#v\nwant %#v", p.Questions, want)
+	}
+	if len(p.Warnings) != 1 || p.Warnings[0].Item != "order" || !strings.Contains(p.Warnings[0].Message, "qti-order-interaction") {
+		t.Errorf("warnings = %+v, want the order interaction reported", p.Warnings)
+	}
+}
+
+func TestImportQTI21(t *testing.T) {
+	p := importBytes(t, zipDir(t, "testdata/qti21"))
+	want := []exchange.QuestionSpec{
+		{SourceID: "choice", Type: assessment.TypeMultipleChoice, Prompt: "Look at the text in the picture.\nWhat does it say?", Points: 1, Revision: 1,
+			Config: map[string]any{"options": []any{
+				map[string]any{"id": "ChoiceA", "text": "You must stay with your luggage at all times.", "correct": true},
+				map[string]any{"id": "ChoiceB", "text": "Do not let someone else look after your luggage."},
+				map[string]any{"id": "ChoiceC", "text": "Remember your luggage when you leave."}}}},
+		{SourceID: "textEntry", Type: assessment.TypeShortText, Points: 1, Revision: 1,
+			Prompt: "Now is the winter of our discontent\nMade glorious summer by this sun of ;",
+			Config: map[string]any{"acceptedAnswers": []any{"York", "york"}}},
+		{SourceID: "extendedText", Type: assessment.TypeEssay, Prompt: "Write Sam a postcard.", Points: 1, Revision: 1,
+			Config: map[string]any{"rubric": "Award marks for a complete postcard."}},
+	}
+	if !reflect.DeepEqual(p.Questions, want) {
+		t.Errorf("questions:\n got %#v\nwant %#v", p.Questions, want)
+	}
+	if p.Exam.Language != "en-GB" || p.Exam.Name != "Imported exam" || len(p.Warnings) != 0 {
+		t.Errorf("exam %+v, warnings %+v", p.Exam, p.Warnings)
+	}
+}
+
+func manifestWith(items ...string) []byte {
+	var b strings.Builder
+	b.WriteString(`<manifest xmlns="http://www.imsglobal.org/xsd/imscp_v1p1"><resources>`)
+	for _, it := range items {
+		b.WriteString(`<resource identifier="r" type="imsqti_item_xmlv3p0" href="` + it + `"/>`)
+	}
+	b.WriteString(`</resources></manifest>`)
+	return []byte(b.String())
+}
+
+// TestImportRefusesHostileInput checks each refusal's reason, and that a
+// bomb is refused by what is decompressed, whatever the header says.
+func TestImportRefusesHostileInput(t *testing.T) {
+	small := exchange.Limits{MaxBody: 1 << 20, MaxEntries: 10, MaxEntryBytes: 64 << 10, MaxTotalBytes: 256 << 10}
+	bomb := bytes.Repeat([]byte("<p>"), 100<<10) // 300 KB, compresses to about 1 KB
+	many := map[string][]byte{"imsmanifest.xml": manifestWith()}
+	for i := range 11 {
+		many[strings.Repeat("x", i+1)] = nil
+	}
+	spread := map[string][]byte{"imsmanifest.xml": manifestWith("a.xml", "b.xml", "c.xml", "d.xml", "e.xml")}
+	for _, n := range []string{"a.xml", "b.xml", "c.xml", "d.xml", "e.xml"} {
+		spread[n] = bytes.Repeat([]byte(" "), 60<<10)
+	}
+	cases := []struct {
+		name   string
+		body   []byte
+		reason string
+	}{
+		{"not a package", []byte("GIF89a..."), exchange.ReasonNotPackage},
+		{"empty", nil, exchange.ReasonNotPackage},
+		{"corrupt zip", []byte("PK\x03\x04garbage"), exchange.ReasonNotPackage},
+		{"oversized body", bytes.Repeat([]byte(" "), 2<<20), exchange.ReasonTooLarge},
+		{"parent path", zipOf(t, map[string][]byte{"../evil.xml": nil}), exchange.ReasonUnsafePath},
+		{"nested parent path", zipOf(t, map[string][]byte{"items/../../evil.xml": nil}), exchange.ReasonUnsafePath},
+		{"absolute path", zipOf(t, map[string][]byte{"/etc/passwd": nil}), exchange.ReasonUnsafePath},
+		{"drive path", zipOf(t, map[string][]byte{"C:/evil.xml": nil}), exchange.ReasonUnsafePath},
+		{"backslash path", zipOf(t, map[string][]byte{`..\evil.xml`: nil}), exchange.ReasonUnsafePath},
+		{"href out of package", zipOf(t, map[string][]byte{"imsmanifest.xml": manifestWith("../../etc/passwd")}), exchange.ReasonUnsafePath},
+		{"too many entries", zipOf(t, many), exchange.ReasonTooLarge},
+		{"entry bomb", zipOf(t, map[string][]byte{"imsmanifest.xml": bomb}), exchange.ReasonTooLarge},
+		{"total bomb", zipOf(t, spread), exchange.ReasonTooLarge},
+		{"doctype", zipOf(t, map[string][]byte{"imsmanifest.xml": []byte(`<?xml version="1.0"?><!DOCTYPE m [<!ENTITY x SYSTEM "file:///etc/passwd">]><manifest>&x;</manifest>`)}), exchange.ReasonForbiddenXML},
+		{"entity in item", zipOf(t, map[string][]byte{"imsmanifest.xml": manifestWith("i.xml"), "i.xml": []byte(`<!entity lol "lol"><qti-assessment-item/>`)}), exchange.ReasonForbiddenXML},
+		{"no manifest", zipOf(t, map[string][]byte{"item.xml": []byte("<a/>")}), exchange.ReasonMalformed},
+		{"not xml manifest", zipOf(t, map[string][]byte{"imsmanifest.xml": []byte("{")}), exchange.ReasonMalformed},
+		{"empty package", zipOf(t, map[string][]byte{"imsmanifest.xml": manifestWith()}), exchange.ReasonMalformed},
+		{"json of another schema", []byte(`{"schema":"other/v9"}`), exchange.ReasonMalformed},
+		{"invalid native", []byte(`{"schema":"assessd.exam/v1","exam":{"name":"x","language":"en"},"questions":[{"type":"essay","prompt":"","config":{},"points":-1}]}`), exchange.ReasonMalformed},
+		{"bad json", []byte(`{"schema":`), exchange.ReasonMalformed},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := exchange.Import(bytes.NewReader(tc.body), small)
+			var e *errs.Error
+			if !errors.As(err, &e) || e.Kind != errs.KindInvalid || e.Reason != tc.reason || e.Field != "file" {
+				t.Fatalf("err = %v (%#v), want reason %s", err, e, tc.reason)
+			}
+			if strings.Contains(e.Message, "/etc/passwd") && tc.reason != exchange.ReasonUnsafePath {
+				t.Errorf("message echoes content: %s", e.Message)
+			}
+		})
+	}
+}
+
+// TestImportReportsEveryLeftOutItem: broken or missing items are warnings
+// naming the item, never silent drops, and the rest still imports.
+func TestImportReportsEveryLeftOutItem(t *testing.T) {
+	ok := `<qti-assessment-item xmlns="http://www.imsglobal.org/xsd/imsqtiasi_v3p0" identifier="ok"><qti-response-declaration identifier="R" cardinality="single" base-type="string"/><qti-item-body><p>Say hi</p><qti-extended-text-interaction response-identifier="R"/></qti-item-body></qti-assessment-item>`
+	p := importBytes(t, zipOf(t, map[string][]byte{
+		"imsmanifest.xml": manifestWith("ok.xml", "broken.xml", "missing.xml", "empty.xml", "two.xml"),
+		"ok.xml":          []byte(ok),
+		"broken.xml":      []byte("<qti-assessment-item><unclosed>"),
+		"empty.xml":       []byte(`<qti-assessment-item identifier="empty"><qti-item-body><p>Read this.</p></qti-item-body></qti-assessment-item>`),
+		"two.xml":         []byte(`<qti-assessment-item identifier="two"><qti-item-body><qti-text-entry-interaction response-identifier="A"/><qti-text-entry-interaction response-identifier="B"/></qti-item-body></qti-assessment-item>`),
+	}))
+	if len(p.Questions) != 1 || p.Questions[0].Prompt != "Say hi" || p.Questions[0].Type != assessment.TypeEssay {
+		t.Errorf("questions = %+v", p.Questions)
+	}
+	var items []string
+	for _, w := range p.Warnings {
+		items = append(items, w.Item)
+	}
+	if want := []string{"broken.xml", "missing.xml", "empty", "two"}; !reflect.DeepEqual(items, want) {
+		t.Errorf("warned items = %v, want %v (%+v)", items, want, p.Warnings)
+	}
+}
+
+// TestEditedItemFallsBackToQTI: when another tool changed an item after
+// assessd exported it, its side file no longer matches and the QTI
+// content (with the change) wins.
+func TestEditedItemFallsBackToQTI(t *testing.T) {
+	pkg := exportQTI(t, sampleDocument())
+	edited := editEntry(t, pkg, "items/qst_03.xml", func(s string) string {
+		return strings.Replace(s, "<qti-value>true</qti-value>", "<qti-value>false</qti-value>", 1)
+	})
+	p := importBytes(t, edited)
+	q := p.Questions[2]
+	if q.Type != assessment.TypeTrueFalse || q.Config["correct"] != false {
+		t.Errorf("edited question = %+v, want the edited answer key", q)
+	}
+	if len(p.Warnings) != 1 || p.Warnings[0].Item != "qst_03" {
+		t.Errorf("warnings = %+v", p.Warnings)
+	}
+}
+
+func editEntry(t testing.TB, pkg []byte, name string, edit func(string) string) []byte {
+	t.Helper()
+	zr, err := zip.NewReader(bytes.NewReader(pkg), int64(len(pkg)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{}
+	for _, f := range zr.File {
+		r, _ := f.Open()
+		var b bytes.Buffer
+		b.ReadFrom(r)
+		r.Close()
+		files[f.Name] = b.Bytes()
+	}
+	files[name] = []byte(edit(string(files[name])))
+	return zipOf(t, files)
+}
+
+func TestExportListsMediaAndDeprecatedTypes(t *testing.T) {
+	pkg := exportQTI(t, sampleDocument())
+	zr, err := zip.NewReader(bytes.NewReader(pkg), int64(len(pkg)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var manifest bytes.Buffer
+	for _, f := range zr.File {
+		if f.Name == "imsmanifest.xml" {
+			r, _ := f.Open()
+			manifest.ReadFrom(r)
+		}
+	}
+	m := manifest.String()
+	if !strings.Contains(m, `href="https://cdn.example.com/media/planets.png"`) || !strings.Contains(m, `<dependency identifierref="RES-MEDIA-1"/>`) {
+		t.Errorf("manifest does not list the media URL as a dependency:\n%s", m)
+	}
+	p := importBytes(t, pkg)
+	if len(p.Types) != 2 || p.Types[1].Key != "year_guess" || !p.Types[1].Deprecated || p.Questions[10].Type != deprecatedType.ID {
+		t.Errorf("deprecated type did not export unchanged: %+v", p.Types)
+	}
+}
