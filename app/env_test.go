@@ -137,6 +137,12 @@ func (r response) field() string {
 // encode as JSON.
 func (e *env) do(method, path, key string, body any) response {
 	e.t.Helper()
+	return e.doWith(method, path, key, body, nil)
+}
+
+// doWith sends a request as do does, with extra headers.
+func (e *env) doWith(method, path, key string, body any, header http.Header) response {
+	e.t.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -158,6 +164,9 @@ func (e *env) do(method, path, key string, body any) response {
 	}
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	for k, v := range header {
+		req.Header[k] = v
 	}
 	res, err := e.srv.Client().Do(req)
 	if err != nil {
