@@ -22,6 +22,7 @@ import (
 )
 
 // Limit is a bucket: Burst events at once, refilled at Rate per Period.
+// A Rate of zero or less is no limit.
 type Limit struct {
 	// Name identifies the limit in headers and metrics.
 	Name   string
@@ -161,6 +162,9 @@ func (l *Limiter) Throttled(orgID string, lim Limit) {
 }
 
 func (l *Limiter) decide(ctx context.Context, key string, lim Limit, n int) Decision {
+	if lim.Rate <= 0 || lim.Burst <= 0 || lim.Period <= 0 {
+		return Decision{Limit: lim, Allowed: true}
+	}
 	if l.shared != nil {
 		if time.Now().UnixNano() >= l.pausedUntil.Load() {
 			d, err := l.decideShared(ctx, key, lim, n)
