@@ -124,11 +124,13 @@ func New(opts Options) *Limiter {
 		l.orgLabel = func(id string) string { return id }
 	}
 	if opts.Redis != nil {
-		o := *opts.Redis.Options()
-		o.DialTimeout, o.ReadTimeout, o.WriteTimeout = redisTimeout, redisTimeout, redisTimeout
-		o.MaxRetries = -1
-		o.PoolTimeout = redisTimeout
-		l.client = redis.NewClient(&o)
+		o := opts.Redis.Options()
+		l.client = redis.NewClient(&redis.Options{
+			Network: o.Network, Addr: o.Addr, Dialer: o.Dialer, TLSConfig: o.TLSConfig,
+			Username: o.Username, Password: o.Password, CredentialsProvider: o.CredentialsProvider, DB: o.DB,
+			DialTimeout: redisTimeout, ReadTimeout: redisTimeout, WriteTimeout: redisTimeout, PoolTimeout: redisTimeout,
+			MaxRetries: -1,
+		})
 		l.shared = redis_rate.NewLimiter(l.client)
 	}
 	if opts.Registerer != nil {
