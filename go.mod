@@ -8,6 +8,7 @@ require (
 	github.com/alicebob/miniredis/v2 v2.35.0
 	github.com/chromedp/chromedp v0.14.2
 	github.com/go-jose/go-jose/v4 v4.1.6
+	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/hashicorp/golang-lru/v2 v2.0.7
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/jackc/tern/v2 v2.3.4
@@ -24,7 +25,10 @@ require (
 	google.golang.org/protobuf v1.36.12
 )
 
-require github.com/yuin/gopher-lua v1.1.1 // indirect
+require (
+	github.com/kylelemons/godebug v1.1.0 // indirect
+	github.com/yuin/gopher-lua v1.1.1 // indirect
+)
 
 require (
 	dario.cat/mergo v1.0.1 // indirect

@@ -17,10 +17,12 @@ import (
 	"github.com/assessd/assessd/api"
 	"github.com/assessd/assessd/api/openapi"
 	"github.com/assessd/assessd/assessment"
+	"github.com/assessd/assessd/clientaddr"
 	"github.com/assessd/assessd/embed"
 	"github.com/assessd/assessd/generation"
 	"github.com/assessd/assessd/identity"
 	"github.com/assessd/assessd/observability"
+	"github.com/assessd/assessd/ratelimit"
 	"github.com/assessd/assessd/server"
 	"github.com/assessd/assessd/store"
 	"github.com/assessd/assessd/tenancy"
@@ -38,8 +40,18 @@ type Config struct {
 	// Temporal runs the grading workflows; nil leaves AI-graded answers
 	// pending (tests of everything else).
 	Temporal client.Client
-	// Redis holds the embed sessions.
+	// Redis holds the embed sessions and shares rate limits across
+	// instances.
 	Redis *redis.Client
+	// TrustedProxies finds clients behind the load balancer; nil trusts no
+	// proxy (ASSESSD_TRUSTED_PROXIES).
+	TrustedProxies *clientaddr.Resolver
+	// RateLimitPrefix namespaces the rate limits' Redis keys; "" means
+	// "assessd:rl:". Tests give each server its own.
+	RateLimitPrefix string
+	// RequestsPerMinute is the request quota of a plan; nil means
+	// tenancy.RequestsPerMinute. Benchmarks raise it.
+	RequestsPerMinute func(plan string) int
 }
 
 // App is the wired server.
@@ -50,7 +62,12 @@ type App struct {
 	Assessment *assessment.Service
 	Identity   *identity.Provider
 	Metrics    *observability.Metrics
+	limiter    *ratelimit.Limiter
 }
+
+// Close releases what the App holds beyond its database: the rate
+// limiter's Redis connections.
+func (a *App) Close() error { return a.limiter.Close() }
 
 // Grader starts grading workflows for the assessment service
 // (assessment.Grader).
@@ -86,8 +103,19 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	metrics := observability.NewMetrics()
 	metrics.RegisterPool(db)
 	ten := tenancy.NewService(db)
-	idp, err := identity.New(ctx, identity.Config{Issuer: cfg.BaseURL, Now: cfg.Now, Registerer: metrics.Registry, Logger: cfg.Logger}, db, ten)
+	prefix, perMinute := cfg.RateLimitPrefix, cfg.RequestsPerMinute
+	if prefix == "" {
+		prefix = "assessd:rl:"
+	}
+	if perMinute == nil {
+		perMinute = tenancy.RequestsPerMinute
+	}
+	limiter := ratelimit.New(ratelimit.Options{Redis: cfg.Redis, Prefix: prefix, Registerer: metrics.Registry,
+		OrgLabel: metrics.Org, Logger: cfg.Logger})
+	idp, err := identity.New(ctx, identity.Config{Issuer: cfg.BaseURL, Now: cfg.Now, Registerer: metrics.Registry, Logger: cfg.Logger,
+		Limiter: limiter}, db, ten)
 	if err != nil {
+		limiter.Close()
 		return nil, err
 	}
 	var starter generation.Starter
@@ -102,6 +130,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	embeds := embed.NewService(embed.NewStore(cfg.Redis), ten, content, gen, cfg.BaseURL, metrics.Registry, metrics.Org)
 	apiHandler, err := api.NewHandler(api.Services{Tenancy: ten, Assessment: content, Generation: gen, Embed: embeds})
 	if err != nil {
+		limiter.Close()
 		return nil, fmt.Errorf("api: %w", err)
 	}
 	docs := web.Docs()
@@ -113,10 +142,16 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 		Metrics: metrics,
 		API:     apiHandler,
 		Credentials: []server.Credential{
-			{Match: func(t string) bool { return strings.HasPrefix(t, "ak_") }, Authenticate: ten.AuthenticateAPIKey},
-			{Match: identity.IsJWT, Authenticate: idp.AuthenticateJWT},
-			{Match: func(string) bool { return true }, Authenticate: idp.AuthenticateAccessToken},
+			{Match: func(t string) bool { return strings.HasPrefix(t, "ak_") }, Authenticate: ten.AuthenticateAPIKey, Subject: tenancy.APIKeyID},
+			{Match: identity.IsJWT, Authenticate: idp.AuthenticateJWT, Subject: identity.JWTSubject},
+			{Match: func(string) bool { return true }, Authenticate: idp.AuthenticateAccessToken, Subject: idp.AccessTokenSubject},
 		},
+		ClientAddrs: cfg.TrustedProxies,
+		Limiter:     limiter,
+		// While an organization's plan cannot be read, the most generous
+		// plan's quota applies: the outage must not turn into 429s.
+		Quotas: limiter.Quotas(planQuota(ten, perMinute),
+			ratelimit.PerWindow(tenancy.PlanEnterprise, perMinute(tenancy.PlanEnterprise), time.Minute)),
 		Pages: map[string]http.Handler{
 			"/.well-known/openid-configuration": idp.Handler(),
 			"/oauth/":                           idp.Handler(),
@@ -134,5 +169,17 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 		Ready:   readiness(db, cfg.Temporal),
 		OpenAPI: openapi.Document,
 	})
-	return &App{Handler: h, Tenancy: ten, Assessment: content, Identity: idp, Metrics: metrics}, nil
+	return &App{Handler: h, Tenancy: ten, Assessment: content, Identity: idp, Metrics: metrics, limiter: limiter}, nil
+}
+
+// planQuota returns each organization's request quota: its plan's
+// requests per minute, under a policy named after the plan.
+func planQuota(ten *tenancy.Service, perMinute func(plan string) int) func(context.Context, string) (ratelimit.Limit, error) {
+	return func(ctx context.Context, orgID string) (ratelimit.Limit, error) {
+		org, err := ten.Org(tenancy.WithCaller(ctx, tenancy.SystemCaller(orgID)))
+		if err != nil {
+			return ratelimit.Limit{}, err
+		}
+		return ratelimit.PerWindow(org.Plan, perMinute(org.Plan), time.Minute), nil
+	}
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/assessd/assessd/app"
+	"github.com/assessd/assessd/ids"
+	"github.com/assessd/assessd/store"
 	"github.com/assessd/assessd/store/storetest"
 	"github.com/assessd/assessd/tenancy"
 )
@@ -24,6 +26,7 @@ type env struct {
 	t   *testing.T
 	srv *httptest.Server
 	app *app.App
+	db  *store.DB
 }
 
 func newEnv(t *testing.T) *env {
@@ -34,6 +37,13 @@ func newEnv(t *testing.T) *env {
 // newEnvWithClock starts assessd whose token lifetimes follow now.
 func newEnvWithClock(t *testing.T, now func() time.Time) *env {
 	t.Helper()
+	return newEnvWithConfig(t, func(c *app.Config) { c.Now = now })
+}
+
+// newEnvWithConfig starts assessd with the configuration adjust leaves.
+// Each server gets its own rate-limit keys in the shared Redis.
+func newEnvWithConfig(t *testing.T, adjust func(*app.Config)) *env {
+	t.Helper()
 	db := storetest.New(t)
 	// The issuer must be known before the server has an address: route the
 	// listener through a handler set once the app is built.
@@ -42,17 +52,21 @@ func newEnvWithClock(t *testing.T, now func() time.Time) *env {
 	t.Cleanup(srv.Close)
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
 	t.Cleanup(func() { rdb.Close() })
-	a, err := app.New(context.Background(), db, app.Config{
-		BaseURL: srv.URL, Now: now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Redis: rdb,
-	})
+	cfg := app.Config{
+		BaseURL: srv.URL, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Redis: rdb,
+		RateLimitPrefix: "test:" + ids.New("rl_") + ":",
+	}
+	adjust(&cfg)
+	a, err := app.New(context.Background(), db, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { a.Close() })
 	handler = a.Handler
 	ctx, stop := context.WithCancel(context.Background())
 	t.Cleanup(stop)
 	a.Start(ctx)
-	return &env{t: t, srv: srv, app: a}
+	return &env{t: t, srv: srv, app: a, db: db}
 }
 
 // tenant is an organization with one user of each role and their API keys.
@@ -123,6 +137,12 @@ func (r response) field() string {
 // encode as JSON.
 func (e *env) do(method, path, key string, body any) response {
 	e.t.Helper()
+	return e.doWith(method, path, key, body, nil)
+}
+
+// doWith sends a request as do does, with extra headers.
+func (e *env) doWith(method, path, key string, body any, header http.Header) response {
+	e.t.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -144,6 +164,9 @@ func (e *env) do(method, path, key string, body any) response {
 	}
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	for k, v := range header {
+		req.Header[k] = v
 	}
 	res, err := e.srv.Client().Do(req)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/assessd/assessd/clientaddr"
 	"github.com/assessd/assessd/ratelimit"
 	"github.com/assessd/assessd/store"
 	"github.com/assessd/assessd/tenancy"
@@ -84,7 +85,7 @@ func (p *Provider) failPage(w http.ResponseWriter, r *http.Request, status int, 
 }
 
 // login checks the credentials (CSRF-protected by a double-submit cookie,
-// rate limited per address) and starts a session.
+// rate limited per address and email) and starts a session.
 func (p *Provider) login(w http.ResponseWriter, r *http.Request) {
 	v := loginView{AuthRequestID: r.PostFormValue("authRequestID"), Email: strings.TrimSpace(r.PostFormValue("email"))}
 	c, err := r.Cookie(loginCSRFCookie)
@@ -93,20 +94,24 @@ func (p *Provider) login(w http.ResponseWriter, r *http.Request) {
 		p.renderLogin(w, r, http.StatusForbidden, v)
 		return
 	}
-	addr := ratelimit.ClientAddr(r)
-	if blocked, retry := p.loginFailures.Blocked(addr); blocked {
+	addr, email := clientaddr.From(r), strings.ToLower(v.Email)
+	if blocked, retry := p.loginFailures.Blocked(r.Context(), addr, email); blocked {
 		p.metrics.logins.WithLabelValues("rate_limited").Inc()
-		w.Header().Set("Retry-After", strconv.Itoa(int(retry.Seconds())+1))
+		w.Header().Set("Retry-After", strconv.Itoa(ratelimit.RetryAfterSeconds(retry)))
 		v.Error = "Too many failed sign-ins. Please wait a minute and try again."
 		p.renderLogin(w, r, http.StatusTooManyRequests, v)
 		return
 	}
 	orgID, userID, err := p.checkPassword(r.Context(), v.Email, r.PostFormValue("password"))
-	if err != nil {
-		p.loginFailures.Fail(addr)
+	if errors.Is(err, errBadCredentials) {
+		p.loginFailures.Fail(r.Context(), addr, email)
 		p.metrics.logins.WithLabelValues("failure").Inc()
 		v.Error = "The email or password is not correct."
 		p.renderLogin(w, r, http.StatusUnauthorized, v)
+		return
+	}
+	if err != nil {
+		p.failPage(w, r, http.StatusServiceUnavailable, "Try again later", "Signing in is unavailable right now.")
 		return
 	}
 	if err := p.startSession(r.Context(), w, orgID, userID); err != nil {

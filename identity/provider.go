@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,6 +22,7 @@ import (
 	"github.com/zitadel/oidc/v3/pkg/op"
 	"golang.org/x/text/language"
 
+	"github.com/assessd/assessd/clientaddr"
 	"github.com/assessd/assessd/ratelimit"
 	"github.com/assessd/assessd/store"
 	"github.com/assessd/assessd/tenancy"
@@ -36,22 +38,28 @@ type Config struct {
 	// Registerer receives the provider's metrics.
 	Registerer prometheus.Registerer
 	Logger     *slog.Logger
+	// Limiter holds the failure limits of sign-ins and token requests; nil
+	// keeps them per process.
+	Limiter *ratelimit.Limiter
 }
 
 // Provider is the OpenID provider and everything around it.
 type Provider struct {
-	cfg      Config
-	db       *store.DB
-	tenancy  *tenancy.Service
-	storage  *storage
-	op       *op.Provider
-	server   *server
-	handler  http.Handler
-	metrics  *metrics
-	now      func() time.Time
-	verifier *op.AccessTokenVerifier
-	// loginFailures and tokenFailures limit failed sign-ins and failed
-	// token-endpoint requests per client address.
+	cfg     Config
+	db      *store.DB
+	tenancy *tenancy.Service
+	storage *storage
+	op      *op.Provider
+	server  *server
+	// handler is built once, by Handler.
+	handlerOnce sync.Once
+	handler     http.Handler
+	metrics     *metrics
+	now         func() time.Time
+	verifier    *op.AccessTokenVerifier
+	// loginFailures and tokenFailures limit failed sign-ins (per client
+	// address and email) and failed token-endpoint requests (per client
+	// address and OAuth client).
 	loginFailures *ratelimit.Failures
 	tokenFailures *ratelimit.Failures
 }
@@ -110,27 +118,30 @@ func New(ctx context.Context, cfg Config, db *store.DB, ten *tenancy.Service) (*
 	if err != nil {
 		return nil, fmt.Errorf("identity: %w", err)
 	}
+	limiter := cfg.Limiter
+	if limiter == nil {
+		limiter = ratelimit.New(ratelimit.Options{})
+	}
 	p := &Provider{cfg: cfg, db: db, tenancy: ten, storage: st, op: provider, now: now, metrics: newMetrics(cfg.Registerer),
-		loginFailures: ratelimit.NewFailures(10_000, 10, 5)}
+		loginFailures: limiter.Failures("login_failures", 10, 5), tokenFailures: limiter.Failures("oauth_failures", 30, 30)}
 	p.verifier = op.NewAccessTokenVerifier(cfg.Issuer, &op.OpenIDKeySet{Storage: st})
 	p.server = &server{LegacyServer: op.NewLegacyServer(provider, endpoints), p: p}
-	p.tokenFailures = ratelimit.NewFailures(10_000, 30, 30)
-	p.handler = noStore(p.limitTokenFailures(op.RegisterLegacyServer(p.server, op.AuthorizeCallbackHandler(provider))))
 	return p, nil
 }
 
 // limitTokenFailures slows down guessing at the token, revocation and
-// introspection endpoints: an address whose requests keep failing (30,
-// refilled at 30 a minute) gets 429 until its bucket refills.
+// introspection endpoints: an address whose requests for one OAuth client
+// (or service account) keep failing (30, refilled at 30 a minute) gets 429
+// until its bucket refills.
 func (p *Provider) limitTokenFailures(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || !strings.HasPrefix(r.URL.Path, "/oauth/") {
 			next.ServeHTTP(w, r)
 			return
 		}
-		addr := ratelimit.ClientAddr(r)
-		if blocked, retry := p.tokenFailures.Blocked(addr); blocked {
-			w.Header().Set("Retry-After", strconv.Itoa(int(retry.Seconds())+1))
+		addr, client := clientaddr.From(r), requestingClient(r)
+		if blocked, retry := p.tokenFailures.Blocked(r.Context(), addr, client); blocked {
+			w.Header().Set("Retry-After", strconv.Itoa(ratelimit.RetryAfterSeconds(retry)))
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusTooManyRequests)
 			_, _ = w.Write([]byte(`{"error":"slow_down","error_description":"too many failed requests; retry later"}`))
@@ -139,9 +150,23 @@ func (p *Provider) limitTokenFailures(next http.Handler) http.Handler {
 		rec := &statusWriter{ResponseWriter: w}
 		next.ServeHTTP(rec, r)
 		if rec.status == http.StatusBadRequest || rec.status == http.StatusUnauthorized {
-			p.tokenFailures.Fail(addr)
+			p.tokenFailures.Fail(r.Context(), addr, client)
 		}
 	})
+}
+
+// requestingClient names the OAuth client a token-endpoint request claims
+// to come from: its client_id (HTTP Basic or form), or for the JWT bearer
+// grant the assertion's subject, the service account. It reads the form,
+// which the endpoint would parse anyway.
+func requestingClient(r *http.Request) string {
+	if id, _, ok := r.BasicAuth(); ok {
+		return id
+	}
+	if id := r.PostFormValue("client_id"); id != "" {
+		return id
+	}
+	return JWTSubject(r.PostFormValue("assertion"))
 }
 
 // statusWriter remembers the status of a response.
@@ -155,8 +180,15 @@ func (s *statusWriter) WriteHeader(code int) {
 	s.ResponseWriter.WriteHeader(code)
 }
 
-// Handler serves the provider's endpoints (discovery and /oauth/*).
-func (p *Provider) Handler() http.Handler { return p.handler }
+// Handler serves the provider's endpoints (discovery and /oauth/*). It is
+// built on first use: the library logs each route it registers, which
+// operator commands, which never serve, should not print.
+func (p *Provider) Handler() http.Handler {
+	p.handlerOnce.Do(func() {
+		p.handler = noStore(p.limitTokenFailures(op.RegisterLegacyServer(p.server, op.AuthorizeCallbackHandler(p.op))))
+	})
+	return p.handler
+}
 
 // noStore forbids caching of every provider response (RFC 6749 5.1).
 func noStore(next http.Handler) http.Handler {

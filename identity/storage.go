@@ -493,4 +493,17 @@ func (s *storage) SignatureAlgorithms(context.Context) ([]jose.SignatureAlgorith
 	return []jose.SignatureAlgorithm{jose.RS256}, nil
 }
 
-func (s *storage) KeySet(ctx context.Context) ([]op.Key, error) { return s.keys.published(ctx) }
+func (s *storage) KeySet(ctx context.Context) ([]op.Key, error) {
+	keys, err := s.keys.published(ctx)
+	if err != nil {
+		return nil, errKeysUnavailable{err}
+	}
+	return keys, nil
+}
+
+// errKeysUnavailable marks a failure to read the signing keys, so a JWT
+// that cannot be checked is told apart from one that is invalid.
+type errKeysUnavailable struct{ err error }
+
+func (e errKeysUnavailable) Error() string { return "signing keys unavailable: " + e.err.Error() }
+func (e errKeysUnavailable) Unwrap() error { return e.err }

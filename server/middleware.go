@@ -17,6 +17,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/assessd/assessd/api"
+	"github.com/assessd/assessd/clientaddr"
 	"github.com/assessd/assessd/observability"
 )
 
@@ -109,7 +110,7 @@ func instrument(log *slog.Logger, m *observability.Metrics, next http.Handler) h
 			level = slog.LevelDebug
 		}
 		log.Log(r.Context(), level, "request",
-			"method", r.Method, "route", route, "path", r.URL.Path, "status", rec.status,
+			"method", r.Method, "route", route, "path", r.URL.Path, "client", clientaddr.From(r), "status", rec.status,
 			"bytes", rec.bytes, "duration_ms", float64(elapsed.Microseconds())/1000)
 	})
 }

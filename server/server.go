@@ -13,7 +13,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/assessd/assessd/clientaddr"
 	"github.com/assessd/assessd/observability"
+	"github.com/assessd/assessd/ratelimit"
 	"github.com/assessd/assessd/tenancy"
 )
 
@@ -26,6 +28,10 @@ type Authenticator func(ctx context.Context, token string) (*tenancy.Caller, err
 type Credential struct {
 	Match        func(token string) bool
 	Authenticate Authenticator
+	// Subject names the credential a token claims to be (an API key id, a
+	// token id, a service account) without verifying it, so failure limits
+	// apply per address and credential; nil means one bucket per address.
+	Subject func(token string) string
 }
 
 // Config is everything the HTTP surface needs.
@@ -40,11 +46,26 @@ type Config struct {
 	// Ready holds the readiness checks by dependency name.
 	Ready   map[string]func(context.Context) error
 	OpenAPI []byte
+	// ClientAddrs finds the client behind trusted proxies; nil trusts none.
+	ClientAddrs *clientaddr.Resolver
+	// Limiter holds the failure limits; nil keeps them per process.
+	Limiter *ratelimit.Limiter
+	// Quotas, when set, holds authenticated requests to their
+	// organization's quota.
+	Quotas *ratelimit.Quotas
 }
 
 // New returns the root handler.
 func New(cfg Config) http.Handler {
-	auth := newAuthenticator(cfg.Credentials, cfg.Metrics)
+	limiter := cfg.Limiter
+	if limiter == nil {
+		limiter = ratelimit.New(ratelimit.Options{})
+	}
+	clients := cfg.ClientAddrs
+	if clients == nil {
+		clients = &clientaddr.Resolver{}
+	}
+	auth := newAuthenticator(cfg, limiter)
 	mux := http.NewServeMux()
 	mux.Handle("GET /healthz", named("GET /healthz", http.HandlerFunc(healthz)))
 	mux.Handle("GET /readyz", named("GET /readyz", readyz(cfg.Ready)))
@@ -54,7 +75,7 @@ func New(cfg Config) http.Handler {
 		mux.Handle(pattern, named(pattern, h))
 	}
 	mux.Handle("/", limitBody(auth.middleware(jsonErrors(cfg.API))))
-	return withRequestInfo(recoverer(cfg.Logger, instrument(cfg.Logger, cfg.Metrics, securityHeaders(mux))))
+	return withRequestInfo(clients.Middleware(recoverer(cfg.Logger, instrument(cfg.Logger, cfg.Metrics, securityHeaders(mux)))))
 }
 
 // named records the route template of a handler that is not an API route.

@@ -172,6 +172,18 @@ func (s *Service) authorizeKeyOwner(ctx context.Context, userID string) (*Caller
 	return Authorize(ctx, WriteUsers)
 }
 
+// APIKeyID returns the key id an API key names, without checking its
+// secret, or "" when the token is not shaped like an API key. It only names
+// the credential being tried, for failure limits.
+func APIKeyID(token string) string {
+	keyULID, _, ok := strings.Cut(strings.TrimPrefix(token, apiKeyPrefix), "_")
+	keyID := string(ids.APIKey) + keyULID
+	if !strings.HasPrefix(token, apiKeyPrefix) || !ok || len(keyULID) != ulidLen || !ids.Valid(ids.APIKey, keyID) {
+		return ""
+	}
+	return keyID
+}
+
 // AuthenticateAPIKey resolves a bearer API key to its caller. Unknown,
 // malformed and revoked keys are errs.KindUnauthenticated.
 func (s *Service) AuthenticateAPIKey(ctx context.Context, token string) (*Caller, error) {
@@ -180,9 +192,8 @@ func (s *Service) AuthenticateAPIKey(ctx context.Context, token string) (*Caller
 		s.touch(ctx, e)
 		return e.caller, nil
 	}
-	keyULID, _, ok := strings.Cut(strings.TrimPrefix(token, apiKeyPrefix), "_")
-	keyID := string(ids.APIKey) + keyULID
-	if !strings.HasPrefix(token, apiKeyPrefix) || !ok || len(keyULID) != ulidLen || !ids.Valid(ids.APIKey, keyID) {
+	keyID := APIKeyID(token)
+	if keyID == "" {
 		return nil, errs.Unauthenticated("invalid API key")
 	}
 	var (

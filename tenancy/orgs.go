@@ -35,6 +35,18 @@ const ActionAIRegionChanged = "org.ai_region_changed"
 // settings.aiRegion.
 func PlanAllowsRegionChoice(plan string) bool { return plan == PlanPro || plan == PlanEnterprise }
 
+// RequestsPerMinute is the API request quota of an organization on plan
+// (decision 0050); an unknown plan gets the free plan's.
+func RequestsPerMinute(plan string) int {
+	switch plan {
+	case PlanEnterprise:
+		return 6000
+	case PlanPro:
+		return 1200
+	}
+	return 300
+}
+
 // Org is an organization (workspace).
 type Org struct {
 	ID        string

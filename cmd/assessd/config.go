@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"regexp"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -30,6 +31,8 @@ type config struct {
 	AIAPIKey          string
 	AIModel           string
 	LogLevel          string
+	TrustedProxies    string
+	MetricsAddr       string
 }
 
 type setting struct {
@@ -53,6 +56,8 @@ func (c *config) settings() []setting {
 		{"ASSESSD_AI_API_KEY", "AI provider API key", &c.AIAPIKey, ""},
 		{"ASSESSD_AI_MODEL", "AI model name", &c.AIModel, "gpt-4o-mini"},
 		{"ASSESSD_LOG_LEVEL", "debug, info, warn or error", &c.LogLevel, "info"},
+		{"ASSESSD_TRUSTED_PROXIES", "comma-separated CIDRs of proxies whose X-Forwarded-For is believed", &c.TrustedProxies, ""},
+		{"ASSESSD_METRICS_ADDR", "listen address of the worker's /metrics and /healthz", &c.MetricsAddr, "127.0.0.1:9091"},
 	}
 }
 
@@ -66,9 +71,39 @@ func (c *config) newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 		if v, ok := os.LookupEnv(s.env); ok {
 			def = v
 		}
-		fs.StringVar(s.target, strings.ReplaceAll(strings.ToLower(s.env), "_", "-"), def, s.help+" ($"+s.env+")")
+		name := strings.ReplaceAll(strings.ToLower(s.env), "_", "-")
+		fs.StringVar(s.target, name, def, s.help+" ($"+s.env+")")
+		// Help and usage errors print DefValue: never a secret.
+		fs.Lookup(name).DefValue = shown(s.env, def)
 	}
 	return fs
+}
+
+// secretSuffixes mark settings whose whole value is a secret; they are
+// never shown. Settings holding URLs are shown with the password masked.
+var secretSuffixes = []string{"_API_KEY", "_PASSWORD", "_SECRET", "_TOKEN"}
+
+// shown is how the value of setting env may appear in help, errors and
+// logs: nothing for a secret, URLs without their passwords otherwise.
+func shown(env, value string) string {
+	for _, suffix := range secretSuffixes {
+		if strings.HasSuffix(env, suffix) {
+			return ""
+		}
+	}
+	return redact(value)
+}
+
+var (
+	urlPassword = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://[^/:@\s]*:)[^@\s]*@`)
+	dsnPassword = regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)`)
+)
+
+// redact masks the passwords of URLs (postgres://user:pw@host) and of
+// key=value connection strings (password=pw) in s.
+func redact(s string) string {
+	s = urlPassword.ReplaceAllString(s, "${1}xxxxx@")
+	return dsnPassword.ReplaceAllString(s, "${1}xxxxx")
 }
 
 // parse parses args and fills in derived defaults.

@@ -38,7 +38,8 @@ func main() {
 	case errors.Is(err, errUsage):
 		os.Exit(2)
 	default:
-		fmt.Fprintln(os.Stderr, "assessd:", err)
+		// Errors may quote a connection URL: never with its password.
+		fmt.Fprintln(os.Stderr, "assessd:", redact(err.Error()))
 		os.Exit(1)
 	}
 }

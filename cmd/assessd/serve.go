@@ -15,6 +15,7 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 
 	"github.com/assessd/assessd/app"
+	"github.com/assessd/assessd/clientaddr"
 	"github.com/assessd/assessd/observability"
 	"github.com/assessd/assessd/store"
 )
@@ -68,12 +69,18 @@ func newProcess(ctx context.Context, cfg config, log *slog.Logger) (*process, er
 		db.Close()
 		return nil, fmt.Errorf("REDIS_URL: %w", err)
 	}
+	proxies, err := clientaddr.Parse(cfg.TrustedProxies)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("ASSESSD_TRUSTED_PROXIES: %w", err)
+	}
 	tc, err := dialTemporal(cfg, log)
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
-	a, err := app.New(ctx, db, app.Config{BaseURL: cfg.BaseURL, Logger: log, Temporal: tc, Redis: redis.NewClient(redisOpts)})
+	a, err := app.New(ctx, db, app.Config{BaseURL: cfg.BaseURL, Logger: log, Temporal: tc, Redis: redis.NewClient(redisOpts),
+		TrustedProxies: proxies})
 	if err != nil {
 		tc.Close()
 		db.Close()
@@ -93,6 +100,7 @@ func dialTemporal(cfg config, log *slog.Logger) (client.Client, error) {
 }
 
 func (a *process) close() {
+	_ = a.App.Close()
 	a.temporal.Close()
 	a.db.Close()
 }

@@ -22,7 +22,8 @@ import (
 
 // runWorker runs one AI region's grading worker: it polls only that
 // region's task queue and talks only to that region's AI endpoint. It
-// serves /metrics and /healthz on --assessd-addr.
+// serves /metrics and /healthz on ASSESSD_METRICS_ADDR, so it runs beside
+// serve with the same environment.
 func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 	var cfg config
 	fs := cfg.newFlagSet("worker", stderr)
@@ -60,7 +61,7 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	w := app.NewWorker(tc, db, wcfg)
 
-	ln, err := net.Listen("tcp", cfg.Addr)
+	ln, err := net.Listen("tcp", cfg.MetricsAddr)
 	if err != nil {
 		return err
 	}
