@@ -73,7 +73,7 @@ const (
 	qrX, qrY      = 164.0, 20.0
 	// paperStrip is kept blank so the reader can measure the paper's
 	// brightness.
-	paperStripY, paperStripH = 52.0, 3.0
+	paperStripY, paperStripH  = 52.0, 3.0
 	contentTop, contentBottom = 58.0, 278.0
 	numberX                   = 18.0
 	firstBubbleX              = 40.0
