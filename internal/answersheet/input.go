@@ -3,7 +3,6 @@ package answersheet
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"image"
 	"image/jpeg"
@@ -39,20 +38,24 @@ func DecodeImage(data []byte) (image.Image, error) {
 	if len(data) > MaxUploadBytes {
 		return nil, ErrTooLarge
 	}
-	cfg, format, err := image.DecodeConfig(bytes.NewReader(data))
+	// Sniffed here rather than by image.DecodeConfig, whose formats are
+	// whatever any linked package registered.
+	decodeConfig, decode := png.DecodeConfig, png.Decode
 	switch {
-	case errors.Is(err, image.ErrFormat) || err == nil && format != "png" && format != "jpeg":
+	case bytes.HasPrefix(data, []byte("\x89PNG\r\n\x1a\n")):
+	case bytes.HasPrefix(data, []byte("\xff\xd8\xff")):
+		decodeConfig, decode = jpeg.DecodeConfig, jpeg.Decode
+	default:
 		return nil, ErrUnsupportedFormat
+	}
+	cfg, err := decodeConfig(bytes.NewReader(data))
+	switch {
 	case err != nil:
 		return nil, fmt.Errorf("%w: %v", ErrCorruptImage, err)
 	case cfg.Width <= 0 || cfg.Height <= 0:
 		return nil, ErrCorruptImage
 	case int64(cfg.Width)*int64(cfg.Height) > MaxPixels:
 		return nil, fmt.Errorf("%w: %d×%d pixels, at most %d", ErrTooLarge, cfg.Width, cfg.Height, MaxPixels)
-	}
-	decode := png.Decode
-	if format == "jpeg" {
-		decode = jpeg.Decode
 	}
 	img, err := decode(bytes.NewReader(data))
 	if err != nil {
