@@ -189,6 +189,27 @@ func photograph(t testing.TB, img image.Image, degrees, scale float64, seed uint
 	return out
 }
 
+// keystone is a camera tilted towards the page's top: a perspective in
+// which the top edge comes out p narrower than the bottom one.
+func keystone(img *image.RGBA, p float64) *image.RGBA {
+	b := img.Bounds()
+	w, h := float64(b.Dx()), float64(b.Dy())
+	out := image.NewRGBA(b)
+	draw.Draw(out, b, image.White, image.Point{}, draw.Src)
+	for y := range b.Dy() {
+		for x := range b.Dx() {
+			// Output to source is projective: both coordinates divided by
+			// the same linear function of y.
+			d := 1 - p*(1-float64(y)/h)
+			sx, sy := w/2+(float64(x)-w/2)/d, h/2+(float64(y)-h/2)/d
+			if sx >= 0 && sy >= 0 && sx < w && sy < h {
+				copy(out.Pix[out.PixOffset(x, y):][:4], img.Pix[img.PixOffset(int(sx), int(sy)):][:4])
+			}
+		}
+	}
+	return out
+}
+
 func TestReadPage(t *testing.T) {
 	f := newFixture()
 	pages := renderPages(t, f, f.student)
@@ -209,6 +230,7 @@ func TestReadPage(t *testing.T) {
 		{"photo rotated -7° and scaled 130%", photograph(t, marked, -7, 1.3, 2)},
 		{"photo rotated 3° upside down", photograph(t, imaging.Rotate180(marked), 3, 1, 3)},
 		{"photo turned 90°", photograph(t, imaging.Rotate90(marked), -4, 0.9, 4)},
+		{"photo taken at an angle", photograph(t, keystone(marked, 0.15), 3, 1, 5)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := r.ReadPage(tc.img)
