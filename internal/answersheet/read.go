@@ -46,7 +46,8 @@ type PageResult struct {
 	Written []WrittenAnswer // the page's written boxes, in order
 }
 
-// Reader reads the pages of one exam's answer sheets.
+// Reader reads the pages of one exam's answer sheets. It is safe for
+// concurrent use.
 type Reader struct {
 	layout Layout
 }
@@ -70,6 +71,9 @@ const (
 	// maxBlank caps the measured blank level, for pages where most
 	// bubbles are filled.
 	maxBlank = 0.30
+	// minContrast is the least difference, in grey levels, between paper
+	// and the corner marks' ink for the page to be read.
+	minContrast = 60
 	// cropPxPerMM is the resolution of written-answer crops (152 dpi).
 	cropPxPerMM = 6.0
 )
@@ -96,6 +100,11 @@ func (r *Reader) ReadPage(img image.Image) (PageResult, error) {
 	page := r.layout.Pages[id.Page-1]
 	res := PageResult{Sheet: id}
 	lv := measureLevels(g, h)
+	if lv.paper-lv.ink < minContrast {
+		// The QR code decoded, yet the marks are not dark where the
+		// transform puts them: it is off, and bubbles would be misread.
+		return PageResult{}, ErrNoCornerMarks
+	}
 	var rows [][]float64
 	var fills []float64
 	for _, it := range page.Items {
@@ -182,11 +191,7 @@ func measureLevels(g *image.Gray, h homography) levels {
 			}
 		}
 	}
-	lv := levels{paper: quantile(paper, 0.9), ink: quantile(ink, 0.5)}
-	if lv.paper-lv.ink < 1 {
-		lv.ink = lv.paper - 1
-	}
-	return lv
+	return levels{paper: quantile(paper, 0.9), ink: quantile(ink, 0.5)}
 }
 
 // fill is the mean darkness of the bubble's inside, 0 paper to 1 ink. The
