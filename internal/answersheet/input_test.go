@@ -176,6 +176,11 @@ func FuzzDecodeImage(f *testing.F) {
 	var j bytes.Buffer
 	jpeg.Encode(&j, image.NewGray(image.Rect(0, 0, 8, 8)), nil)
 	f.Add(j.Bytes())
+	fx := newFixture()
+	r, err := answersheet.NewReader(fx.exam, fx.questions)
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		img, err := answersheet.DecodeImage(data)
 		if err != nil {
@@ -186,8 +191,16 @@ func FuzzDecodeImage(f *testing.F) {
 			}
 			t.Fatalf("untyped error %v", err)
 		}
-		if b := img.Bounds(); b.Dx()*b.Dy() > answersheet.MaxPixels || b.Empty() {
+		b := img.Bounds()
+		if b.Dx()*b.Dy() > answersheet.MaxPixels || b.Empty() {
 			t.Fatalf("decoded %v", b)
+		}
+		// Whatever decodes is read without a panic, as an unidentifiable page.
+		if b.Dx()*b.Dy() <= 1_000_000 {
+			if _, err := r.ReadPage(img); !errors.Is(err, answersheet.ErrNoCornerMarks) &&
+				!errors.Is(err, answersheet.ErrNoQRCode) && !errors.Is(err, answersheet.ErrBadSheetID) {
+				t.Fatalf("ReadPage on fuzzed image: %v", err)
+			}
 		}
 	})
 }

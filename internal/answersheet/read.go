@@ -105,9 +105,9 @@ func (r *Reader) ReadPage(img image.Image) (PageResult, error) {
 		// transform puts them: it is off, and bubbles would be misread.
 		return PageResult{}, ErrNoCornerMarks
 	}
-	var rows [][]float64
+	rows := make([][]float64, len(page.Items)) // bubble fills, nil for boxes
 	var fills []float64
-	for _, it := range page.Items {
+	for j, it := range page.Items {
 		if it.Kind == KindWritten {
 			crop, err := encodePNG(warp(g, h, Rect{it.Box.X - 1, it.Box.Y - 1, it.Box.W + 2, it.Box.H + 2}, cropPxPerMM))
 			if err != nil {
@@ -116,19 +116,16 @@ func (r *Reader) ReadPage(img image.Image) (PageResult, error) {
 			res.Written = append(res.Written, WrittenAnswer{QuestionID: it.QuestionID, Type: it.Type, PNG: crop})
 			continue
 		}
-		row := make([]float64, len(it.Bubbles))
+		rows[j] = make([]float64, len(it.Bubbles))
 		for i, b := range it.Bubbles {
-			row[i] = lv.fill(g, h, b)
+			rows[j][i] = lv.fill(g, h, b)
 		}
-		rows = append(rows, row)
-		fills = append(fills, row...)
+		fills = append(fills, rows[j]...)
 	}
 	blank := blankLevel(fills)
-	i := 0
-	for _, it := range page.Items {
-		if it.Kind != KindWritten {
-			res.Answers = append(res.Answers, decide(it, rows[i], blank))
-			i++
+	for j, it := range page.Items {
+		if rows[j] != nil {
+			res.Answers = append(res.Answers, decide(it, rows[j], blank))
 		}
 	}
 	return res, nil
