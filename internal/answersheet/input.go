@@ -1,0 +1,199 @@
+package answersheet
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"image"
+	"image/jpeg"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// Upload limits.
+const (
+	// MaxUploadBytes bounds one uploaded file (API.md: 20 MiB).
+	MaxUploadBytes = 20 << 20
+	// MaxPixels bounds a decoded image: a 48-megapixel phone photo passes,
+	// a small file declaring a huge image (a decompression bomb) does not.
+	MaxPixels = 50_000_000
+	// MaxPDFPages bounds the pages of one PDF.
+	MaxPDFPages = 200
+	// pdfTimeout bounds rasterizing one PDF.
+	pdfTimeout = 2 * time.Minute
+	// pdfLongSide is the long side of a rasterized PDF page in pixels:
+	// about 150 dpi for A4, whatever size the PDF declares.
+	pdfLongSide = 1754
+)
+
+// DecodeImage decodes a PNG or JPEG upload. It checks the byte size, then the
+// dimensions from the header, before decoding any pixels.
+func DecodeImage(data []byte) (image.Image, error) {
+	if len(data) > MaxUploadBytes {
+		return nil, ErrTooLarge
+	}
+	// Sniffed here rather than by image.DecodeConfig, whose formats are
+	// whatever any linked package registered.
+	decodeConfig, decode := png.DecodeConfig, png.Decode
+	switch {
+	case bytes.HasPrefix(data, []byte("\x89PNG\r\n\x1a\n")):
+	case bytes.HasPrefix(data, []byte("\xff\xd8\xff")):
+		decodeConfig, decode = jpeg.DecodeConfig, jpeg.Decode
+	default:
+		return nil, ErrUnsupportedFormat
+	}
+	cfg, err := decodeConfig(bytes.NewReader(data))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%w: %v", ErrCorruptImage, err)
+	case cfg.Width <= 0 || cfg.Height <= 0:
+		return nil, ErrCorruptImage
+	case int64(cfg.Width)*int64(cfg.Height) > MaxPixels:
+		return nil, fmt.Errorf("%w: %d×%d pixels, at most %d", ErrTooLarge, cfg.Width, cfg.Height, MaxPixels)
+	}
+	img, err := decode(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorruptImage, err)
+	}
+	return img, nil
+}
+
+// DecodeUpload turns one uploaded file, PNG, JPEG or PDF by its content,
+// into page images and calls each with every page in order (1-based),
+// stopping at the first error it returns.
+func DecodeUpload(ctx context.Context, data []byte, each func(page int, img image.Image) error) error {
+	if bytes.HasPrefix(data, []byte("%PDF-")) {
+		return SplitPDF(ctx, data, each)
+	}
+	img, err := DecodeImage(data)
+	if err != nil {
+		return err
+	}
+	return each(1, img)
+}
+
+// SplitPDF rasterizes a PDF in grey at about 150 dpi with pdftoppm and calls
+// each with every page in order (1-based), stopping at the first error it
+// returns. Pages are rendered in a private temporary directory that is
+// removed afterwards; the tools run with a timeout and never through a
+// shell.
+func SplitPDF(ctx context.Context, data []byte, each func(page int, img image.Image) error) error {
+	if len(data) > MaxUploadBytes {
+		return ErrTooLarge
+	}
+	if !bytes.HasPrefix(data, []byte("%PDF-")) {
+		return ErrUnsupportedFormat
+	}
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, pdfTimeout)
+	defer cancel()
+	if err := splitPDF(ctx, data, each); err != nil {
+		if parent.Err() != nil {
+			return parent.Err() // the caller gave up: not the upload's fault
+		}
+		return err
+	}
+	return nil
+}
+
+func splitPDF(ctx context.Context, data []byte, each func(page int, img image.Image) error) error {
+	dir, err := os.MkdirTemp("", "answersheet-")
+	if err != nil {
+		return fmt.Errorf("answersheet: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	in := filepath.Join(dir, "in.pdf")
+	if err := os.WriteFile(in, data, 0o600); err != nil {
+		return fmt.Errorf("answersheet: %w", err)
+	}
+	pages, err := pdfPageCount(ctx, in)
+	if err != nil {
+		return err
+	}
+	if pages > MaxPDFPages {
+		return fmt.Errorf("%w: %d pages, at most %d", ErrTooManyPages, pages, MaxPDFPages)
+	}
+	if _, err := poppler(ctx, "pdftoppm", "-gray", "-png", "-scale-to", strconv.Itoa(pdfLongSide),
+		"-l", strconv.Itoa(pages), in, filepath.Join(dir, "p")); err != nil {
+		return err
+	}
+	// pdftoppm names pages p-1.png, p-01.png… padded to the page count's
+	// width; the numeric order is the page order.
+	names, err := filepath.Glob(filepath.Join(dir, "p-*.png"))
+	if err != nil {
+		return fmt.Errorf("answersheet: %w", err)
+	}
+	slices.SortFunc(names, func(a, b string) int { return pageNumber(a) - pageNumber(b) })
+	for i, name := range names {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		b, err := os.ReadFile(name)
+		if err != nil {
+			return fmt.Errorf("answersheet: %w", err)
+		}
+		img, err := DecodeImage(b)
+		if err != nil {
+			return fmt.Errorf("%w: page %d: %v", ErrUnreadablePDF, i+1, err)
+		}
+		if err := each(i+1, img); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var pageFile = regexp.MustCompile(`-(\d+)\.png$`)
+
+func pageNumber(name string) int {
+	m := pageFile.FindStringSubmatch(name)
+	if m == nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
+
+var pagesLine = regexp.MustCompile(`(?m)^Pages:\s+(\d+)\s*$`)
+
+func pdfPageCount(ctx context.Context, path string) (int, error) {
+	out, err := poppler(ctx, "pdfinfo", path)
+	if err != nil {
+		return 0, err
+	}
+	m := pagesLine.FindSubmatch(out)
+	if m == nil {
+		return 0, fmt.Errorf("%w: no page count", ErrUnreadablePDF)
+	}
+	n, err := strconv.Atoi(string(m[1]))
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("%w: no pages", ErrUnreadablePDF)
+	}
+	return n, nil
+}
+
+// poppler runs a poppler-utils program. Its error output stays out of the
+// returned error: it names temporary paths and says nothing the uploader
+// can act on.
+func poppler(ctx context.Context, tool string, args ...string) ([]byte, error) {
+	path, err := exec.LookPath(tool)
+	if err != nil {
+		return nil, ErrPDFToolMissing
+	}
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.WaitDelay = 5 * time.Second
+	out, err := cmd.Output()
+	switch {
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("%w: rendering took too long", ErrUnreadablePDF)
+	case err != nil:
+		return nil, fmt.Errorf("%w: %s failed", ErrUnreadablePDF, tool)
+	}
+	return out, nil
+}

@@ -1,0 +1,206 @@
+package answersheet_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"image"
+	"image/color"
+	"image/jpeg"
+	"image/png"
+	"testing"
+
+	"github.com/go-pdf/fpdf"
+
+	"github.com/assessd/assessd/ids"
+	"github.com/assessd/assessd/internal/answersheet"
+)
+
+func encodedPNG(t testing.TB, w, h int) []byte {
+	t.Helper()
+	img := image.NewGray(image.Rect(0, 0, w, h))
+	img.Set(1, 1, color.White)
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// bombPNG is a valid PNG header declaring width×height pixels, with no
+// pixel data: decoding it would allocate for the declared size.
+func bombPNG(width, height uint32) []byte {
+	var b bytes.Buffer
+	b.WriteString("\x89PNG\r\n\x1a\n")
+	ihdr := make([]byte, 13)
+	binary.BigEndian.PutUint32(ihdr[0:], width)
+	binary.BigEndian.PutUint32(ihdr[4:], height)
+	ihdr[8], ihdr[9] = 8, 0 // 8-bit grey
+	chunk := append([]byte("IHDR"), ihdr...)
+	binary.Write(&b, binary.BigEndian, uint32(len(ihdr)))
+	b.Write(chunk)
+	binary.Write(&b, binary.BigEndian, crc32.ChecksumIEEE(chunk))
+	return b.Bytes()
+}
+
+func TestDecodeImage(t *testing.T) {
+	okPNG := encodedPNG(t, 300, 400)
+	var okJPEG bytes.Buffer
+	if err := jpeg.Encode(&okJPEG, image.NewGray(image.Rect(0, 0, 300, 400)), nil); err != nil {
+		t.Fatal(err)
+	}
+	var gif bytes.Buffer
+	gif.WriteString("GIF89a")
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want error
+	}{
+		{"PNG", okPNG, nil},
+		{"JPEG", okJPEG.Bytes(), nil},
+		{"truncated PNG", okPNG[:len(okPNG)/2], answersheet.ErrCorruptImage},
+		{"truncated JPEG", okJPEG.Bytes()[:okJPEG.Len()/2], answersheet.ErrCorruptImage},
+		{"text", []byte("hello, this is not an image"), answersheet.ErrUnsupportedFormat},
+		{"empty", nil, answersheet.ErrUnsupportedFormat},
+		{"GIF", gif.Bytes(), answersheet.ErrUnsupportedFormat},
+		{"over 20 MiB", make([]byte, answersheet.MaxUploadBytes+1), answersheet.ErrTooLarge},
+		{"decompression bomb", bombPNG(100_000, 100_000), answersheet.ErrTooLarge},
+		{"zero width", bombPNG(0, 10), answersheet.ErrCorruptImage},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			img, err := answersheet.DecodeImage(tc.data)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("DecodeImage error = %v, want %v", err, tc.want)
+			}
+			if err == nil && img.Bounds().Dx() != 300 {
+				t.Fatalf("decoded %v, want 300×400", img.Bounds())
+			}
+		})
+	}
+}
+
+func TestDecodeUploadPDF(t *testing.T) {
+	f := newFixture()
+	var pdf bytes.Buffer
+	if err := answersheet.Render(&pdf, f.exam, nil, f.questions); err != nil {
+		t.Fatal(err)
+	}
+	var pages []int
+	err := answersheet.DecodeUpload(context.Background(), pdf.Bytes(), func(page int, img image.Image) error {
+		if img.Bounds().Dy() != 1754 {
+			t.Errorf("page %d is %v, want 1754 px high", page, img.Bounds())
+		}
+		pages = append(pages, page)
+		return nil
+	})
+	if err != nil || len(pages) != 1 {
+		t.Fatalf("DecodeUpload = pages %v, %v; want one page", pages, err)
+	}
+
+	for name, data := range map[string][]byte{
+		"damaged PDF": append([]byte("%PDF-1.7\n"), bytes.Repeat([]byte("garbage "), 100)...),
+		"truncated":   pdf.Bytes()[:pdf.Len()/3],
+		"over 20 MiB": append([]byte("%PDF-1.7\n"), make([]byte, answersheet.MaxUploadBytes)...),
+	} {
+		err := answersheet.DecodeUpload(context.Background(), data, func(int, image.Image) error { return nil })
+		if !errors.Is(err, answersheet.ErrUnreadablePDF) && !errors.Is(err, answersheet.ErrTooLarge) {
+			t.Errorf("%s: error = %v, want ErrUnreadablePDF or ErrTooLarge", name, err)
+		}
+	}
+}
+
+func TestSplitPDFPageOrderAndLimit(t *testing.T) {
+	f := newFixture()
+	// Twelve students make a twelve-page PDF: pdftoppm pads page numbers
+	// to two digits, and the pages must still come in order.
+	students := make([]answersheet.Student, 12)
+	for i := range students {
+		students[i] = answersheet.Student{UserID: ids.New(ids.User), Name: "Student"}
+	}
+	var pdf bytes.Buffer
+	if err := answersheet.Render(&pdf, f.exam, students, f.questions); err != nil {
+		t.Fatal(err)
+	}
+	r, err := answersheet.NewReader(f.exam, f.questions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	err = answersheet.SplitPDF(context.Background(), pdf.Bytes(), func(page int, img image.Image) error {
+		if page > 3 && page < 11 {
+			return nil // reading three pages at each end is enough to see the order
+		}
+		res, err := r.ReadPage(img)
+		if err != nil {
+			return err
+		}
+		got = append(got, res.Sheet.UserID)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{students[0].UserID, students[1].UserID, students[2].UserID, students[10].UserID, students[11].UserID}
+	if len(got) != len(want) {
+		t.Fatalf("read %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("page %d is %s's sheet, want %s's", i, got[i], want[i])
+		}
+	}
+}
+
+func TestSplitPDFTooManyPages(t *testing.T) {
+	doc := fpdf.New("P", "mm", "A4", "")
+	for range answersheet.MaxPDFPages + 1 {
+		doc.AddPage()
+	}
+	var pdf bytes.Buffer
+	if err := doc.Output(&pdf); err != nil {
+		t.Fatal(err)
+	}
+	called := false
+	err := answersheet.SplitPDF(context.Background(), pdf.Bytes(), func(int, image.Image) error { called = true; return nil })
+	if !errors.Is(err, answersheet.ErrTooManyPages) || called {
+		t.Fatalf("SplitPDF = %v (pages delivered: %v), want ErrTooManyPages before rendering", err, called)
+	}
+}
+
+func FuzzDecodeImage(f *testing.F) {
+	f.Add(encodedPNG(f, 3, 2))
+	f.Add(bombPNG(100_000, 100_000))
+	f.Add(bombPNG(1, 1))
+	var j bytes.Buffer
+	jpeg.Encode(&j, image.NewGray(image.Rect(0, 0, 8, 8)), nil)
+	f.Add(j.Bytes())
+	fx := newFixture()
+	r, err := answersheet.NewReader(fx.exam, fx.questions)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		img, err := answersheet.DecodeImage(data)
+		if err != nil {
+			for _, known := range []error{answersheet.ErrTooLarge, answersheet.ErrUnsupportedFormat, answersheet.ErrCorruptImage} {
+				if errors.Is(err, known) {
+					return
+				}
+			}
+			t.Fatalf("untyped error %v", err)
+		}
+		b := img.Bounds()
+		if b.Dx()*b.Dy() > answersheet.MaxPixels || b.Empty() {
+			t.Fatalf("decoded %v", b)
+		}
+		// Whatever decodes is read without a panic, as an unidentifiable page.
+		if b.Dx()*b.Dy() <= 1_000_000 {
+			if _, err := r.ReadPage(img); !errors.Is(err, answersheet.ErrNoCornerMarks) &&
+				!errors.Is(err, answersheet.ErrNoQRCode) && !errors.Is(err, answersheet.ErrBadSheetID) {
+				t.Fatalf("ReadPage on fuzzed image: %v", err)
+			}
+		}
+	})
+}
