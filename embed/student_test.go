@@ -30,14 +30,18 @@ func TestStudentTakesExamAndSeesGradedResult(t *testing.T) {
 	tc := devenvtest.Temporal(t)
 	db := storetest.New(t)
 	for _, region := range []string{"eu", "global"} {
-		w := app.NewWorker(tc, db, app.WorkerConfig{Region: region, Provider: ai.NewBuiltin(), Fetcher: media.NewFetcher(nil, media.Options{}),
+		w, err := app.NewWorker(tc, db, app.WorkerConfig{Region: region, Provider: ai.NewBuiltin(), Fetcher: media.NewFetcher(nil, media.Options{}),
 			Metrics: activities.NewMetrics(prometheus.NewRegistry(), func(s string) string { return s })})
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := w.Start(); err != nil {
 			t.Fatal(err)
 		}
 		defer w.Stop()
 	}
-	content := assessment.NewService(db, assessment.WithGrader(app.Grader{Starter: workflows.Starter{Client: tc}}))
+	content := assessment.NewService(db)
+	go app.NewDispatcher(tc, db, prometheus.NewRegistry(), workflows.DispatchOptions{}).Run(t.Context())
 	f := newFixtureWith(t, localRedis(t), db, func(*store.DB) embed.Generator { return nil })
 	f.svc = embed.NewService(embed.NewStore(localRedis(t)), tenancy.NewService(db), content, nil, "https://assessd.example", prometheus.NewRegistry(), func(s string) string { return s })
 	srv := serve(t, f)

@@ -22,6 +22,7 @@ import (
 	"github.com/assessd/assessd/assessment"
 	"github.com/assessd/assessd/errs"
 	"github.com/assessd/assessd/ids"
+	"github.com/assessd/assessd/outbox"
 	"github.com/assessd/assessd/store"
 	"github.com/assessd/assessd/tenancy"
 	"github.com/assessd/assessd/workflows"
@@ -50,25 +51,18 @@ type Generation struct {
 	UpdatedAt time.Time
 }
 
-// Starter starts generation workflows.
-type Starter interface {
-	StartGeneration(ctx context.Context, in workflows.GenerateExamInput) error
-}
-
 // Service creates and reads generations, and implements
 // activities.GenerationStore for the workflow.
 type Service struct {
 	db      *store.DB
 	content *assessment.Service
-	starter Starter
 }
 
 var _ activities.GenerationStore = (*Service)(nil)
 
-// NewService returns a Service; starter may be nil when no workflow engine
-// is configured (requests then fail with 503).
-func NewService(db *store.DB, content *assessment.Service, starter Starter) *Service {
-	return &Service{db: db, content: content, starter: starter}
+// NewService returns a Service.
+func NewService(db *store.DB, content *assessment.Service) *Service {
+	return &Service{db: db, content: content}
 }
 
 // generatable are the question types generation can produce.
@@ -108,8 +102,9 @@ func (p *Params) validate() error {
 	return nil
 }
 
-// Create stores a request and starts its workflow on the region the
-// organization has now.
+// Create stores a request, with its outbox row: the dispatcher starts the
+// generation workflow after commit, on the region the organization has now
+// (decision 0045).
 func (s *Service) Create(ctx context.Context, p Params) (Generation, error) {
 	caller, err := tenancy.Authorize(ctx, assessment.WriteExams)
 	if err != nil {
@@ -118,27 +113,20 @@ func (s *Service) Create(ctx context.Context, p Params) (Generation, error) {
 	if err := p.validate(); err != nil {
 		return Generation{}, err
 	}
-	if s.starter == nil {
-		return Generation{}, errs.Unavailable("GENERATION_UNAVAILABLE", "exam generation is not available on this server")
-	}
 	params, _ := json.Marshal(p)
 	g := Generation{ID: ids.New(ids.Generation), Status: "running", Params: p}
 	err = s.db.Tx(ctx, func(ctx context.Context) error {
 		q := s.db.Q(ctx)
-		if err := q.QueryRow(ctx, `SELECT ai_region FROM orgs WHERE id = app_org_id()`).Scan(&g.Region); err != nil {
+		if err := q.QueryRow(ctx, `INSERT INTO exam_generations (id, org_id, requested_by, region, status, params)
+			VALUES ($1, app_org_id(), $2, (SELECT ai_region FROM orgs WHERE id = app_org_id()), 'running', $3)
+			RETURNING region, created_at, updated_at`,
+			g.ID, caller.UserID, params).Scan(&g.Region, &g.CreatedAt, &g.UpdatedAt); err != nil {
 			return err
 		}
-		return q.QueryRow(ctx, `INSERT INTO exam_generations (id, org_id, requested_by, region, status, params)
-			VALUES ($1, app_org_id(), $2, $3, 'running', $4) RETURNING created_at, updated_at`,
-			g.ID, caller.UserID, g.Region, params).Scan(&g.CreatedAt, &g.UpdatedAt)
+		return outbox.Add(ctx, q, outbox.KindGeneration, g.ID, g.Region)
 	})
 	if err != nil {
 		return Generation{}, fmt.Errorf("create generation: %w", err)
-	}
-	if err := s.starter.StartGeneration(ctx, workflows.GenerateExamInput{OrgID: caller.OrgID, GenerationID: g.ID, Region: g.Region}); err != nil {
-		slog.ErrorContext(ctx, "start generation", "err", err)
-		_ = s.FinishGeneration(ctx, workflows.FinishGenerationInput{OrgID: caller.OrgID, GenerationID: g.ID, Error: "the generation could not be started"})
-		return Generation{}, errs.Unavailable("GENERATION_UNAVAILABLE", "exam generation is temporarily unavailable; retry in a moment").WithCause(err)
 	}
 	return g, nil
 }
@@ -243,14 +231,27 @@ func (s *Service) CreateGeneratedExam(ctx context.Context, orgID, id string, qs 
 
 // FinishGeneration implements activities.GenerationStore.
 func (s *Service) FinishGeneration(ctx context.Context, in workflows.FinishGenerationInput) error {
-	ctx = store.WithOrg(ctx, in.OrgID)
 	status := "ready"
 	if in.Error != "" {
 		status = "failed"
 	}
+	return s.finish(store.WithOrg(ctx, in.OrgID), in.GenerationID, status, in.Error)
+}
+
+// Fail finishes a generation that cannot run with reason; one that is
+// finished is left as it is.
+func (s *Service) Fail(ctx context.Context, id, reason string) error {
+	return s.finish(ctx, id, "failed", reason)
+}
+
+// finish records a running generation's outcome.
+func (s *Service) finish(ctx context.Context, id, status, reason string) error {
 	_, err := s.db.Q(ctx).Exec(ctx, `UPDATE exam_generations SET status = $2, error = $3, updated_at = now()
-		WHERE org_id = app_org_id() AND id = $1 AND status = 'running'`, in.GenerationID, status, in.Error)
-	return err
+		WHERE org_id = app_org_id() AND id = $1 AND status = 'running'`, id, status, reason)
+	if err != nil {
+		return fmt.Errorf("finish generation: %w", err)
+	}
+	return nil
 }
 
 // toSchema maps the provider's question configuration onto the built-in

@@ -69,7 +69,6 @@ type harness struct {
 	ten        *tenancy.Service
 	content    *assessment.Service
 	temporal   client.Client
-	starter    workflows.Starter
 	eu, global *recordingAI
 	cdn        *httptest.Server
 	fetcher    *media.Fetcher
@@ -80,9 +79,9 @@ func newHarness(t *testing.T) *harness {
 	t.Helper()
 	h := &harness{t: t, db: storetest.New(t), eu: newRecordingAI(t), global: newRecordingAI(t)}
 	h.temporal = devenvtest.Temporal(t)
-	h.starter = workflows.Starter{Client: h.temporal}
 	h.ten = tenancy.NewService(h.db)
-	h.content = assessment.NewService(h.db, assessment.WithGrader(app.Grader{Starter: h.starter}))
+	h.content = assessment.NewService(h.db)
+	go app.NewDispatcher(h.temporal, h.db, prometheus.NewRegistry(), workflows.DispatchOptions{}).Run(t.Context())
 	h.cdn = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = w.Write([]byte("student essay scan"))
@@ -100,7 +99,10 @@ func (h *harness) startWorker(region string) func() {
 		endpoint = h.eu
 	}
 	provider := ai.NewOpenAI(ai.OpenAIConfig{BaseURL: endpoint.URL, APIKey: "test-key", Model: "grader"})
-	w := app.NewWorker(h.temporal, h.db, app.WorkerConfig{Region: region, Provider: provider, Fetcher: h.fetcher, Metrics: h.metrics})
+	w, err := app.NewWorker(h.temporal, h.db, app.WorkerConfig{Region: region, Provider: provider, Fetcher: h.fetcher, Metrics: h.metrics})
+	if err != nil {
+		h.t.Fatal(err)
+	}
 	if err := w.Start(); err != nil {
 		h.t.Fatal(err)
 	}

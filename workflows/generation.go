@@ -1,10 +1,13 @@
 package workflows
 
 import (
+	"context"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/assessd/assessd/outbox"
 )
 
 // Activity names of exam generation.
@@ -39,6 +42,19 @@ type FinishGenerationInput struct {
 
 // GenerationWorkflowID is the workflow id of a generation request.
 func GenerationWorkflowID(generationID string) string { return "generate-" + generationID }
+
+// GenerationRoute is how an outbox generation row becomes a GenerateExam
+// workflow; abandon fails a generation that cannot run.
+func GenerationRoute(abandon func(ctx context.Context, generationID, reason string) error) Route {
+	return Route{
+		Workflow:   GenerateExam,
+		WorkflowID: GenerationWorkflowID,
+		Input: func(it outbox.Item) any {
+			return GenerateExamInput{OrgID: it.OrgID, GenerationID: it.SubjectID, Region: it.Region}
+		},
+		Abandon: abandon,
+	}
+}
 
 // GenerateExam asks the region's AI provider for questions, creates an
 // exam from those that are valid for their types, and records the outcome

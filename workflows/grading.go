@@ -6,28 +6,34 @@
 package workflows
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/assessd/assessd/outbox"
 )
 
-// Task queues, one per AI region: a worker polls only its region's queue,
-// so EU work never reaches a global worker.
-const (
-	TaskQueueEU     = "grading-eu"
-	TaskQueueGlobal = "grading-global"
-)
+// ErrUnknownRegion is the error of a region that has no task queue: work is
+// never routed to another region's queue by default.
+var ErrUnknownRegion = errors.New("unknown AI region")
 
-// TaskQueue returns the task queue of an organization's aiRegion.
-func TaskQueue(region string) string {
-	if region == "eu" {
-		return TaskQueueEU
+// RegionTaskQueue returns the task queue of an AI region (an organization's
+// aiRegion): all of the region's workflows, grading and generation, run
+// there, and a worker polls only its region's queue, so EU work never
+// reaches a global worker. The names keep their historical "grading-"
+// prefix so that deployed workers and running workflows keep their queue.
+func RegionTaskQueue(region string) (string, error) {
+	switch region {
+	case "eu", "global":
+		return "grading-" + region, nil
 	}
-	return TaskQueueGlobal
+	return "", fmt.Errorf("%w %q: want eu or global", ErrUnknownRegion, region)
 }
 
 // Activity names, registered by the worker.
@@ -84,6 +90,19 @@ type ResultOutcome struct {
 // WorkflowID is the grading workflow id of a result: derived from the result
 // id, so a second start for the same result is refused, never graded twice.
 func WorkflowID(resultID string) string { return "grade-" + resultID }
+
+// GradingRoute is how an outbox grading row becomes a GradeResult
+// workflow; abandon fails a result whose grading cannot run.
+func GradingRoute(abandon func(ctx context.Context, resultID, reason string) error) Route {
+	return Route{
+		Workflow:   GradeResult,
+		WorkflowID: WorkflowID,
+		Input: func(it outbox.Item) any {
+			return GradeResultInput{OrgID: it.OrgID, ResultID: it.SubjectID, Region: it.Region}
+		},
+		Abandon: abandon,
+	}
+}
 
 // GradeResult grades the AI-graded answers of a result (rules-scored answers
 // were scored on submission), at most MaxParallelAnswers at a time, and

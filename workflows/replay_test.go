@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/assessd/assessd/devenv"
+	"github.com/assessd/assessd/outbox"
 )
 
 // historyFile is a recorded GradeResult history (three answers, one retried
@@ -51,7 +52,7 @@ func TestRecordGradeResultHistory(t *testing.T) {
 	}
 	defer c.Close()
 	f := &fakeGrading{pending: []string{"a1", "a2", "a3"}, failOnce: map[string]bool{"a2": true}, invalid: map[string]bool{"a3": true}}
-	w := worker.New(c, TaskQueueEU, worker.Options{})
+	w := worker.New(c, "grading-eu", worker.Options{})
 	w.RegisterWorkflow(GradeResult)
 	w.RegisterActivityWithOptions(f.PendingAnswers, activity.RegisterOptions{Name: ActivityPendingAnswers})
 	w.RegisterActivityWithOptions(f.GradeAnswer, activity.RegisterOptions{Name: ActivityGradeAnswer})
@@ -61,7 +62,8 @@ func TestRecordGradeResultHistory(t *testing.T) {
 	}
 	defer w.Stop()
 	in := GradeResultInput{OrgID: "org_1", ResultID: "res_recorded", Region: "eu"}
-	if err := (Starter{Client: c}).StartGrading(ctx, in); err != nil {
+	it := outbox.Item{Kind: outbox.KindGrading, OrgID: in.OrgID, SubjectID: in.ResultID, Region: in.Region}
+	if err := Start(ctx, c, GradingRoute(nil), it); err != nil {
 		t.Fatal(err)
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, time.Minute)

@@ -6,21 +6,28 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/assessd/assessd/devenv/devenvtest"
+	"github.com/assessd/assessd/outbox"
 )
 
 // TestStartGradingTwiceGradesOnce runs the real dev server: a second start
-// of the same result joins the first workflow, and the result is graded
-// once, by a worker of the region's queue only.
+// of the same result joins the first workflow, a start after it completed
+// returns that run instead of grading again, and only a worker of the
+// region's queue grades.
 func TestStartGradingTwiceGradesOnce(t *testing.T) {
 	ctx := context.Background()
 	c := devenvtest.Temporal(t)
 
 	eu := &fakeGrading{pending: []string{"a1"}}
 	global := &fakeGrading{pending: []string{"a1"}}
-	for queue, acts := range map[string]*fakeGrading{TaskQueueEU: eu, TaskQueueGlobal: global} {
+	for region, acts := range map[string]*fakeGrading{"eu": eu, "global": global} {
+		queue, err := RegionTaskQueue(region)
+		if err != nil {
+			t.Fatal(err)
+		}
 		w := worker.New(c, queue, worker.Options{})
 		w.RegisterWorkflow(GradeResult)
 		w.RegisterActivityWithOptions(acts.PendingAnswers, activity.RegisterOptions{Name: ActivityPendingAnswers})
@@ -32,28 +39,43 @@ func TestStartGradingTwiceGradesOnce(t *testing.T) {
 		defer w.Stop()
 	}
 
-	s := Starter{Client: c}
-	in := GradeResultInput{OrgID: "org_1", ResultID: "res_twice", Region: "eu"}
+	route := GradingRoute(nil)
+	it := outbox.Item{Kind: outbox.KindGrading, OrgID: "org_1", SubjectID: "res_twice", Region: "eu"}
 	for range 2 {
-		if err := s.StartGrading(ctx, in); err != nil {
+		if err := Start(ctx, c, route, it); err != nil {
 			t.Fatal(err)
 		}
 	}
-	run := c.GetWorkflow(ctx, WorkflowID(in.ResultID), "")
+	run := c.GetWorkflow(ctx, WorkflowID(it.SubjectID), "")
 	var out ResultOutcome
 	waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := run.Get(waitCtx, &out); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.StartGrading(ctx, in); err != nil {
+	completed := latestRun(t, c, WorkflowID(it.SubjectID))
+	if err := Start(ctx, c, route, it); err != nil {
 		t.Fatalf("start after completion: %v", err)
 	}
-	time.Sleep(200 * time.Millisecond)
+	// The start after completion must not have opened a new run: the
+	// latest run of the id is still the completed first one.
+	if latest := latestRun(t, c, WorkflowID(it.SubjectID)); latest != completed {
+		t.Fatalf("a start after completion opened run %s besides %s", latest, completed)
+	}
 	if got := eu.calls.Load(); got != 1 {
 		t.Fatalf("the EU worker graded %d times, want once", got)
 	}
 	if got := global.calls.Load(); got != 0 {
 		t.Fatalf("the global worker graded an EU result %d times", got)
 	}
+}
+
+// latestRun returns the run id of the latest run of workflow id.
+func latestRun(t *testing.T, c client.Client, id string) string {
+	t.Helper()
+	desc, err := c.DescribeWorkflowExecution(context.Background(), id, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return desc.GetWorkflowExecutionInfo().GetExecution().GetRunId()
 }

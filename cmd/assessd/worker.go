@@ -58,7 +58,10 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	w := app.NewWorker(tc, db, wcfg)
+	w, err := app.NewWorker(tc, db, wcfg)
+	if err != nil {
+		return err
+	}
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -100,7 +103,10 @@ func startWorkers(p *process) (stop func(), err error) {
 		if err != nil {
 			return nil, err
 		}
-		w := app.NewWorker(p.temporal, p.db, wcfg)
+		w, err := app.NewWorker(p.temporal, p.db, wcfg)
+		if err != nil {
+			return nil, err
+		}
 		if err := w.Start(); err != nil {
 			return nil, err
 		}
