@@ -16,7 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.temporal.io/sdk/client"
 
-	"github.com/assessd/assessd/activities"
+	gradingactivities "github.com/assessd/assessd/activities/grading"
 	"github.com/assessd/assessd/ai"
 	"github.com/assessd/assessd/app"
 	"github.com/assessd/assessd/assessment"
@@ -141,7 +141,7 @@ func TestWorkflowStartsSurviveATemporalOutage(t *testing.T) {
 		var stops []func()
 		for _, region := range []string{"eu", "global"} {
 			w, err := app.NewWorker(wc, db, app.WorkerConfig{Region: region, Provider: provider, Fetcher: media.NewFetcher(nil, media.Options{}),
-				Metrics: activities.NewMetrics(prometheus.NewRegistry(), func(s string) string { return s })})
+				Metrics: gradingactivities.NewMetrics(prometheus.NewRegistry(), func(s string) string { return s })})
 			if err != nil {
 				t.Fatal(err)
 			}

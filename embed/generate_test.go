@@ -11,7 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/assessd/assessd/activities"
+	gradingactivities "github.com/assessd/assessd/activities/grading"
 	"github.com/assessd/assessd/ai"
 	"github.com/assessd/assessd/app"
 	"github.com/assessd/assessd/assessment"
@@ -34,7 +34,7 @@ func TestGenerateExamFlow(t *testing.T) {
 	tc := devenvtest.Temporal(t)
 	db := storetest.New(t)
 	w, err := app.NewWorker(tc, db, app.WorkerConfig{Region: "eu", Provider: ai.NewBuiltin(), Fetcher: media.NewFetcher(nil, media.Options{}),
-		Metrics: activities.NewMetrics(prometheus.NewRegistry(), func(s string) string { return s })})
+		Metrics: gradingactivities.NewMetrics(prometheus.NewRegistry(), func(s string) string { return s })})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/assessd/assessd/activities"
+	gradingactivities "github.com/assessd/assessd/activities/grading"
 	"github.com/assessd/assessd/ai"
 	"github.com/assessd/assessd/app"
 	"github.com/assessd/assessd/assessment"
@@ -31,7 +31,7 @@ func TestStudentTakesExamAndSeesGradedResult(t *testing.T) {
 	db := storetest.New(t)
 	for _, region := range []string{"eu", "global"} {
 		w, err := app.NewWorker(tc, db, app.WorkerConfig{Region: region, Provider: ai.NewBuiltin(), Fetcher: media.NewFetcher(nil, media.Options{}),
-			Metrics: activities.NewMetrics(prometheus.NewRegistry(), func(s string) string { return s })})
+			Metrics: gradingactivities.NewMetrics(prometheus.NewRegistry(), func(s string) string { return s })})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,7 @@
 // Package generation turns exam generation requests into exams: it stores
-// the request, starts the generation workflow on the organization's AI
-// region, and creates the exam from the questions the provider proposed.
+// the request with its outbox row (the generation workflow starts from
+// there, on the organization's AI region), and creates the exam from the
+// questions the provider proposed. It knows nothing of the workflow engine.
 package generation
 
 import (
@@ -14,10 +15,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"go.temporal.io/sdk/temporal"
 	"golang.org/x/text/language"
 
-	"github.com/assessd/assessd/activities"
 	"github.com/assessd/assessd/ai"
 	"github.com/assessd/assessd/assessment"
 	"github.com/assessd/assessd/errs"
@@ -25,7 +24,6 @@ import (
 	"github.com/assessd/assessd/outbox"
 	"github.com/assessd/assessd/store"
 	"github.com/assessd/assessd/tenancy"
-	"github.com/assessd/assessd/workflows"
 )
 
 // Params are what a teacher asks for.
@@ -51,14 +49,12 @@ type Generation struct {
 	UpdatedAt time.Time
 }
 
-// Service creates and reads generations, and implements
-// activities.GenerationStore for the workflow.
+// Service creates and reads generations, and serves the generation
+// workflow's activities (activities/generation).
 type Service struct {
 	db      *store.DB
 	content *assessment.Service
 }
-
-var _ activities.GenerationStore = (*Service)(nil)
 
 // NewService returns a Service.
 func NewService(db *store.DB, content *assessment.Service) *Service {
@@ -157,9 +153,16 @@ func (s *Service) Get(ctx context.Context, id string) (Generation, error) {
 	return g, json.Unmarshal(params, &g.Params)
 }
 
-// GenerationRequest implements activities.GenerationStore.
-func (s *Service) GenerationRequest(ctx context.Context, orgID, id string) (ai.GenerateRequest, error) {
-	ctx = store.WithOrg(ctx, orgID)
+// ErrNoValidQuestion is CreateExam's error when none of the generated
+// questions is valid for its type: generating again will not help.
+var ErrNoValidQuestion = errors.New("none of the generated questions was valid for its type")
+
+// The methods below serve the generation workflow's activities. They run
+// for the organization in ctx (store.WithOrg) and check no caller
+// permission: the workflow acts for the platform.
+
+// Request returns what generation id asks the AI provider for.
+func (s *Service) Request(ctx context.Context, id string) (ai.GenerateRequest, error) {
 	var params []byte
 	if err := s.db.Q(ctx).QueryRow(ctx, `SELECT params FROM exam_generations WHERE org_id = app_org_id() AND id = $1`, id).Scan(&params); err != nil {
 		return ai.GenerateRequest{}, fmt.Errorf("load generation: %w", err)
@@ -172,11 +175,15 @@ func (s *Service) GenerationRequest(ctx context.Context, orgID, id string) (ai.G
 		Taxonomy: p.Taxonomy, QuestionTypes: p.QuestionTypes, Language: p.Language, Count: p.Count}, nil
 }
 
-// CreateGeneratedExam implements activities.GenerationStore: in one
-// transaction it creates the exam, the questions valid for their types, and
-// records the exam on the generation, so a retry finds it done.
-func (s *Service) CreateGeneratedExam(ctx context.Context, orgID, id string, qs []workflows.GeneratedQuestion) (string, error) {
-	ctx = store.WithOrg(ctx, orgID)
+// CreateExam creates generation id's exam: in one transaction it creates
+// the exam and the questions valid for their types (ErrNoValidQuestion if
+// none is), and records the exam on the generation, so a retry finds it
+// done and returns the same exam.
+func (s *Service) CreateExam(ctx context.Context, id string, qs []ai.GeneratedQuestion) (string, error) {
+	orgID, ok := store.OrgID(ctx)
+	if !ok {
+		return "", store.ErrNoTenant
+	}
 	var examID string
 	err := s.db.Tx(ctx, func(ctx context.Context) error {
 		q := s.db.Q(ctx)
@@ -220,7 +227,7 @@ func (s *Service) CreateGeneratedExam(ctx context.Context, orgID, id string, qs 
 			created++
 		}
 		if created == 0 {
-			return temporal.NewNonRetryableApplicationError("none of the generated questions was valid for its type", workflows.ErrTypeInvalidRequest, nil)
+			return ErrNoValidQuestion
 		}
 		examID = exam.ID
 		_, err = q.Exec(ctx, `UPDATE exam_generations SET exam_id = $2, updated_at = now() WHERE org_id = app_org_id() AND id = $1`, id, exam.ID)
@@ -229,25 +236,16 @@ func (s *Service) CreateGeneratedExam(ctx context.Context, orgID, id string, qs 
 	return examID, err
 }
 
-// FinishGeneration implements activities.GenerationStore.
-func (s *Service) FinishGeneration(ctx context.Context, in workflows.FinishGenerationInput) error {
+// Finish records the outcome of a running generation: ready, or failed
+// with failure when that is not empty. A finished generation is left as it
+// is.
+func (s *Service) Finish(ctx context.Context, id, failure string) error {
 	status := "ready"
-	if in.Error != "" {
+	if failure != "" {
 		status = "failed"
 	}
-	return s.finish(store.WithOrg(ctx, in.OrgID), in.GenerationID, status, in.Error)
-}
-
-// Fail finishes a generation that cannot run with reason; one that is
-// finished is left as it is.
-func (s *Service) Fail(ctx context.Context, id, reason string) error {
-	return s.finish(ctx, id, "failed", reason)
-}
-
-// finish records a running generation's outcome.
-func (s *Service) finish(ctx context.Context, id, status, reason string) error {
 	_, err := s.db.Q(ctx).Exec(ctx, `UPDATE exam_generations SET status = $2, error = $3, updated_at = now()
-		WHERE org_id = app_org_id() AND id = $1 AND status = 'running'`, id, status, reason)
+		WHERE org_id = app_org_id() AND id = $1 AND status = 'running'`, id, status, failure)
 	if err != nil {
 		return fmt.Errorf("finish generation: %w", err)
 	}

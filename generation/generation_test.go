@@ -7,7 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/assessd/assessd/activities"
+	gradingactivities "github.com/assessd/assessd/activities/grading"
 	"github.com/assessd/assessd/ai"
 	"github.com/assessd/assessd/app"
 	"github.com/assessd/assessd/assessment"
@@ -29,7 +29,7 @@ func TestGenerateExamOffline(t *testing.T) {
 	tc := devenvtest.Temporal(t)
 	reg := prometheus.NewRegistry()
 	w, err := app.NewWorker(tc, db, app.WorkerConfig{Region: "global", Provider: ai.NewBuiltin(), Fetcher: media.NewFetcher(nil, media.Options{}),
-		Metrics: activities.NewMetrics(reg, func(s string) string { return s })})
+		Metrics: gradingactivities.NewMetrics(reg, func(s string) string { return s })})
 	if err != nil {
 		t.Fatal(err)
 	}

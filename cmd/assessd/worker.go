@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/assessd/assessd/activities"
+	gradingactivities "github.com/assessd/assessd/activities/grading"
 	"github.com/assessd/assessd/app"
 	"github.com/assessd/assessd/media"
 	"github.com/assessd/assessd/observability"
@@ -54,7 +54,7 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 	defer tc.Close()
 	metrics := observability.NewMetrics()
 	metrics.RegisterPool(db)
-	wcfg, err := workerConfig(cfg, *region, metrics, activities.NewMetrics(metrics.Registry, metrics.Org))
+	wcfg, err := workerConfig(cfg, *region, metrics, gradingactivities.NewMetrics(metrics.Registry, metrics.Org))
 	if err != nil {
 		return err
 	}
@@ -81,7 +81,7 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 }
 
 // workerConfig assembles a region's provider, CDN fetcher and metrics.
-func workerConfig(cfg config, region string, metrics *observability.Metrics, grading *activities.Metrics) (app.WorkerConfig, error) {
+func workerConfig(cfg config, region string, metrics *observability.Metrics, grading *gradingactivities.Metrics) (app.WorkerConfig, error) {
 	provider, err := cfg.aiProvider(region, metrics.Registry)
 	if err != nil {
 		return app.WorkerConfig{}, err
@@ -97,7 +97,7 @@ func workerConfig(cfg config, region string, metrics *observability.Metrics, gra
 // startWorkers runs both regions' workers in this process (assessd dev).
 func startWorkers(p *process) (stop func(), err error) {
 	var workers []worker.Worker
-	grading := activities.NewMetrics(p.Metrics.Registry, p.Metrics.Org)
+	grading := gradingactivities.NewMetrics(p.Metrics.Registry, p.Metrics.Org)
 	for _, region := range []string{"eu", "global"} {
 		wcfg, err := workerConfig(p.cfg, region, p.Metrics, grading)
 		if err != nil {

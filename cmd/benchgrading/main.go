@@ -24,7 +24,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/assessd/assessd/activities"
+	gradingactivities "github.com/assessd/assessd/activities/grading"
 	"github.com/assessd/assessd/ai"
 	"github.com/assessd/assessd/app"
 	"github.com/assessd/assessd/assessment"
@@ -85,7 +85,7 @@ func run(ctx context.Context) error {
 	}
 	handler = a.Handler
 	w, err := app.NewWorker(tc, db, app.WorkerConfig{Region: "global", Provider: ai.NewBuiltin(), Fetcher: media.NewFetcher(nil, media.Options{}),
-		Metrics: activities.NewMetrics(a.Metrics.Registry, a.Metrics.Org)})
+		Metrics: gradingactivities.NewMetrics(a.Metrics.Registry, a.Metrics.Org)})
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package workflows
+package grading
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/assessd/assessd/devenv/devenvtest"
 	"github.com/assessd/assessd/outbox"
+	"github.com/assessd/assessd/workflows"
 )
 
 // TestStartGradingTwiceGradesOnce runs the real dev server: a second start
@@ -24,7 +25,7 @@ func TestStartGradingTwiceGradesOnce(t *testing.T) {
 	eu := &fakeGrading{pending: []string{"a1"}}
 	global := &fakeGrading{pending: []string{"a1"}}
 	for region, acts := range map[string]*fakeGrading{"eu": eu, "global": global} {
-		queue, err := RegionTaskQueue(region)
+		queue, err := workflows.RegionTaskQueue(region)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,22 +40,22 @@ func TestStartGradingTwiceGradesOnce(t *testing.T) {
 		defer w.Stop()
 	}
 
-	route := GradingRoute(nil)
+	route := Route(nil)
 	it := outbox.Item{Kind: outbox.KindGrading, OrgID: "org_1", SubjectID: "res_twice", Region: "eu"}
 	for range 2 {
-		if err := Start(ctx, c, route, it); err != nil {
+		if err := workflows.Start(ctx, c, route, it); err != nil {
 			t.Fatal(err)
 		}
 	}
 	run := c.GetWorkflow(ctx, WorkflowID(it.SubjectID), "")
-	var out ResultOutcome
+	var out Outcome
 	waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := run.Get(waitCtx, &out); err != nil {
 		t.Fatal(err)
 	}
 	completed := latestRun(t, c, WorkflowID(it.SubjectID))
-	if err := Start(ctx, c, route, it); err != nil {
+	if err := workflows.Start(ctx, c, route, it); err != nil {
 		t.Fatalf("start after completion: %v", err)
 	}
 	// The start after completion must not have opened a new run: the

@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
 
-	"github.com/assessd/assessd/activities"
+	"github.com/assessd/assessd/activities/grading"
 	"github.com/assessd/assessd/ai"
 	"github.com/assessd/assessd/app"
 	"github.com/assessd/assessd/assessment"
@@ -72,7 +72,7 @@ type harness struct {
 	eu, global *recordingAI
 	cdn        *httptest.Server
 	fetcher    *media.Fetcher
-	metrics    *activities.Metrics
+	metrics    *grading.Metrics
 }
 
 func newHarness(t *testing.T) *harness {
@@ -88,7 +88,7 @@ func newHarness(t *testing.T) *harness {
 	}))
 	t.Cleanup(h.cdn.Close)
 	h.fetcher = media.NewFetcher([]string{h.cdn.URL + "/media/"}, media.Options{HTTPClient: h.cdn.Client()})
-	h.metrics = activities.NewMetrics(prometheus.NewRegistry(), func(s string) string { return s })
+	h.metrics = grading.NewMetrics(prometheus.NewRegistry(), func(s string) string { return s })
 	return h
 }
 

@@ -1,0 +1,144 @@
+// Package grading is the grading workflow: GradeResult grades the AI-graded
+// answers of a submitted result and finishes the result. Its activities
+// are in activities/grading; it is started from the outbox (Route).
+//
+// Path of a result: POST /exams/{examId}/results stores the result, its
+// pending answers and its outbox row in one transaction; the dispatcher
+// starts GradeResult on the region's task queue; PendingAnswers, one
+// GradeAnswer per answer (CDN files, the region's AI provider, the recorded
+// grade) and FinishResult run on that region's worker.
+package grading
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/assessd/assessd/outbox"
+	"github.com/assessd/assessd/workflows"
+)
+
+// Activity names, registered by the worker (activities/grading). They are
+// part of recorded histories: renaming one breaks running workflows.
+const (
+	ActivityPendingAnswers = "PendingAnswers"
+	ActivityGradeAnswer    = "GradeAnswer"
+	ActivityFinishResult   = "FinishResult"
+)
+
+// MaxParallelAnswers bounds the AI calls one result makes at once.
+const MaxParallelAnswers = 4
+
+// Input identifies a submitted result; it is the input of the workflow and
+// of PendingAnswers.
+type Input struct {
+	OrgID    string
+	ResultID string
+	Region   string
+}
+
+// AnswerInput identifies one answer to grade with AI (GradeAnswer).
+type AnswerInput struct {
+	OrgID    string
+	ResultID string
+	AnswerID string
+	Region   string
+}
+
+// AnswerFailure is an answer whose AI grading failed for good.
+type AnswerFailure struct {
+	AnswerID string
+	Reason   string
+}
+
+// FinishInput closes a result (FinishResult): the scores are summed and
+// the status becomes graded, or failed when any answer failed.
+type FinishInput struct {
+	OrgID    string
+	ResultID string
+	Failures []AnswerFailure
+}
+
+// Outcome is the final state of a result, the workflow's output.
+type Outcome struct {
+	Status      string
+	Score       float64
+	Reason      string
+	SubmittedAt time.Time
+}
+
+// WorkflowID is the grading workflow id of a result: derived from the result
+// id, so a second start for the same result joins the first.
+func WorkflowID(resultID string) string { return "grade-" + resultID }
+
+// Route is how an outbox grading row becomes a GradeResult workflow;
+// abandon fails a result whose grading cannot run.
+func Route(abandon func(ctx context.Context, resultID, reason string) error) workflows.Route {
+	return workflows.Route{
+		Workflow:   GradeResult,
+		WorkflowID: WorkflowID,
+		Input: func(it outbox.Item) any {
+			return Input{OrgID: it.OrgID, ResultID: it.SubjectID, Region: it.Region}
+		},
+		Abandon: abandon,
+	}
+}
+
+// GradeResult grades the AI-graded answers of a result (rules-scored answers
+// were scored on submission), at most MaxParallelAnswers at a time, and
+// finishes the result. Transient AI errors are retried with backoff; an
+// answer that cannot be graded is recorded and fails the result with a
+// reason.
+func GradeResult(ctx workflow.Context, in Input) (Outcome, error) {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 2 * time.Minute,
+		// Activities heartbeat while they wait for the AI provider, so a
+		// worker that dies mid-call is noticed in seconds, not minutes, and
+		// the answer is retried on another worker of the region.
+		HeartbeatTimeout: 10 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        time.Second,
+			BackoffCoefficient:     2,
+			MaximumInterval:        time.Minute,
+			MaximumAttempts:        6,
+			NonRetryableErrorTypes: []string{workflows.ErrTypeInvalidRequest},
+		},
+	})
+	var pending []string
+	if err := workflow.ExecuteActivity(ctx, ActivityPendingAnswers, in).Get(ctx, &pending); err != nil {
+		return Outcome{}, err
+	}
+	sem := workflow.NewSemaphore(ctx, MaxParallelAnswers)
+	wg := workflow.NewWaitGroup(ctx)
+	var failures []AnswerFailure
+	for _, answerID := range pending {
+		wg.Add(1)
+		workflow.Go(ctx, func(ctx workflow.Context) {
+			defer wg.Done()
+			if err := sem.Acquire(ctx, 1); err != nil {
+				return
+			}
+			defer sem.Release(1)
+			err := workflow.ExecuteActivity(ctx, ActivityGradeAnswer, AnswerInput{
+				OrgID: in.OrgID, ResultID: in.ResultID, AnswerID: answerID, Region: in.Region,
+			}).Get(ctx, nil)
+			if err != nil {
+				failures = append(failures, AnswerFailure{AnswerID: answerID, Reason: workflows.FailureReason(err)})
+			}
+		})
+	}
+	wg.Wait(ctx)
+	slices.SortFunc(failures, func(a, b AnswerFailure) int { return strings.Compare(a.AnswerID, b.AnswerID) })
+
+	// Finishing must happen even if the workflow is being cancelled.
+	finishCtx, _ := workflow.NewDisconnectedContext(ctx)
+	var out Outcome
+	err := workflow.ExecuteActivity(finishCtx, ActivityFinishResult, FinishInput{
+		OrgID: in.OrgID, ResultID: in.ResultID, Failures: failures,
+	}).Get(finishCtx, &out)
+	return out, err
+}
