@@ -37,9 +37,11 @@ type Config struct {
 	Logger  *slog.Logger
 	// Now is the clock of token lifetimes; nil means time.Now.
 	Now func() time.Time
-	// Temporal runs the grading workflows; nil leaves AI-graded answers
-	// pending (tests of everything else).
+	// Temporal runs the grading and generation workflows; nil leaves them
+	// waiting in the outbox (tests of everything else).
 	Temporal client.Client
+	// Dispatch tunes the outbox dispatcher; zero values take the defaults.
+	Dispatch workflows.DispatchOptions
 	// Redis holds the embed sessions and shares rate limits across
 	// instances.
 	Redis *redis.Client
@@ -63,20 +65,13 @@ type App struct {
 	Identity   *identity.Provider
 	Metrics    *observability.Metrics
 	limiter    *ratelimit.Limiter
+	// dispatcher starts the outbox's workflows; nil without Temporal.
+	dispatcher *workflows.Dispatcher
 }
 
 // Close releases what the App holds beyond its database: the rate
 // limiter's Redis connections.
 func (a *App) Close() error { return a.limiter.Close() }
-
-// Grader starts grading workflows for the assessment service
-// (assessment.Grader).
-type Grader struct{ workflows.Starter }
-
-// StartGrading starts the grading of a result on region's task queue.
-func (g Grader) StartGrading(ctx context.Context, orgID, resultID, region string) error {
-	return g.Starter.StartGrading(ctx, workflows.GradeResultInput{OrgID: orgID, ResultID: resultID, Region: region})
-}
 
 // readiness lists the dependencies /readyz checks.
 // Redis is left out on purpose: without it only embed sessions stop (503),
@@ -93,9 +88,13 @@ func readiness(db *store.DB, temporal client.Client) map[string]func(context.Con
 }
 
 // Start runs the application's background work until ctx ends: the watch
-// that keeps cached credentials consistent across instances.
+// that keeps cached credentials consistent across instances, and the
+// outbox dispatcher that starts workflows.
 func (a *App) Start(ctx context.Context) {
 	go a.Tenancy.WatchCredentialChanges(ctx)
+	if a.dispatcher != nil {
+		go a.dispatcher.Run(ctx)
+	}
 }
 
 // New wires an App on db.
@@ -118,15 +117,12 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 		limiter.Close()
 		return nil, err
 	}
-	var starter generation.Starter
-	var opts []assessment.Option
+	content := assessment.NewService(db)
+	gen := generation.NewService(db, content)
+	var dispatcher *workflows.Dispatcher
 	if cfg.Temporal != nil {
-		s := workflows.Starter{Client: cfg.Temporal}
-		starter = s
-		opts = append(opts, assessment.WithGrader(Grader{s}))
+		dispatcher = NewDispatcher(cfg.Temporal, db, metrics.Registry, cfg.Dispatch)
 	}
-	content := assessment.NewService(db, opts...)
-	gen := generation.NewService(db, content, starter)
 	embeds := embed.NewService(embed.NewStore(cfg.Redis), ten, content, gen, cfg.BaseURL, metrics.Registry, metrics.Org)
 	apiHandler, err := api.NewHandler(api.Services{Tenancy: ten, Assessment: content, Generation: gen, Embed: embeds})
 	if err != nil {
@@ -169,7 +165,8 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 		Ready:   readiness(db, cfg.Temporal),
 		OpenAPI: openapi.Document,
 	})
-	return &App{Handler: h, Tenancy: ten, Assessment: content, Identity: idp, Metrics: metrics, limiter: limiter}, nil
+	return &App{Handler: h, Tenancy: ten, Assessment: content, Identity: idp, Metrics: metrics, limiter: limiter,
+		dispatcher: dispatcher}, nil
 }
 
 // planQuota returns each organization's request quota: its plan's

@@ -6,7 +6,6 @@
 package assessment
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"unicode/utf8"
@@ -22,30 +21,11 @@ import (
 
 // Service implements the assessment API on PostgreSQL.
 type Service struct {
-	db     *store.DB
-	grader Grader
+	db *store.DB
 }
-
-// Grader starts the AI grading of a submitted result on an AI region.
-type Grader interface {
-	StartGrading(ctx context.Context, orgID, resultID, region string) error
-}
-
-// Option configures a Service.
-type Option func(*Service)
-
-// WithGrader makes submitted results with AI-graded answers start their
-// grading; without it they stay pending.
-func WithGrader(g Grader) Option { return func(s *Service) { s.grader = g } }
 
 // NewService returns a Service using db.
-func NewService(db *store.DB, opts ...Option) *Service {
-	s := &Service{db: db}
-	for _, o := range opts {
-		o(s)
-	}
-	return s
-}
+func NewService(db *store.DB) *Service { return &Service{db: db} }
 
 var (
 	anyRole = []tenancy.Role(nil)

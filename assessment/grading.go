@@ -158,3 +158,19 @@ func (s *Service) FinishResult(ctx context.Context, resultID string, failures ma
 	})
 	return r, err
 }
+
+// FailGrading finishes a result whose grading cannot run at all: every
+// answer still pending fails with reason. A finished result is left as it
+// is.
+func (s *Service) FailGrading(ctx context.Context, resultID, reason string) error {
+	pending, err := s.PendingAnswers(ctx, resultID)
+	if err != nil {
+		return err
+	}
+	failures := make(map[string]string, len(pending))
+	for _, questionID := range pending {
+		failures[questionID] = reason
+	}
+	_, err = s.FinishResult(ctx, resultID, failures)
+	return err
+}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
 	"net/url"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/assessd/assessd/assessment/expr"
 	"github.com/assessd/assessd/errs"
 	"github.com/assessd/assessd/ids"
+	"github.com/assessd/assessd/outbox"
 	"github.com/assessd/assessd/paging"
 	"github.com/assessd/assessd/store"
 	"github.com/assessd/assessd/tenancy"
@@ -137,21 +137,19 @@ func (s *Service) SubmitResult(ctx context.Context, examID string, in NewResult)
 			r.MaxScore += a.MaxScore
 		}
 		r.Status, r.Reason = resultStatus(r.Answers)
-		return s.insertResult(ctx, q, r, questions)
+		region, err := s.insertResult(ctx, q, r, questions)
+		if err != nil || r.Status != StatusGrading {
+			return err
+		}
+		// Grading is asked for in the same transaction (decision 0045): the
+		// dispatcher starts it after commit, whenever the workflow engine
+		// answers, on the region recorded with the result.
+		return outbox.Add(ctx, q, outbox.KindGrading, r.ID, region)
 	})
 	if err != nil {
 		return Result{}, err
 	}
-	r, err = s.loadResult(ctx, s.db.Q(ctx), examID, r.ID)
-	if err == nil && r.Status == StatusGrading && s.grader != nil {
-		// Started after commit, on the region recorded with the result. A
-		// start that fails leaves the result grading; it is logged, and
-		// starting again (same workflow id) is always safe.
-		if err := s.grader.StartGrading(ctx, caller.OrgID, r.ID, r.Region); err != nil {
-			slog.ErrorContext(ctx, "start grading", "result", r.ID, "err", err)
-		}
-	}
-	return r, err
+	return s.loadResult(ctx, s.db.Q(ctx), examID, r.ID)
 }
 
 // indexAnswers validates the submitted answers and maps them by question.
@@ -285,13 +283,16 @@ func resultStatus(answers []Answer) (status, reason string) {
 	return status, reason
 }
 
-func (s *Service) insertResult(ctx context.Context, q store.Querier, r Result, questions []Question) error {
-	if _, err := q.Exec(ctx, `
+// insertResult stores r and its answers and returns the AI region recorded
+// with it: the organization's aiRegion now.
+func (s *Service) insertResult(ctx context.Context, q store.Querier, r Result, questions []Question) (region string, err error) {
+	if err := q.QueryRow(ctx, `
 		INSERT INTO results (id, org_id, exam_id, user_id, status, score, max_score, reason, region, graded_at)
 		VALUES ($1, app_org_id(), $2, $3, $4, $5, $6, $7, (SELECT ai_region FROM orgs WHERE id = app_org_id()),
-		        CASE WHEN $4 = 'grading' THEN NULL ELSE now() END)`,
-		r.ID, r.ExamID, r.UserID, r.Status, r.Score, r.MaxScore, r.Reason); err != nil {
-		return fmt.Errorf("submit result: %w", err)
+		        CASE WHEN $4 = 'grading' THEN NULL ELSE now() END)
+		RETURNING region`,
+		r.ID, r.ExamID, r.UserID, r.Status, r.Score, r.MaxScore, r.Reason).Scan(&region); err != nil {
+		return "", fmt.Errorf("submit result: %w", err)
 	}
 	n := len(r.Answers)
 	qids, positions, values, files, statuses := make([]string, n), make([]int32, n), make([]*string, n), make([]string, n), make([]string, n)
@@ -307,7 +308,7 @@ func (s *Service) insertResult(ctx context.Context, q store.Querier, r Result, q
 		b, _ := json.Marshal(a.Files)
 		files[i] = string(b)
 	}
-	_, err := q.Exec(ctx, `
+	_, err = q.Exec(ctx, `
 		INSERT INTO result_answers (result_id, question_id, org_id, exam_id, position, value, files, status,
 		                            score, max_score, feedback, graded_at)
 		SELECT $1, a.qid, app_org_id(), $2, a.pos, a.val::jsonb, a.files::jsonb, a.status, a.score, a.max, a.fb,
@@ -316,9 +317,9 @@ func (s *Service) insertResult(ctx context.Context, q store.Querier, r Result, q
 		       AS a(qid, pos, val, files, status, score, max, fb)`,
 		r.ID, r.ExamID, qids, positions, values, files, statuses, scores, maxes, feedback)
 	if err != nil {
-		return fmt.Errorf("submit result answers: %w", err)
+		return "", fmt.Errorf("submit result answers: %w", err)
 	}
-	return nil
+	return region, nil
 }
 
 const resultColumns = `id, exam_id, user_id, status, score, max_score, reason, region, submitted_at, graded_at`

@@ -40,13 +40,20 @@ func TemporalCLI() (string, error) {
 // StartTemporal starts a Temporal dev server (in-memory, headless) on a free
 // loopback port. Its output goes to logs.
 func StartTemporal(ctx context.Context, logs io.Writer) (*Temporal, error) {
+	return StartTemporalAt(ctx, "", logs)
+}
+
+// StartTemporalAt starts a Temporal dev server on address (host:port; ""
+// picks a free loopback port). Starting one again on the address of a
+// stopped one lets clients of the old one reconnect, as after a restart.
+func StartTemporalAt(ctx context.Context, address string, logs io.Writer) (*Temporal, error) {
 	path, err := TemporalCLI()
 	if err != nil {
 		return nil, err
 	}
 	server, err := testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
 		ExistingPath:  path,
-		ClientOptions: &client.Options{HostPort: "", Namespace: "default", Logger: nopLogger{}},
+		ClientOptions: &client.Options{HostPort: address, Namespace: "default", Logger: nopLogger{}},
 		LogLevel:      "error",
 		Stdout:        logs,
 		Stderr:        logs,

@@ -11,7 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/assessd/assessd/activities"
+	gradingactivities "github.com/assessd/assessd/activities/grading"
 	"github.com/assessd/assessd/ai"
 	"github.com/assessd/assessd/app"
 	"github.com/assessd/assessd/assessment"
@@ -33,16 +33,20 @@ func TestGenerateExamFlow(t *testing.T) {
 	ctx := context.Background()
 	tc := devenvtest.Temporal(t)
 	db := storetest.New(t)
-	w := app.NewWorker(tc, db, app.WorkerConfig{Region: "eu", Provider: ai.NewBuiltin(), Fetcher: media.NewFetcher(nil, media.Options{}),
-		Metrics: activities.NewMetrics(prometheus.NewRegistry(), func(s string) string { return s })})
+	w, err := app.NewWorker(tc, db, app.WorkerConfig{Region: "eu", Provider: ai.NewBuiltin(), Fetcher: media.NewFetcher(nil, media.Options{}),
+		Metrics: gradingactivities.NewMetrics(prometheus.NewRegistry(), func(s string) string { return s })})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer w.Stop()
 	content := assessment.NewService(db)
 	f := newFixtureWith(t, localRedis(t), db, func(db *store.DB) embed.Generator {
-		return generation.NewService(db, content, workflows.Starter{Client: tc})
+		return generation.NewService(db, content)
 	})
+	go app.NewDispatcher(tc, db, prometheus.NewRegistry(), workflows.DispatchOptions{}).Run(t.Context())
 	srv := serve(t, f)
 	sess, err := f.svc.Create(f.teacher, embed.NewSession{Flow: "generate-exam", ActorID: f.users[tenancy.RoleTeacher].ID,
 		Presets: map[string]any{"studentLevel": "grade 7", "hideStudentLevel": true}})

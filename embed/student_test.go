@@ -8,7 +8,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/assessd/assessd/activities"
+	gradingactivities "github.com/assessd/assessd/activities/grading"
 	"github.com/assessd/assessd/ai"
 	"github.com/assessd/assessd/app"
 	"github.com/assessd/assessd/assessment"
@@ -30,14 +30,18 @@ func TestStudentTakesExamAndSeesGradedResult(t *testing.T) {
 	tc := devenvtest.Temporal(t)
 	db := storetest.New(t)
 	for _, region := range []string{"eu", "global"} {
-		w := app.NewWorker(tc, db, app.WorkerConfig{Region: region, Provider: ai.NewBuiltin(), Fetcher: media.NewFetcher(nil, media.Options{}),
-			Metrics: activities.NewMetrics(prometheus.NewRegistry(), func(s string) string { return s })})
+		w, err := app.NewWorker(tc, db, app.WorkerConfig{Region: region, Provider: ai.NewBuiltin(), Fetcher: media.NewFetcher(nil, media.Options{}),
+			Metrics: gradingactivities.NewMetrics(prometheus.NewRegistry(), func(s string) string { return s })})
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := w.Start(); err != nil {
 			t.Fatal(err)
 		}
 		defer w.Stop()
 	}
-	content := assessment.NewService(db, assessment.WithGrader(app.Grader{Starter: workflows.Starter{Client: tc}}))
+	content := assessment.NewService(db)
+	go app.NewDispatcher(tc, db, prometheus.NewRegistry(), workflows.DispatchOptions{}).Run(t.Context())
 	f := newFixtureWith(t, localRedis(t), db, func(*store.DB) embed.Generator { return nil })
 	f.svc = embed.NewService(embed.NewStore(localRedis(t)), tenancy.NewService(db), content, nil, "https://assessd.example", prometheus.NewRegistry(), func(s string) string { return s })
 	srv := serve(t, f)

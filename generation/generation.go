@@ -1,6 +1,7 @@
 // Package generation turns exam generation requests into exams: it stores
-// the request, starts the generation workflow on the organization's AI
-// region, and creates the exam from the questions the provider proposed.
+// the request with its outbox row (the generation workflow starts from
+// there, on the organization's AI region), and creates the exam from the
+// questions the provider proposed. It knows nothing of the workflow engine.
 package generation
 
 import (
@@ -14,17 +15,15 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"go.temporal.io/sdk/temporal"
 	"golang.org/x/text/language"
 
-	"github.com/assessd/assessd/activities"
 	"github.com/assessd/assessd/ai"
 	"github.com/assessd/assessd/assessment"
 	"github.com/assessd/assessd/errs"
 	"github.com/assessd/assessd/ids"
+	"github.com/assessd/assessd/outbox"
 	"github.com/assessd/assessd/store"
 	"github.com/assessd/assessd/tenancy"
-	"github.com/assessd/assessd/workflows"
 )
 
 // Params are what a teacher asks for.
@@ -50,25 +49,16 @@ type Generation struct {
 	UpdatedAt time.Time
 }
 
-// Starter starts generation workflows.
-type Starter interface {
-	StartGeneration(ctx context.Context, in workflows.GenerateExamInput) error
-}
-
-// Service creates and reads generations, and implements
-// activities.GenerationStore for the workflow.
+// Service creates and reads generations, and serves the generation
+// workflow's activities (activities/generation).
 type Service struct {
 	db      *store.DB
 	content *assessment.Service
-	starter Starter
 }
 
-var _ activities.GenerationStore = (*Service)(nil)
-
-// NewService returns a Service; starter may be nil when no workflow engine
-// is configured (requests then fail with 503).
-func NewService(db *store.DB, content *assessment.Service, starter Starter) *Service {
-	return &Service{db: db, content: content, starter: starter}
+// NewService returns a Service.
+func NewService(db *store.DB, content *assessment.Service) *Service {
+	return &Service{db: db, content: content}
 }
 
 // generatable are the question types generation can produce.
@@ -108,8 +98,9 @@ func (p *Params) validate() error {
 	return nil
 }
 
-// Create stores a request and starts its workflow on the region the
-// organization has now.
+// Create stores a request, with its outbox row: the dispatcher starts the
+// generation workflow after commit, on the region the organization has now
+// (decision 0045).
 func (s *Service) Create(ctx context.Context, p Params) (Generation, error) {
 	caller, err := tenancy.Authorize(ctx, assessment.WriteExams)
 	if err != nil {
@@ -118,27 +109,20 @@ func (s *Service) Create(ctx context.Context, p Params) (Generation, error) {
 	if err := p.validate(); err != nil {
 		return Generation{}, err
 	}
-	if s.starter == nil {
-		return Generation{}, errs.Unavailable("GENERATION_UNAVAILABLE", "exam generation is not available on this server")
-	}
 	params, _ := json.Marshal(p)
 	g := Generation{ID: ids.New(ids.Generation), Status: "running", Params: p}
 	err = s.db.Tx(ctx, func(ctx context.Context) error {
 		q := s.db.Q(ctx)
-		if err := q.QueryRow(ctx, `SELECT ai_region FROM orgs WHERE id = app_org_id()`).Scan(&g.Region); err != nil {
+		if err := q.QueryRow(ctx, `INSERT INTO exam_generations (id, org_id, requested_by, region, status, params)
+			VALUES ($1, app_org_id(), $2, (SELECT ai_region FROM orgs WHERE id = app_org_id()), 'running', $3)
+			RETURNING region, created_at, updated_at`,
+			g.ID, caller.UserID, params).Scan(&g.Region, &g.CreatedAt, &g.UpdatedAt); err != nil {
 			return err
 		}
-		return q.QueryRow(ctx, `INSERT INTO exam_generations (id, org_id, requested_by, region, status, params)
-			VALUES ($1, app_org_id(), $2, $3, 'running', $4) RETURNING created_at, updated_at`,
-			g.ID, caller.UserID, g.Region, params).Scan(&g.CreatedAt, &g.UpdatedAt)
+		return outbox.Add(ctx, q, outbox.KindGeneration, g.ID, g.Region)
 	})
 	if err != nil {
 		return Generation{}, fmt.Errorf("create generation: %w", err)
-	}
-	if err := s.starter.StartGeneration(ctx, workflows.GenerateExamInput{OrgID: caller.OrgID, GenerationID: g.ID, Region: g.Region}); err != nil {
-		slog.ErrorContext(ctx, "start generation", "err", err)
-		_ = s.FinishGeneration(ctx, workflows.FinishGenerationInput{OrgID: caller.OrgID, GenerationID: g.ID, Error: "the generation could not be started"})
-		return Generation{}, errs.Unavailable("GENERATION_UNAVAILABLE", "exam generation is temporarily unavailable; retry in a moment").WithCause(err)
 	}
 	return g, nil
 }
@@ -169,9 +153,16 @@ func (s *Service) Get(ctx context.Context, id string) (Generation, error) {
 	return g, json.Unmarshal(params, &g.Params)
 }
 
-// GenerationRequest implements activities.GenerationStore.
-func (s *Service) GenerationRequest(ctx context.Context, orgID, id string) (ai.GenerateRequest, error) {
-	ctx = store.WithOrg(ctx, orgID)
+// ErrNoValidQuestion is CreateExam's error when none of the generated
+// questions is valid for its type: generating again will not help.
+var ErrNoValidQuestion = errors.New("none of the generated questions was valid for its type")
+
+// The methods below serve the generation workflow's activities. They run
+// for the organization in ctx (store.WithOrg) and check no caller
+// permission: the workflow acts for the platform.
+
+// Request returns what generation id asks the AI provider for.
+func (s *Service) Request(ctx context.Context, id string) (ai.GenerateRequest, error) {
 	var params []byte
 	if err := s.db.Q(ctx).QueryRow(ctx, `SELECT params FROM exam_generations WHERE org_id = app_org_id() AND id = $1`, id).Scan(&params); err != nil {
 		return ai.GenerateRequest{}, fmt.Errorf("load generation: %w", err)
@@ -184,11 +175,15 @@ func (s *Service) GenerationRequest(ctx context.Context, orgID, id string) (ai.G
 		Taxonomy: p.Taxonomy, QuestionTypes: p.QuestionTypes, Language: p.Language, Count: p.Count}, nil
 }
 
-// CreateGeneratedExam implements activities.GenerationStore: in one
-// transaction it creates the exam, the questions valid for their types, and
-// records the exam on the generation, so a retry finds it done.
-func (s *Service) CreateGeneratedExam(ctx context.Context, orgID, id string, qs []workflows.GeneratedQuestion) (string, error) {
-	ctx = store.WithOrg(ctx, orgID)
+// CreateExam creates generation id's exam: in one transaction it creates
+// the exam and the questions valid for their types (ErrNoValidQuestion if
+// none is), and records the exam on the generation, so a retry finds it
+// done and returns the same exam.
+func (s *Service) CreateExam(ctx context.Context, id string, qs []ai.GeneratedQuestion) (string, error) {
+	orgID, ok := store.OrgID(ctx)
+	if !ok {
+		return "", store.ErrNoTenant
+	}
 	var examID string
 	err := s.db.Tx(ctx, func(ctx context.Context) error {
 		q := s.db.Q(ctx)
@@ -232,7 +227,7 @@ func (s *Service) CreateGeneratedExam(ctx context.Context, orgID, id string, qs 
 			created++
 		}
 		if created == 0 {
-			return temporal.NewNonRetryableApplicationError("none of the generated questions was valid for its type", workflows.ErrTypeInvalidRequest, nil)
+			return ErrNoValidQuestion
 		}
 		examID = exam.ID
 		_, err = q.Exec(ctx, `UPDATE exam_generations SET exam_id = $2, updated_at = now() WHERE org_id = app_org_id() AND id = $1`, id, exam.ID)
@@ -241,16 +236,20 @@ func (s *Service) CreateGeneratedExam(ctx context.Context, orgID, id string, qs 
 	return examID, err
 }
 
-// FinishGeneration implements activities.GenerationStore.
-func (s *Service) FinishGeneration(ctx context.Context, in workflows.FinishGenerationInput) error {
-	ctx = store.WithOrg(ctx, in.OrgID)
+// Finish records the outcome of a running generation: ready, or failed
+// with failure when that is not empty. A finished generation is left as it
+// is.
+func (s *Service) Finish(ctx context.Context, id, failure string) error {
 	status := "ready"
-	if in.Error != "" {
+	if failure != "" {
 		status = "failed"
 	}
 	_, err := s.db.Q(ctx).Exec(ctx, `UPDATE exam_generations SET status = $2, error = $3, updated_at = now()
-		WHERE org_id = app_org_id() AND id = $1 AND status = 'running'`, in.GenerationID, status, in.Error)
-	return err
+		WHERE org_id = app_org_id() AND id = $1 AND status = 'running'`, id, status, failure)
+	if err != nil {
+		return fmt.Errorf("finish generation: %w", err)
+	}
+	return nil
 }
 
 // toSchema maps the provider's question configuration onto the built-in

@@ -7,7 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/assessd/assessd/activities"
+	gradingactivities "github.com/assessd/assessd/activities/grading"
 	"github.com/assessd/assessd/ai"
 	"github.com/assessd/assessd/app"
 	"github.com/assessd/assessd/assessment"
@@ -28,8 +28,11 @@ func TestGenerateExamOffline(t *testing.T) {
 	db := storetest.New(t)
 	tc := devenvtest.Temporal(t)
 	reg := prometheus.NewRegistry()
-	w := app.NewWorker(tc, db, app.WorkerConfig{Region: "global", Provider: ai.NewBuiltin(), Fetcher: media.NewFetcher(nil, media.Options{}),
-		Metrics: activities.NewMetrics(reg, func(s string) string { return s })})
+	w, err := app.NewWorker(tc, db, app.WorkerConfig{Region: "global", Provider: ai.NewBuiltin(), Fetcher: media.NewFetcher(nil, media.Options{}),
+		Metrics: gradingactivities.NewMetrics(reg, func(s string) string { return s })})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +51,8 @@ func TestGenerateExamOffline(t *testing.T) {
 	tctx := tenancy.WithCaller(ctx, &tenancy.Caller{Kind: tenancy.KindAPIKey, OrgID: org.ID, UserID: teacher.ID,
 		Role: tenancy.RoleTeacher, Scopes: tenancy.APIKeyScopes(tenancy.RoleTeacher)})
 	content := assessment.NewService(db)
-	svc := generation.NewService(db, content, workflows.Starter{Client: tc})
+	svc := generation.NewService(db, content)
+	go app.NewDispatcher(tc, db, reg, workflows.DispatchOptions{}).Run(t.Context())
 
 	if _, err := svc.Create(tctx, generation.Params{Subject: ""}); !errs.Is(err, errs.KindInvalid) {
 		t.Fatalf("empty subject: %v", err)

@@ -74,10 +74,12 @@ func newProcess(ctx context.Context, cfg config, log *slog.Logger) (*process, er
 		db.Close()
 		return nil, fmt.Errorf("ASSESSD_TRUSTED_PROXIES: %w", err)
 	}
-	tc, err := dialTemporal(cfg, log)
+	// Lazy: serve starts while Temporal is away; workflow starts wait in
+	// the outbox until it answers.
+	tc, err := client.NewLazyClient(temporalOptions(cfg, log))
 	if err != nil {
 		db.Close()
-		return nil, err
+		return nil, fmt.Errorf("temporal: %w", err)
 	}
 	a, err := app.New(ctx, db, app.Config{BaseURL: cfg.BaseURL, Logger: log, Temporal: tc, Redis: redis.NewClient(redisOpts),
 		TrustedProxies: proxies})
@@ -89,10 +91,16 @@ func newProcess(ctx context.Context, cfg config, log *slog.Logger) (*process, er
 	return &process{cfg: cfg, log: log, db: db, temporal: tc, App: a}, nil
 }
 
+// temporalOptions are the client options of the configured Temporal
+// frontend.
+func temporalOptions(cfg config, log *slog.Logger) client.Options {
+	return client.Options{HostPort: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace,
+		Logger: sdklog.NewStructuredLogger(log.With("component", "temporal"))}
+}
+
 // dialTemporal connects to the configured Temporal frontend.
 func dialTemporal(cfg config, log *slog.Logger) (client.Client, error) {
-	c, err := client.Dial(client.Options{HostPort: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace,
-		Logger: sdklog.NewStructuredLogger(log.With("component", "temporal"))})
+	c, err := client.Dial(temporalOptions(cfg, log))
 	if err != nil {
 		return nil, fmt.Errorf("temporal: %w", err)
 	}

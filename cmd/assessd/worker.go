@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/assessd/assessd/activities"
+	gradingactivities "github.com/assessd/assessd/activities/grading"
 	"github.com/assessd/assessd/app"
 	"github.com/assessd/assessd/media"
 	"github.com/assessd/assessd/observability"
@@ -55,11 +55,14 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 	defer tc.Close()
 	metrics := observability.NewMetrics()
 	metrics.RegisterPool(db)
-	wcfg, err := workerConfig(cfg, *region, metrics, activities.NewMetrics(metrics.Registry, metrics.Org))
+	wcfg, err := workerConfig(cfg, *region, metrics, gradingactivities.NewMetrics(metrics.Registry, metrics.Org))
 	if err != nil {
 		return err
 	}
-	w := app.NewWorker(tc, db, wcfg)
+	w, err := app.NewWorker(tc, db, wcfg)
+	if err != nil {
+		return err
+	}
 
 	ln, err := net.Listen("tcp", cfg.MetricsAddr)
 	if err != nil {
@@ -79,7 +82,7 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 }
 
 // workerConfig assembles a region's provider, CDN fetcher and metrics.
-func workerConfig(cfg config, region string, metrics *observability.Metrics, grading *activities.Metrics) (app.WorkerConfig, error) {
+func workerConfig(cfg config, region string, metrics *observability.Metrics, grading *gradingactivities.Metrics) (app.WorkerConfig, error) {
 	provider, err := cfg.aiProvider(region, metrics.Registry)
 	if err != nil {
 		return app.WorkerConfig{}, err
@@ -95,13 +98,16 @@ func workerConfig(cfg config, region string, metrics *observability.Metrics, gra
 // startWorkers runs both regions' workers in this process (assessd dev).
 func startWorkers(p *process) (stop func(), err error) {
 	var workers []worker.Worker
-	grading := activities.NewMetrics(p.Metrics.Registry, p.Metrics.Org)
+	grading := gradingactivities.NewMetrics(p.Metrics.Registry, p.Metrics.Org)
 	for _, region := range []string{"eu", "global"} {
 		wcfg, err := workerConfig(p.cfg, region, p.Metrics, grading)
 		if err != nil {
 			return nil, err
 		}
-		w := app.NewWorker(p.temporal, p.db, wcfg)
+		w, err := app.NewWorker(p.temporal, p.db, wcfg)
+		if err != nil {
+			return nil, err
+		}
 		if err := w.Start(); err != nil {
 			return nil, err
 		}

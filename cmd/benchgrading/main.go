@@ -24,7 +24,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/assessd/assessd/activities"
+	gradingactivities "github.com/assessd/assessd/activities/grading"
 	"github.com/assessd/assessd/ai"
 	"github.com/assessd/assessd/app"
 	"github.com/assessd/assessd/assessment"
@@ -84,8 +84,11 @@ func run(ctx context.Context) error {
 		return err
 	}
 	handler = a.Handler
-	w := app.NewWorker(tc, db, app.WorkerConfig{Region: "global", Provider: ai.NewBuiltin(), Fetcher: media.NewFetcher(nil, media.Options{}),
-		Metrics: activities.NewMetrics(a.Metrics.Registry, a.Metrics.Org)})
+	w, err := app.NewWorker(tc, db, app.WorkerConfig{Region: "global", Provider: ai.NewBuiltin(), Fetcher: media.NewFetcher(nil, media.Options{}),
+		Metrics: gradingactivities.NewMetrics(a.Metrics.Registry, a.Metrics.Org)})
+	if err != nil {
+		return err
+	}
 	w.RegisterWorkflow(noop)
 	if err := w.Start(); err != nil {
 		return err
@@ -96,6 +99,9 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	a.Start(runCtx)
 	baseRate, err := baseline(ctx, tc, *n, *clients)
 	if err != nil {
 		return err
@@ -156,9 +162,13 @@ func seed(ctx context.Context, a *app.App) (orgID, key, examID, questionID, stud
 }
 
 func baseline(ctx context.Context, c client.Client, n, clients int) (float64, error) {
+	queue, err := workflows.RegionTaskQueue("global")
+	if err != nil {
+		return 0, err
+	}
 	start := time.Now()
-	err := parallel(n, clients, func(i int) error {
-		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: fmt.Sprintf("noop-%d", i), TaskQueue: workflows.TaskQueueGlobal}, noop)
+	err = parallel(n, clients, func(i int) error {
+		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: fmt.Sprintf("noop-%d", i), TaskQueue: queue}, noop)
 		if err != nil {
 			return err
 		}

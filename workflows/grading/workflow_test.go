@@ -1,4 +1,4 @@
-package workflows
+package grading
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+
+	"github.com/assessd/assessd/workflows"
 )
 
 // fakeGrading records what the workflow asks of its activities.
@@ -19,14 +21,14 @@ type fakeGrading struct {
 	calls       atomic.Int32
 	inFlight    atomic.Int32
 	maxInFlight atomic.Int32
-	finished    FinishResultInput
+	finished    FinishInput
 }
 
-func (f *fakeGrading) PendingAnswers(context.Context, GradeResultInput) ([]string, error) {
+func (f *fakeGrading) PendingAnswers(context.Context, Input) ([]string, error) {
 	return f.pending, nil
 }
 
-func (f *fakeGrading) GradeAnswer(ctx context.Context, in GradeAnswerInput) error {
+func (f *fakeGrading) GradeAnswer(ctx context.Context, in AnswerInput) error {
 	f.calls.Add(1)
 	n := f.inFlight.Add(1)
 	defer f.inFlight.Add(-1)
@@ -37,7 +39,7 @@ func (f *fakeGrading) GradeAnswer(ctx context.Context, in GradeAnswerInput) erro
 		}
 	}
 	if f.invalid[in.AnswerID] {
-		return temporal.NewNonRetryableApplicationError("the AI provider rejected the request", ErrTypeInvalidRequest, nil)
+		return temporal.NewNonRetryableApplicationError("the AI provider rejected the request", workflows.ErrTypeInvalidRequest, nil)
 	}
 	if f.failOnce[in.AnswerID] && activity.GetInfo(ctx).Attempt == 1 {
 		return errors.New("provider timeout")
@@ -45,15 +47,15 @@ func (f *fakeGrading) GradeAnswer(ctx context.Context, in GradeAnswerInput) erro
 	return nil
 }
 
-func (f *fakeGrading) FinishResult(_ context.Context, in FinishResultInput) (ResultOutcome, error) {
+func (f *fakeGrading) FinishResult(_ context.Context, in FinishInput) (Outcome, error) {
 	f.finished = in
 	if len(in.Failures) > 0 {
-		return ResultOutcome{Status: "failed", Reason: in.Failures[0].Reason}, nil
+		return Outcome{Status: "failed", Reason: in.Failures[0].Reason}, nil
 	}
-	return ResultOutcome{Status: "graded", Score: 7}, nil
+	return Outcome{Status: "graded", Score: 7}, nil
 }
 
-func run(t *testing.T, f *fakeGrading) (ResultOutcome, error) {
+func run(t *testing.T, f *fakeGrading) (Outcome, error) {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
@@ -61,11 +63,11 @@ func run(t *testing.T, f *fakeGrading) (ResultOutcome, error) {
 	env.RegisterActivityWithOptions(f.PendingAnswers, activity.RegisterOptions{Name: ActivityPendingAnswers})
 	env.RegisterActivityWithOptions(f.GradeAnswer, activity.RegisterOptions{Name: ActivityGradeAnswer})
 	env.RegisterActivityWithOptions(f.FinishResult, activity.RegisterOptions{Name: ActivityFinishResult})
-	env.ExecuteWorkflow(GradeResult, GradeResultInput{OrgID: "org_1", ResultID: "res_1", Region: "eu"})
+	env.ExecuteWorkflow(GradeResult, Input{OrgID: "org_1", ResultID: "res_1", Region: "eu"})
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("workflow did not complete")
 	}
-	var out ResultOutcome
+	var out Outcome
 	err := env.GetWorkflowResult(&out)
 	return out, err
 }
@@ -112,11 +114,5 @@ func TestGradeResultBoundsParallelism(t *testing.T) {
 	}
 	if got := f.calls.Load(); got != 12 {
 		t.Fatalf("graded %d answers, want 12", got)
-	}
-}
-
-func TestTaskQueue(t *testing.T) {
-	if TaskQueue("eu") != TaskQueueEU || TaskQueue("global") != TaskQueueGlobal || TaskQueue("") != TaskQueueGlobal {
-		t.Fatal("region routing is wrong")
 	}
 }

@@ -1,58 +1,48 @@
-// Package workflows holds assessd's durable Temporal workflows: grading a
-// submitted result and generating an exam. Workflow code is deterministic;
-// every side effect (database, AI provider, file fetching) happens in
-// activities, which the workflows call by name so this package depends on
-// nothing but the SDK.
-package workflows
+// Package grading is the grading workflow: GradeResult grades the AI-graded
+// answers of a submitted result and finishes the result. Its activities
+// are in activities/grading; it is started from the outbox (Route).
+//
+// Path of a result: POST /exams/{examId}/results stores the result, its
+// pending answers and its outbox row in one transaction; the dispatcher
+// starts GradeResult on the region's task queue; PendingAnswers, one
+// GradeAnswer per answer (CDN files, the region's AI provider, the recorded
+// grade) and FinishResult run on that region's worker.
+package grading
 
 import (
-	"errors"
+	"context"
 	"slices"
 	"strings"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/assessd/assessd/outbox"
+	"github.com/assessd/assessd/workflows"
 )
 
-// Task queues, one per AI region: a worker polls only its region's queue,
-// so EU work never reaches a global worker.
-const (
-	TaskQueueEU     = "grading-eu"
-	TaskQueueGlobal = "grading-global"
-)
-
-// TaskQueue returns the task queue of an organization's aiRegion.
-func TaskQueue(region string) string {
-	if region == "eu" {
-		return TaskQueueEU
-	}
-	return TaskQueueGlobal
-}
-
-// Activity names, registered by the worker.
+// Activity names, registered by the worker (activities/grading). They are
+// part of recorded histories: renaming one breaks running workflows.
 const (
 	ActivityPendingAnswers = "PendingAnswers"
 	ActivityGradeAnswer    = "GradeAnswer"
 	ActivityFinishResult   = "FinishResult"
 )
 
-// ErrTypeInvalidRequest is the application error type of failures retrying
-// cannot fix (the AI provider refused the request).
-const ErrTypeInvalidRequest = "InvalidRequest"
-
 // MaxParallelAnswers bounds the AI calls one result makes at once.
 const MaxParallelAnswers = 4
 
-// GradeResultInput identifies a submitted result.
-type GradeResultInput struct {
+// Input identifies a submitted result; it is the input of the workflow and
+// of PendingAnswers.
+type Input struct {
 	OrgID    string
 	ResultID string
 	Region   string
 }
 
-// GradeAnswerInput identifies one answer to grade with AI.
-type GradeAnswerInput struct {
+// AnswerInput identifies one answer to grade with AI (GradeAnswer).
+type AnswerInput struct {
 	OrgID    string
 	ResultID string
 	AnswerID string
@@ -65,16 +55,16 @@ type AnswerFailure struct {
 	Reason   string
 }
 
-// FinishResultInput closes a result: the scores are summed and the status
-// becomes graded, or failed when any answer failed.
-type FinishResultInput struct {
+// FinishInput closes a result (FinishResult): the scores are summed and
+// the status becomes graded, or failed when any answer failed.
+type FinishInput struct {
 	OrgID    string
 	ResultID string
 	Failures []AnswerFailure
 }
 
-// ResultOutcome is the final state of a result.
-type ResultOutcome struct {
+// Outcome is the final state of a result, the workflow's output.
+type Outcome struct {
 	Status      string
 	Score       float64
 	Reason      string
@@ -82,15 +72,28 @@ type ResultOutcome struct {
 }
 
 // WorkflowID is the grading workflow id of a result: derived from the result
-// id, so a second start for the same result is refused, never graded twice.
+// id, so a second start for the same result joins the first.
 func WorkflowID(resultID string) string { return "grade-" + resultID }
+
+// Route is how an outbox grading row becomes a GradeResult workflow;
+// abandon fails a result whose grading cannot run.
+func Route(abandon func(ctx context.Context, resultID, reason string) error) workflows.Route {
+	return workflows.Route{
+		Workflow:   GradeResult,
+		WorkflowID: WorkflowID,
+		Input: func(it outbox.Item) any {
+			return Input{OrgID: it.OrgID, ResultID: it.SubjectID, Region: it.Region}
+		},
+		Abandon: abandon,
+	}
+}
 
 // GradeResult grades the AI-graded answers of a result (rules-scored answers
 // were scored on submission), at most MaxParallelAnswers at a time, and
 // finishes the result. Transient AI errors are retried with backoff; an
 // answer that cannot be graded is recorded and fails the result with a
 // reason.
-func GradeResult(ctx workflow.Context, in GradeResultInput) (ResultOutcome, error) {
+func GradeResult(ctx workflow.Context, in Input) (Outcome, error) {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 2 * time.Minute,
 		// Activities heartbeat while they wait for the AI provider, so a
@@ -102,12 +105,12 @@ func GradeResult(ctx workflow.Context, in GradeResultInput) (ResultOutcome, erro
 			BackoffCoefficient:     2,
 			MaximumInterval:        time.Minute,
 			MaximumAttempts:        6,
-			NonRetryableErrorTypes: []string{ErrTypeInvalidRequest},
+			NonRetryableErrorTypes: []string{workflows.ErrTypeInvalidRequest},
 		},
 	})
 	var pending []string
 	if err := workflow.ExecuteActivity(ctx, ActivityPendingAnswers, in).Get(ctx, &pending); err != nil {
-		return ResultOutcome{}, err
+		return Outcome{}, err
 	}
 	sem := workflow.NewSemaphore(ctx, MaxParallelAnswers)
 	wg := workflow.NewWaitGroup(ctx)
@@ -120,11 +123,11 @@ func GradeResult(ctx workflow.Context, in GradeResultInput) (ResultOutcome, erro
 				return
 			}
 			defer sem.Release(1)
-			err := workflow.ExecuteActivity(ctx, ActivityGradeAnswer, GradeAnswerInput{
+			err := workflow.ExecuteActivity(ctx, ActivityGradeAnswer, AnswerInput{
 				OrgID: in.OrgID, ResultID: in.ResultID, AnswerID: answerID, Region: in.Region,
 			}).Get(ctx, nil)
 			if err != nil {
-				failures = append(failures, AnswerFailure{AnswerID: answerID, Reason: reason(err)})
+				failures = append(failures, AnswerFailure{AnswerID: answerID, Reason: workflows.FailureReason(err)})
 			}
 		})
 	}
@@ -133,18 +136,9 @@ func GradeResult(ctx workflow.Context, in GradeResultInput) (ResultOutcome, erro
 
 	// Finishing must happen even if the workflow is being cancelled.
 	finishCtx, _ := workflow.NewDisconnectedContext(ctx)
-	var out ResultOutcome
-	err := workflow.ExecuteActivity(finishCtx, ActivityFinishResult, FinishResultInput{
+	var out Outcome
+	err := workflow.ExecuteActivity(finishCtx, ActivityFinishResult, FinishInput{
 		OrgID: in.OrgID, ResultID: in.ResultID, Failures: failures,
 	}).Get(finishCtx, &out)
 	return out, err
-}
-
-// reason is the client-safe text of an activity failure.
-func reason(err error) string {
-	var appErr *temporal.ApplicationError
-	if errors.As(err, &appErr) {
-		return appErr.Message()
-	}
-	return "the AI provider failed after retries"
 }

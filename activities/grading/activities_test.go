@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
 
-	"github.com/assessd/assessd/activities"
+	"github.com/assessd/assessd/activities/grading"
 	"github.com/assessd/assessd/ai"
 	"github.com/assessd/assessd/app"
 	"github.com/assessd/assessd/assessment"
@@ -69,27 +69,26 @@ type harness struct {
 	ten        *tenancy.Service
 	content    *assessment.Service
 	temporal   client.Client
-	starter    workflows.Starter
 	eu, global *recordingAI
 	cdn        *httptest.Server
 	fetcher    *media.Fetcher
-	metrics    *activities.Metrics
+	metrics    *grading.Metrics
 }
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	h := &harness{t: t, db: storetest.New(t), eu: newRecordingAI(t), global: newRecordingAI(t)}
 	h.temporal = devenvtest.Temporal(t)
-	h.starter = workflows.Starter{Client: h.temporal}
 	h.ten = tenancy.NewService(h.db)
-	h.content = assessment.NewService(h.db, assessment.WithGrader(app.Grader{Starter: h.starter}))
+	h.content = assessment.NewService(h.db)
+	go app.NewDispatcher(h.temporal, h.db, prometheus.NewRegistry(), workflows.DispatchOptions{}).Run(t.Context())
 	h.cdn = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = w.Write([]byte("student essay scan"))
 	}))
 	t.Cleanup(h.cdn.Close)
 	h.fetcher = media.NewFetcher([]string{h.cdn.URL + "/media/"}, media.Options{HTTPClient: h.cdn.Client()})
-	h.metrics = activities.NewMetrics(prometheus.NewRegistry(), func(s string) string { return s })
+	h.metrics = grading.NewMetrics(prometheus.NewRegistry(), func(s string) string { return s })
 	return h
 }
 
@@ -100,7 +99,10 @@ func (h *harness) startWorker(region string) func() {
 		endpoint = h.eu
 	}
 	provider := ai.NewOpenAI(ai.OpenAIConfig{BaseURL: endpoint.URL, APIKey: "test-key", Model: "grader"})
-	w := app.NewWorker(h.temporal, h.db, app.WorkerConfig{Region: region, Provider: provider, Fetcher: h.fetcher, Metrics: h.metrics})
+	w, err := app.NewWorker(h.temporal, h.db, app.WorkerConfig{Region: region, Provider: provider, Fetcher: h.fetcher, Metrics: h.metrics})
+	if err != nil {
+		h.t.Fatal(err)
+	}
 	if err := w.Start(); err != nil {
 		h.t.Fatal(err)
 	}

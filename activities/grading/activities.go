@@ -1,0 +1,147 @@
+// Package grading holds the grading workflow's activities
+// (workflows/grading): listing a result's pending answers, grading one
+// answer with the files from the media CDN and the region's AI provider,
+// and finishing the result, all through the results store.
+package grading
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/assessd/assessd/activities"
+	"github.com/assessd/assessd/ai"
+	"github.com/assessd/assessd/assessment"
+	"github.com/assessd/assessd/media"
+	"github.com/assessd/assessd/store"
+	"github.com/assessd/assessd/workflows"
+	wf "github.com/assessd/assessd/workflows/grading"
+)
+
+// Results is what grading needs of the results store. Writes are
+// conditional on the answer still pending (or the result still grading),
+// so a retried activity writes nothing twice. Calls run for the
+// organization in ctx.
+type Results interface {
+	PendingAnswers(ctx context.Context, resultID string) ([]string, error)
+	GradingInput(ctx context.Context, resultID, questionID string) (assessment.GradingInput, error)
+	RecordGrade(ctx context.Context, resultID, questionID string, score float64, feedback string, details map[string]any) error
+	FinishResult(ctx context.Context, resultID string, failures map[string]string) (assessment.Result, error)
+}
+
+var _ Results = (*assessment.Service)(nil)
+
+// Activities are the grading activities of one region's worker.
+type Activities struct {
+	Results  Results
+	Provider ai.Provider
+	Fetcher  *media.Fetcher
+	Region   string
+	Metrics  *Metrics
+}
+
+// Register registers the activities on w under the workflow's names.
+func (a *Activities) Register(w worker.Registry) {
+	w.RegisterActivityWithOptions(a.PendingAnswers, activity.RegisterOptions{Name: wf.ActivityPendingAnswers})
+	w.RegisterActivityWithOptions(a.GradeAnswer, activity.RegisterOptions{Name: wf.ActivityGradeAnswer})
+	w.RegisterActivityWithOptions(a.FinishResult, activity.RegisterOptions{Name: wf.ActivityFinishResult})
+}
+
+// PendingAnswers lists the answers still awaiting AI grading.
+func (a *Activities) PendingAnswers(ctx context.Context, in wf.Input) ([]string, error) {
+	return a.Results.PendingAnswers(store.WithOrg(ctx, in.OrgID), in.ResultID)
+}
+
+// GradeAnswer fetches the answer's files from the media CDN (others are
+// skipped and the skip recorded), asks the provider for a grade, and records
+// it with its details. Answers that can never be graded and requests the
+// provider refuses fail for good; everything else is retried.
+func (a *Activities) GradeAnswer(ctx context.Context, in wf.AnswerInput) error {
+	if in.Region != a.Region {
+		// Task queues already keep regions apart; this refuses a
+		// misrouted task before any answer data reaches the provider.
+		return workflows.Permanent(fmt.Sprintf("a %s result reached a %s worker", in.Region, a.Region), nil)
+	}
+	defer activities.Heartbeat(ctx, 2*time.Second)()
+	ctx = store.WithOrg(ctx, in.OrgID)
+	input, err := a.Results.GradingInput(ctx, in.ResultID, in.AnswerID)
+	if errors.Is(err, assessment.ErrCannotGrade) {
+		return workflows.Permanent(err.Error(), nil)
+	}
+	if err != nil {
+		return err
+	}
+	attached, skipped := []any{}, []any{}
+	var files []ai.File
+	for _, u := range input.FileURLs {
+		if !a.Fetcher.OnCDN(u) {
+			skipped = append(skipped, skippedFile(u, "not on the media CDN"))
+			a.Metrics.fileSkipped(a.Region, "not_on_cdn")
+			continue
+		}
+		f, err := a.Fetcher.Fetch(ctx, u)
+		if reason := skipReason(err); reason != "" {
+			skipped = append(skipped, skippedFile(u, reason))
+			a.Metrics.fileSkipped(a.Region, reason)
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("fetch %s: %w", u, err) // transient: retry
+		}
+		a.Metrics.fileFetched(a.Region)
+		files = append(files, f)
+		attached = append(attached, u)
+	}
+	grade, err := a.Provider.Grade(ctx, ai.GradeRequest{
+		Region: a.Region, QuestionType: input.QuestionType, Prompt: input.Prompt, Config: input.Config,
+		Answer: input.Answer, MaxScore: input.Points, Files: files,
+	})
+	if errors.Is(err, ai.ErrInvalidRequest) {
+		return workflows.Permanent("the AI provider rejected the grading request", err)
+	}
+	if err != nil {
+		return err
+	}
+	details := map[string]any{"rationale": grade.Rationale, "region": a.Region, "attachedFiles": attached, "skippedFiles": skipped}
+	return a.Results.RecordGrade(ctx, in.ResultID, in.AnswerID, grade.Score, grade.Feedback, details)
+}
+
+// skippedFile is the grading details' entry of a file left out.
+func skippedFile(url, reason string) map[string]any {
+	return map[string]any{"url": url, "reason": reason}
+}
+
+// skipReason names a fetch failure that retrying cannot fix, or "".
+func skipReason(err error) string {
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, media.ErrNotOnCDN), errors.Is(err, media.ErrRedirectOffCDN):
+		return "not on the media CDN"
+	case errors.Is(err, media.ErrTooLarge):
+		return "file too large"
+	case errors.Is(err, media.ErrUnsupportedType):
+		return "unsupported file type"
+	case errors.Is(err, media.ErrNotFound):
+		return "file not found"
+	}
+	return ""
+}
+
+// FinishResult totals the result and records the outcome.
+func (a *Activities) FinishResult(ctx context.Context, in wf.FinishInput) (wf.Outcome, error) {
+	failures := make(map[string]string, len(in.Failures))
+	for _, f := range in.Failures {
+		failures[f.AnswerID] = f.Reason
+	}
+	r, err := a.Results.FinishResult(store.WithOrg(ctx, in.OrgID), in.ResultID, failures)
+	if err != nil {
+		return wf.Outcome{}, err
+	}
+	a.Metrics.finished(in.OrgID, a.Region, r.Status, time.Since(r.SubmittedAt))
+	return wf.Outcome{Status: r.Status, Score: r.Score, Reason: r.Reason, SubmittedAt: r.SubmittedAt}, nil
+}

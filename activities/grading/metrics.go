@@ -1,0 +1,46 @@
+package grading
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the grading metrics of a worker.
+type Metrics struct {
+	results  *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	files    *prometheus.CounterVec
+	orgLabel func(string) string
+}
+
+// NewMetrics registers the grading metrics on reg; orgLabel bounds the org
+// label's cardinality.
+func NewMetrics(reg prometheus.Registerer, orgLabel func(string) string) *Metrics {
+	m := &Metrics{
+		results: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "assessd_grading_results_total", Help: "Results finished by organization, region and outcome.",
+		}, []string{"org", "region", "outcome"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "assessd_grading_duration_seconds", Help: "Time from a result's submission to the end of its grading, by region.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 2, 14),
+		}, []string{"region"}),
+		files: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "assessd_grading_files_total", Help: "Grading file inputs fetched or skipped, by region and outcome.",
+		}, []string{"region", "outcome"}),
+		orgLabel: orgLabel,
+	}
+	reg.MustRegister(m.results, m.duration, m.files)
+	return m
+}
+
+func (m *Metrics) fileSkipped(region, reason string) {
+	m.files.WithLabelValues(region, "skipped: "+reason).Inc()
+}
+
+func (m *Metrics) fileFetched(region string) { m.files.WithLabelValues(region, "fetched").Inc() }
+
+func (m *Metrics) finished(orgID, region, outcome string, d time.Duration) {
+	m.results.WithLabelValues(m.orgLabel(orgID), region, outcome).Inc()
+	m.duration.WithLabelValues(region).Observe(d.Seconds())
+}

@@ -1,0 +1,378 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+
+	"github.com/assessd/assessd/outbox"
+	"github.com/assessd/assessd/store"
+)
+
+// Route says how an outbox kind becomes a workflow.
+type Route struct {
+	// Workflow is the workflow function.
+	Workflow any
+	// WorkflowID derives the workflow id from the subject id: one subject,
+	// one workflow id, so starting twice joins instead of running twice.
+	WorkflowID func(subjectID string) string
+	// Input is the workflow's input for an outbox row.
+	Input func(it outbox.Item) any
+	// Abandon finishes the subject as failed, with reason, when its
+	// workflow cannot be run (ctx is scoped to the subject's organization).
+	// It must do nothing to a subject that is already finished.
+	Abandon func(ctx context.Context, subjectID, reason string) error
+}
+
+// Start is the one place that starts a workflow: on the task queue of the
+// row's region, with the id the route derives from the subject. A second
+// start of a running or completed workflow joins it; a failed, terminated
+// or timed-out one is run again (its subject is still unfinished, and
+// every write of the activities is conditional, so nothing is done twice).
+func Start(ctx context.Context, c client.Client, r Route, it outbox.Item) error {
+	queue, err := RegionTaskQueue(it.Region)
+	if err != nil {
+		return err
+	}
+	_, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       r.WorkflowID(it.SubjectID),
+		TaskQueue:                queue,
+		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
+	}, r.Workflow, r.Input(it))
+	if err != nil {
+		return fmt.Errorf("start %s of %s: %w", it.Kind, it.SubjectID, err)
+	}
+	return nil
+}
+
+// DispatchOptions tune a Dispatcher; zero values take the defaults.
+type DispatchOptions struct {
+	// Sweep is how often pending rows are looked for without a
+	// notification (default 2s).
+	Sweep time.Duration
+	// Batch is how many rows one claim takes (default 32) and Parallel how
+	// many starts run at once (default 8).
+	Batch, Parallel int
+	// StartTimeout bounds one start (default 5s).
+	StartTimeout time.Duration
+	// MaxDelay caps the backoff between a row's attempts (default 30s).
+	MaxDelay time.Duration
+	// Reconcile is how often the reconciler runs (default 30s); Quiet is
+	// how long a dispatched, unfinished subject goes unchecked (default
+	// 2m); after MaxRestarts restarts (default 3) a subject is abandoned.
+	Reconcile, Quiet time.Duration
+	MaxRestarts      int
+}
+
+func (o DispatchOptions) withDefaults() DispatchOptions {
+	set := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	set(&o.Sweep, 2*time.Second)
+	set(&o.StartTimeout, 5*time.Second)
+	set(&o.MaxDelay, 30*time.Second)
+	set(&o.Reconcile, 30*time.Second)
+	set(&o.Quiet, 2*time.Minute)
+	if o.Batch <= 0 {
+		o.Batch = 32
+	}
+	if o.Parallel <= 0 {
+		o.Parallel = 8
+	}
+	if o.MaxRestarts <= 0 {
+		o.MaxRestarts = 3
+	}
+	return o
+}
+
+// lease is how long a claimed row is reserved for the dispatcher that
+// claimed it; it covers a whole batch of starts.
+const lease = time.Minute
+
+// Dispatch outcomes, the outcome label of assessd_outbox_dispatches_total.
+const (
+	outcomeStarted   = "started"   // the workflow was started or joined
+	outcomeRetried   = "retried"   // the start failed; the row is due again later
+	outcomeRestarted = "restarted" // the reconciler found the workflow lost or failed
+	outcomeAbandoned = "abandoned" // the subject was finished as failed
+)
+
+// Dispatcher turns outbox rows into workflow starts, and reconciles
+// dispatched subjects whose workflow disappeared. Several instances may run
+// against one database: rows are claimed with FOR UPDATE SKIP LOCKED and a
+// lease, and starts are idempotent.
+type Dispatcher struct {
+	client  client.Client
+	store   *outbox.Store
+	routes  map[outbox.Kind]Route
+	opts    DispatchOptions
+	wake    chan struct{}
+	pending *prometheus.GaugeVec
+	oldest  *prometheus.GaugeVec
+	results *prometheus.CounterVec
+}
+
+// NewDispatcher returns a Dispatcher starting routes' workflows with c and
+// registers its metrics on reg.
+func NewDispatcher(c client.Client, s *outbox.Store, routes map[outbox.Kind]Route, reg prometheus.Registerer, opts DispatchOptions) *Dispatcher {
+	d := &Dispatcher{
+		client: c, store: s, routes: routes, opts: opts.withDefaults(), wake: make(chan struct{}, 1),
+		pending: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "assessd_outbox_pending", Help: "Outbox rows waiting for their workflow to start, by kind.",
+		}, []string{"kind"}),
+		oldest: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "assessd_outbox_oldest_pending_seconds", Help: "Age of the oldest outbox row waiting for its workflow to start, by kind.",
+		}, []string{"kind"}),
+		results: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "assessd_outbox_dispatches_total", Help: "Outbox dispatches by kind and outcome (started, retried, restarted, abandoned).",
+		}, []string{"kind", "outcome"}),
+	}
+	reg.MustRegister(d.pending, d.oldest, d.results)
+	return d
+}
+
+// Wake makes the dispatcher look for pending rows now.
+func (d *Dispatcher) Wake() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run dispatches and reconciles until ctx ends. It listens for outbox
+// notifications, so a committed row is started within milliseconds, and
+// sweeps every DispatchOptions.Sweep in case a notification was missed.
+func (d *Dispatcher) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Go(func() { d.listen(ctx) })
+	wg.Go(func() { d.reconcileLoop(ctx) })
+	sweep := time.NewTicker(d.opts.Sweep)
+	defer sweep.Stop()
+	for ctx.Err() == nil {
+		d.dispatchDue(ctx)
+		d.measureBacklog(ctx)
+		select {
+		case <-ctx.Done():
+		case <-d.wake:
+		case <-sweep.C:
+		}
+	}
+	wg.Wait()
+}
+
+// listen wakes the dispatcher on every outbox notification, reconnecting
+// after failures (the sweep covers the gap).
+func (d *Dispatcher) listen(ctx context.Context) {
+	for ctx.Err() == nil {
+		err := d.store.Listen(ctx, d.Wake, d.Wake)
+		if ctx.Err() == nil {
+			slog.WarnContext(ctx, "outbox listener interrupted; retrying", "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}
+}
+
+// dispatchDue starts the workflows of due rows, batch after batch while
+// batches come back full.
+func (d *Dispatcher) dispatchDue(ctx context.Context) {
+	for ctx.Err() == nil {
+		items, err := d.store.Claim(ctx, d.opts.Batch, lease)
+		if err != nil {
+			slog.ErrorContext(ctx, "outbox claim", "err", err)
+			return
+		}
+		if d.dispatch(ctx, items) || len(items) < d.opts.Batch {
+			return
+		}
+	}
+}
+
+// dispatch starts items, at most Parallel at once. Once a start fails the
+// rest of the batch is not tried (the workflow engine is most likely away)
+// and waits like the failed one. It reports whether anything failed.
+func (d *Dispatcher) dispatch(ctx context.Context, items []outbox.Item) bool {
+	var failed atomic.Bool
+	sem := make(chan struct{}, d.opts.Parallel)
+	var wg sync.WaitGroup
+	for _, it := range items {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if _, err := RegionTaskQueue(it.Region); err != nil {
+				// No retry can fix the row: its subject is finished with the reason.
+				d.abandon(ctx, d.routes[it.Kind], it, err.Error())
+				return
+			}
+			var err error
+			if failed.Load() {
+				err = errors.New("not tried: an earlier start of the batch failed")
+			} else {
+				err = d.start(ctx, it)
+			}
+			if err != nil {
+				failed.Store(true)
+				d.retry(ctx, it, err)
+				return
+			}
+			d.count(it, outcomeStarted)
+			if err := d.store.Dispatched(ctx, it); err != nil {
+				slog.ErrorContext(ctx, "outbox dispatched", "kind", it.Kind, "subject", it.SubjectID, "err", err)
+			}
+		})
+	}
+	wg.Wait()
+	return failed.Load()
+}
+
+func (d *Dispatcher) start(ctx context.Context, it outbox.Item) error {
+	route, ok := d.routes[it.Kind]
+	if !ok {
+		return fmt.Errorf("no workflow for outbox kind %q", it.Kind)
+	}
+	ctx, cancel := context.WithTimeout(ctx, d.opts.StartTimeout)
+	defer cancel()
+	return Start(ctx, d.client, route, it)
+}
+
+// retry puts a row whose start failed back, after a backoff doubling from
+// one second up to MaxDelay.
+func (d *Dispatcher) retry(ctx context.Context, it outbox.Item, cause error) {
+	delay := d.opts.MaxDelay
+	if it.Attempts < 16 {
+		delay = min(delay, time.Second<<max(it.Attempts-1, 0))
+	}
+	slog.WarnContext(ctx, "workflow start failed; retrying", "kind", it.Kind, "subject", it.SubjectID, "attempt", it.Attempts, "in", delay, "err", cause)
+	d.count(it, outcomeRetried)
+	if err := d.store.Retry(ctx, it, cause.Error(), delay); err != nil {
+		slog.ErrorContext(ctx, "outbox retry", "kind", it.Kind, "subject", it.SubjectID, "err", err)
+	}
+}
+
+func (d *Dispatcher) count(it outbox.Item, outcome string) {
+	d.results.WithLabelValues(string(it.Kind), outcome).Inc()
+}
+
+// measureBacklog sets the backlog gauges of every routed kind.
+func (d *Dispatcher) measureBacklog(ctx context.Context) {
+	backlog, err := d.store.Backlog(ctx)
+	if err != nil {
+		slog.ErrorContext(ctx, "outbox backlog", "err", err)
+		return
+	}
+	for kind := range d.routes {
+		b := backlog[kind]
+		d.pending.WithLabelValues(string(kind)).Set(float64(b.Pending))
+		d.oldest.WithLabelValues(string(kind)).Set(b.Oldest.Seconds())
+	}
+}
+
+func (d *Dispatcher) reconcileLoop(ctx context.Context) {
+	t := time.NewTicker(d.opts.Reconcile)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			d.Reconcile(ctx)
+		}
+	}
+}
+
+// Reconcile checks dispatched subjects that are still unfinished and have
+// been quiet for DispatchOptions.Quiet: a workflow that Temporal no longer
+// knows (lost with its history) or that ended without finishing its subject
+// is started again, up to MaxRestarts times; then the subject is abandoned
+// (finished as failed with a reason). Rows of finished subjects are pruned.
+func (d *Dispatcher) Reconcile(ctx context.Context) {
+	if _, err := d.store.Prune(ctx); err != nil {
+		slog.ErrorContext(ctx, "outbox prune", "err", err)
+	}
+	items, err := d.store.Unfinished(ctx, d.opts.Quiet, 100)
+	if err != nil {
+		slog.ErrorContext(ctx, "outbox unfinished", "err", err)
+		return
+	}
+	for _, it := range items {
+		route, ok := d.routes[it.Kind]
+		if !ok {
+			continue
+		}
+		alive, why, err := d.alive(ctx, route, it)
+		if err != nil {
+			// The workflow engine does not answer: nothing can be judged.
+			slog.WarnContext(ctx, "reconcile: workflow engine unavailable", "err", err)
+			return
+		}
+		if alive {
+			err = d.store.Checked(ctx, it)
+		} else {
+			err = d.restartOrAbandon(ctx, route, it, why)
+		}
+		if err != nil {
+			slog.ErrorContext(ctx, "reconcile", "kind", it.Kind, "subject", it.SubjectID, "err", err)
+		}
+	}
+}
+
+// alive asks Temporal whether the row's workflow still runs; if not, why says
+// what became of it.
+func (d *Dispatcher) alive(ctx context.Context, route Route, it outbox.Item) (alive bool, why string, err error) {
+	ctx, cancel := context.WithTimeout(ctx, d.opts.StartTimeout)
+	defer cancel()
+	desc, err := d.client.DescribeWorkflowExecution(ctx, route.WorkflowID(it.SubjectID), "")
+	var notFound *serviceerror.NotFound
+	switch {
+	case errors.As(err, &notFound):
+		return false, "the workflow was lost", nil
+	case err != nil:
+		return false, "", err
+	}
+	status := desc.GetWorkflowExecutionInfo().GetStatus()
+	if status == enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		return true, "", nil
+	}
+	return false, "the workflow ended " + status.String() + " without finishing", nil
+}
+
+func (d *Dispatcher) restartOrAbandon(ctx context.Context, route Route, it outbox.Item, why string) error {
+	if it.Restarts >= d.opts.MaxRestarts {
+		d.abandon(ctx, route, it, why)
+		return d.store.Checked(ctx, it)
+	}
+	slog.WarnContext(ctx, "workflow restarted", "kind", it.Kind, "subject", it.SubjectID, "why", why)
+	d.count(it, outcomeRestarted)
+	return d.store.Rearm(ctx, it, why)
+}
+
+// abandon finishes the row's subject as failed.
+func (d *Dispatcher) abandon(ctx context.Context, route Route, it outbox.Item, why string) {
+	slog.ErrorContext(ctx, "workflow abandoned", "kind", it.Kind, "subject", it.SubjectID, "why", why)
+	if route.Abandon == nil {
+		return
+	}
+	d.count(it, outcomeAbandoned)
+	reason := fmt.Sprintf("the %s could not be completed", it.Kind)
+	if err := route.Abandon(store.WithOrg(ctx, it.OrgID), it.SubjectID, reason); err != nil {
+		slog.ErrorContext(ctx, "abandon", "kind", it.Kind, "subject", it.SubjectID, "err", err)
+		return
+	}
+	if err := d.store.Dispatched(ctx, it); err != nil {
+		slog.ErrorContext(ctx, "outbox dispatched", "kind", it.Kind, "subject", it.SubjectID, "err", err)
+	}
+}
