@@ -205,8 +205,8 @@ func (p *Provider) pendingRequest(ctx context.Context, s *session, id string) (*
 }
 
 // grantableScopes narrows the requested scopes to those the user's role
-// allows; audit-logs:write only when the user's organization allowed this
-// client to have it.
+// allows, audit-logs:write only when the user's organization allowed this
+// client to have it, and adds offline_access.
 func (p *Provider) grantableScopes(ctx context.Context, caller *tenancy.Caller, c *client, requested []string) ([]string, error) {
 	allowed := tenancy.ScopesForRole(caller.Role)
 	var out []string
@@ -225,6 +225,12 @@ func (p *Provider) grantableScopes(ctx context.Context, caller *tenancy.Caller, 
 			}
 		}
 		out = append(out, s)
+	}
+	// Every code exchange returns a refresh token (spec 2.8), so offline
+	// access is granted whether or not it was asked for; the token
+	// response's scope says so.
+	if !slices.Contains(out, string(tenancy.ScopeOfflineAccess)) {
+		out = append(out, string(tenancy.ScopeOfflineAccess))
 	}
 	return out, nil
 }
