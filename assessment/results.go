@@ -137,7 +137,10 @@ func (s *Service) SubmitResult(ctx context.Context, examID string, in NewResult)
 			r.MaxScore += a.MaxScore
 		}
 		r.Status, r.Reason = resultStatus(r.Answers)
-		return s.insertResult(ctx, q, r, questions)
+		if err := s.insertResult(ctx, q, r, questions); err != nil {
+			return err
+		}
+		return s.auditSubmission(ctx, caller, r)
 	})
 	if err != nil {
 		return Result{}, err
@@ -152,6 +155,30 @@ func (s *Service) SubmitResult(ctx context.Context, examID string, in NewResult)
 		}
 	}
 	return r, err
+}
+
+// auditSubmission records a submitted result and, when rules scored every
+// answer at once, its grading.
+func (s *Service) auditSubmission(ctx context.Context, caller *tenancy.Caller, r Result) error {
+	if err := s.audit(ctx, caller, "result.submitted", "result", r.ID, nil,
+		map[string]any{"examId": r.ExamID, "userId": r.UserID, "status": r.Status}); err != nil {
+		return err
+	}
+	if r.Status == StatusGrading {
+		return nil
+	}
+	return s.auditGraded(ctx, r)
+}
+
+// auditGraded records that grading finished a result: result.graded, or
+// result.grading_failed when an answer could not be graded.
+func (s *Service) auditGraded(ctx context.Context, r Result) error {
+	action := "result.graded"
+	if r.Status == StatusFailed {
+		action = "result.grading_failed"
+	}
+	return s.auditAs(ctx, gradingActor, action, "result", r.ID, nil,
+		map[string]any{"examId": r.ExamID, "userId": r.UserID, "score": r.Score, "maxScore": r.MaxScore})
 }
 
 // indexAnswers validates the submitted answers and maps them by question.

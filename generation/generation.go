@@ -20,6 +20,7 @@ import (
 	"github.com/assessd/assessd/activities"
 	"github.com/assessd/assessd/ai"
 	"github.com/assessd/assessd/assessment"
+	"github.com/assessd/assessd/audit"
 	"github.com/assessd/assessd/errs"
 	"github.com/assessd/assessd/ids"
 	"github.com/assessd/assessd/store"
@@ -128,9 +129,14 @@ func (s *Service) Create(ctx context.Context, p Params) (Generation, error) {
 		if err := q.QueryRow(ctx, `SELECT ai_region FROM orgs WHERE id = app_org_id()`).Scan(&g.Region); err != nil {
 			return err
 		}
-		return q.QueryRow(ctx, `INSERT INTO exam_generations (id, org_id, requested_by, region, status, params)
+		if err := q.QueryRow(ctx, `INSERT INTO exam_generations (id, org_id, requested_by, region, status, params)
 			VALUES ($1, app_org_id(), $2, $3, 'running', $4) RETURNING created_at, updated_at`,
-			g.ID, caller.UserID, g.Region, params).Scan(&g.CreatedAt, &g.UpdatedAt)
+			g.ID, caller.UserID, g.Region, params).Scan(&g.CreatedAt, &g.UpdatedAt); err != nil {
+			return err
+		}
+		_, err := audit.Append(ctx, q, audit.Entry{Action: "exam_generation.requested", Actor: tenancy.ActorOf(caller),
+			Target: audit.Target{Type: "exam_generation", ID: g.ID}, After: map[string]any{"region": g.Region, "subject": p.Subject}})
+		return err
 	})
 	if err != nil {
 		return Generation{}, fmt.Errorf("create generation: %w", err)
@@ -241,16 +247,30 @@ func (s *Service) CreateGeneratedExam(ctx context.Context, orgID, id string, qs 
 	return examID, err
 }
 
-// FinishGeneration implements activities.GenerationStore.
+// generationActor is the platform's exam generation, which finishes a
+// request long after the requester's call returned.
+var generationActor = audit.Actor{Kind: audit.ActorSystem, ID: "generation"}
+
+// FinishGeneration implements activities.GenerationStore. The first call
+// for a generation is audited as exam_generation.completed (with the
+// exam) or exam_generation.failed; a retried call changes nothing.
 func (s *Service) FinishGeneration(ctx context.Context, in workflows.FinishGenerationInput) error {
 	ctx = store.WithOrg(ctx, in.OrgID)
-	status := "ready"
+	status, action, after := "ready", "exam_generation.completed", map[string]any{"examId": in.ExamID}
 	if in.Error != "" {
-		status = "failed"
+		status, action, after = "failed", "exam_generation.failed", map[string]any{"error": in.Error}
 	}
-	_, err := s.db.Q(ctx).Exec(ctx, `UPDATE exam_generations SET status = $2, error = $3, updated_at = now()
-		WHERE org_id = app_org_id() AND id = $1 AND status = 'running'`, in.GenerationID, status, in.Error)
-	return err
+	return s.db.Tx(ctx, func(ctx context.Context) error {
+		q := s.db.Q(ctx)
+		tag, err := q.Exec(ctx, `UPDATE exam_generations SET status = $2, error = $3, updated_at = now()
+			WHERE org_id = app_org_id() AND id = $1 AND status = 'running'`, in.GenerationID, status, in.Error)
+		if err != nil || tag.RowsAffected() == 0 {
+			return err
+		}
+		_, err = audit.Append(ctx, q, audit.Entry{Action: action, Actor: generationActor,
+			Target: audit.Target{Type: "exam_generation", ID: in.GenerationID}, After: after})
+		return err
+	})
 }
 
 // toSchema maps the provider's question configuration onto the built-in

@@ -177,7 +177,7 @@ func (p *Provider) revokeKey(w http.ResponseWriter, r *http.Request, s *session)
 }
 
 func (p *Provider) revokeApp(w http.ResponseWriter, r *http.Request, s *session) {
-	if err := p.storage.TerminateSession(r.Context(), s.userID, r.PathValue("client")); err != nil {
+	if err := p.storage.revokeApp(r.Context(), s.userID, r.PathValue("client"), revokedByUser); err != nil {
 		p.failPage(w, r, http.StatusServiceUnavailable, "Try again later", "That did not work right now.")
 		return
 	}
