@@ -24,7 +24,10 @@ require (
 	google.golang.org/protobuf v1.36.12
 )
 
-require github.com/yuin/gopher-lua v1.1.1 // indirect
+require (
+	github.com/mvrilo/go-redoc v0.1.5 // indirect
+	github.com/yuin/gopher-lua v1.1.1 // indirect
+)
 
 require (
 	dario.cat/mergo v1.0.1 // indirect
