@@ -6,11 +6,11 @@ GO ?= go
 GOOGLEAPIS_MODULE := github.com/grpc-ecosystem/grpc-gateway@v1.16.0
 GENERATED := api/gen api/openapi/openapi.yaml sdk/typescript/src/schema.ts sdk/typescript/src/operations.ts
 
-.PHONY: all build tools generate check-generated test bench run lint fmt lint-openapi docs-assets sdk qti-check qti-xsd
+.PHONY: all build tools generate check-generated test bench run lint fmt lint-openapi sdk qti-check qti-xsd
 
 all: build
 
-build: docs-assets
+build:
 	$(GO) build -o $(BIN)/assessd ./cmd/assessd
 
 $(BIN)/protoc-gen-go $(BIN)/protoc-gen-connect-go $(BIN)/protoc-gen-connect-openapi &: tools/go.mod
@@ -50,7 +50,7 @@ lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' | grep -v '^api/gen/'))" || { gofmt -l .; exit 1; }
 	$(GO) vet ./...
 
-test: lint docs-assets sdk $(BIN)/temporal
+test: lint sdk $(BIN)/temporal
 	$(GO) test -count=1 -race ./...
 
 bench: $(BIN)/temporal
@@ -58,7 +58,7 @@ bench: $(BIN)/temporal
 	$(GO) run ./cmd/benchsummary
 	$(GO) run ./cmd/benchgrading
 
-run: docs-assets $(BIN)/temporal
+run: $(BIN)/temporal
 	$(GO) run ./cmd/assessd dev
 
 tools/openapi/node_modules: tools/openapi/package.json tools/openapi/package-lock.json
@@ -70,16 +70,6 @@ lint-openapi: tools/openapi/node_modules
 	cd tools/openapi && REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true \
 		npx redocly lint --config redocly.yaml ../../api/openapi/openapi.yaml
 	cd tools/openapi && node validate.mjs ../../api/openapi/openapi.yaml
-
-# The API reference renderer embedded in the binary (/docs): Redoc's
-# standalone bundle from the npm registry, at a pinned version.
-REDOC_VERSION := 2.5.4
-web/static/redoc.standalone.js:
-	tmp=$$(mktemp -d) && (cd $$tmp && npm pack redoc@$(REDOC_VERSION) --silent >/dev/null && \
-		tar -xzf redoc-$(REDOC_VERSION).tgz package/bundles/redoc.standalone.js) && \
-		install -m 0644 $$tmp/package/bundles/redoc.standalone.js $@ && rm -rf $$tmp
-
-docs-assets: web/static/redoc.standalone.js
 
 sdk/typescript/node_modules: sdk/typescript/package.json sdk/typescript/package-lock.json
 	cd sdk/typescript && npm ci --no-audit --no-fund --loglevel=error

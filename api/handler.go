@@ -42,6 +42,9 @@ type Services struct {
 	Generation *generation.Service
 	// Embed creates embed sessions.
 	Embed *embed.Service
+	// AllowedClients manages the OAuth clients an organization allowed
+	// extra scopes.
+	AllowedClients AllowedClients
 }
 
 // NewHandler returns the API handler: every service on its REST paths and
@@ -72,6 +75,9 @@ func NewHandler(s Services) (http.Handler, error) {
 		},
 		func() (string, http.Handler) {
 			return assessdv1connect.NewOrgServiceHandler(orgServer{s.Tenancy}, opts...)
+		},
+		func() (string, http.Handler) {
+			return assessdv1connect.NewAllowedClientServiceHandler(allowedClientServer{s.AllowedClients}, opts...)
 		},
 		func() (string, http.Handler) {
 			return assessdv1connect.NewAuditLogServiceHandler(auditServer{s.Tenancy}, opts...)

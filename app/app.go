@@ -124,7 +124,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 		dispatcher = NewDispatcher(cfg.Temporal, db, metrics.Registry, cfg.Dispatch)
 	}
 	embeds := embed.NewService(embed.NewStore(cfg.Redis), ten, content, gen, cfg.BaseURL, metrics.Registry, metrics.Org)
-	apiHandler, err := api.NewHandler(api.Services{Tenancy: ten, Assessment: content, Generation: gen, Embed: embeds})
+	apiHandler, err := api.NewHandler(api.Services{Tenancy: ten, Assessment: content, Generation: gen, Embed: embeds, AllowedClients: idp})
 	if err != nil {
 		limiter.Close()
 		return nil, fmt.Errorf("api: %w", err)

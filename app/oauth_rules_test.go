@@ -9,6 +9,7 @@ import (
 	"encoding/pem"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -445,5 +446,83 @@ func TestJWTBearerMetrics(t *testing.T) {
 	metrics := string(e.do("GET", "/metrics", "", nil).raw)
 	if !strings.Contains(metrics, `grant_type="jwt_bearer",org="`+tn.org.ID+`"} 1`) {
 		t.Fatalf("no jwt_bearer token counted for %s", tn.org.ID)
+	}
+}
+
+// TestRefreshTokenWithoutOfflineAccess checks spec 2.8: the code exchange
+// returns a 30-day refresh token whether or not offline_access was asked
+// for, and that refresh token works.
+func TestRefreshTokenWithoutOfflineAccess(t *testing.T) {
+	e := newEnv(t)
+	tn := e.newTenant("US", "pro")
+	a := e.newOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
+	a.conf.Scopes = []string{"profile", "users:read"}
+	tok := e.token(a)
+	if tok.RefreshToken == "" {
+		t.Fatalf("no refresh token without offline_access: %+v", tok)
+	}
+	if scope, _ := tok.Extra("scope").(string); !strings.Contains(scope, "offline_access") || !strings.Contains(scope, "users:read") {
+		t.Fatalf("granted scope %q does not say offline access was granted", scope)
+	}
+	next, err := a.conf.TokenSource(context.Background(), &oauth2.Token{RefreshToken: tok.RefreshToken}).Token()
+	if err != nil || next.AccessToken == "" || next.RefreshToken == "" {
+		t.Fatalf("refresh: %v %+v", err, next)
+	}
+	e.do("GET", "/me", next.AccessToken, nil).must(t, http.StatusOK)
+}
+
+// TestDiscoveryAdvertisesAcceptedGrants posts every grant type discovery
+// advertises to the token endpoint (none may be unsupported_grant_type),
+// and checks grants the endpoint refuses (unsupported, or not allowed to
+// any client) are not advertised.
+func TestDiscoveryAdvertisesAcceptedGrants(t *testing.T) {
+	e := newEnv(t)
+	var d struct {
+		Grants        []string `json:"grant_types_supported"`
+		ResponseTypes []string `json:"response_types_supported"`
+	}
+	res, err := http.Get(e.srv.URL + "/.well-known/openid-configuration")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if err := json.NewDecoder(res.Body).Decode(&d); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(d.ResponseTypes, " ") != "code" {
+		t.Errorf("response_types_supported = %v, want only code", d.ResponseTypes)
+	}
+	// A registered client authenticates, so only the grant type decides.
+	a := e.newOAuthApp(e.newTenant("US", "pro"), tenancy.RoleTeacher, identity.ClientInput{})
+	tokenError := func(grant string) string {
+		res, err := http.PostForm(e.srv.URL+"/oauth/token", url.Values{"grant_type": {grant},
+			"client_id": {a.conf.ClientID}, "client_secret": {a.conf.ClientSecret}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var body struct {
+			Error string `json:"error"`
+		}
+		_ = json.NewDecoder(res.Body).Decode(&body)
+		return body.Error
+	}
+	for _, g := range []string{"authorization_code", "refresh_token", string(oidc.GrantTypeBearer)} {
+		if !slices.Contains(d.Grants, g) {
+			t.Errorf("grant %s is accepted but not advertised: %v", g, d.Grants)
+		}
+	}
+	for _, g := range d.Grants {
+		if got := tokenError(g); got == "unsupported_grant_type" || got == "" {
+			t.Errorf("advertised grant %s: token endpoint error %q", g, got)
+		}
+	}
+	for _, g := range []string{"implicit", "client_credentials", string(oidc.GrantTypeTokenExchange), string(oidc.GrantTypeDeviceCode)} {
+		if slices.Contains(d.Grants, g) {
+			t.Errorf("grant %s is advertised", g)
+		}
+		if got := tokenError(g); got != "unsupported_grant_type" && got != "unauthorized_client" {
+			t.Errorf("grant %s: token endpoint error %q, want it refused", g, got)
+		}
 	}
 }

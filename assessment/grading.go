@@ -143,18 +143,20 @@ func (s *Service) FinishResult(ctx context.Context, resultID string, failures ma
 				return fmt.Errorf("finish result: %w", err)
 			}
 		}
-		if _, err := q.Exec(ctx, `
+		tag, err := q.Exec(ctx, `
 			UPDATE results r SET score = a.score, graded_at = now(),
 			       status = CASE WHEN a.failed > 0 THEN 'failed' ELSE 'graded' END,
 			       reason = CASE WHEN a.failed > 0 THEN a.failed || ' answer(s) could not be graded' ELSE '' END
 			  FROM (SELECT coalesce(sum(score), 0) AS score, count(*) FILTER (WHERE status <> 'graded') AS failed
 			          FROM result_answers WHERE org_id = app_org_id() AND result_id = $1) a
-			 WHERE r.org_id = app_org_id() AND r.id = $1 AND r.status = 'grading'`, resultID); err != nil {
+			 WHERE r.org_id = app_org_id() AND r.id = $1 AND r.status = 'grading'`, resultID)
+		if err != nil {
 			return fmt.Errorf("finish result: %w", err)
 		}
-		var err error
-		r, err = s.loadResult(ctx, q, "", resultID)
-		return err
+		if r, err = s.loadResult(ctx, q, "", resultID); err != nil || tag.RowsAffected() == 0 {
+			return err
+		}
+		return s.auditGraded(ctx, r)
 	})
 	return r, err
 }

@@ -138,7 +138,10 @@ func (s *Service) SubmitResult(ctx context.Context, examID string, in NewResult)
 		}
 		r.Status, r.Reason = resultStatus(r.Answers)
 		region, err := s.insertResult(ctx, q, r, questions)
-		if err != nil || r.Status != StatusGrading {
+		if err != nil {
+			return err
+		}
+		if err := s.auditSubmission(ctx, caller, r); err != nil || r.Status != StatusGrading {
 			return err
 		}
 		// Grading is asked for in the same transaction (decision 0045): the
@@ -150,6 +153,30 @@ func (s *Service) SubmitResult(ctx context.Context, examID string, in NewResult)
 		return Result{}, err
 	}
 	return s.loadResult(ctx, s.db.Q(ctx), examID, r.ID)
+}
+
+// auditSubmission records a submitted result and, when rules scored every
+// answer at once, its grading.
+func (s *Service) auditSubmission(ctx context.Context, caller *tenancy.Caller, r Result) error {
+	if err := s.audit(ctx, caller, "result.submitted", "result", r.ID, nil,
+		map[string]any{"examId": r.ExamID, "userId": r.UserID, "status": r.Status}); err != nil {
+		return err
+	}
+	if r.Status == StatusGrading {
+		return nil
+	}
+	return s.auditGraded(ctx, r)
+}
+
+// auditGraded records that grading finished a result: result.graded, or
+// result.grading_failed when an answer could not be graded.
+func (s *Service) auditGraded(ctx context.Context, r Result) error {
+	action := "result.graded"
+	if r.Status == StatusFailed {
+		action = "result.grading_failed"
+	}
+	return s.auditAs(ctx, gradingActor, action, "result", r.ID, nil,
+		map[string]any{"examId": r.ExamID, "userId": r.UserID, "score": r.Score, "maxScore": r.MaxScore})
 }
 
 // indexAnswers validates the submitted answers and maps them by question.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -139,14 +140,40 @@ func (t *TypeDef) validate() error {
 	return nil
 }
 
-// QuestionTypes lists the custom types the organization can use: its own
-// and those it enabled, oldest first.
+// QuestionTypes lists the types the organization can use: the built-in
+// ones in their documented order, then its own and those it enabled,
+// oldest first. A page token names the last type's key or id.
 func (s *Service) QuestionTypes(ctx context.Context, p paging.Page) ([]TypeDef, string, error) {
 	if _, err := tenancy.Authorize(ctx, ReadQuestionTypes); err != nil {
 		return nil, "", err
 	}
-	return s.listTypes(ctx, `(t.org_id = app_org_id() OR EXISTS (SELECT 1 FROM question_type_enablements n
-	                           WHERE n.org_id = app_org_id() AND n.type_id = t.id))`, p)
+	var out []TypeDef
+	custom := p
+	if !ids.Valid(ids.QuestionType, p.After) {
+		keys := BuiltinKeys()
+		start := 0
+		if p.After != "" {
+			i := slices.Index(keys, p.After)
+			if i < 0 {
+				return nil, "", errs.Invalid("pageToken", "is not a token returned by this list")
+			}
+			start = i + 1
+		}
+		for _, k := range keys[start:min(len(keys), start+p.Limit())] {
+			out = append(out, builtins[k])
+		}
+		custom = paging.Page{Size: p.Limit() - len(out), After: ""}
+	}
+	if custom.Size > 0 {
+		more, _, err := s.listTypes(ctx, `(t.org_id = app_org_id() OR EXISTS (SELECT 1 FROM question_type_enablements n
+		                           WHERE n.org_id = app_org_id() AND n.type_id = t.id))`, custom)
+		if err != nil {
+			return nil, "", err
+		}
+		out = append(out, more...)
+	}
+	out, next := paging.Trim(p, out, TypeDef.Ref)
+	return out, next, nil
 }
 
 // DiscoverQuestionTypes lists the public, non-deprecated types of other
@@ -182,7 +209,13 @@ func (s *Service) QuestionType(ctx context.Context, ref string) (TypeDef, error)
 	if b, ok := builtins[ref]; ok {
 		return b, nil
 	}
-	return s.loadType(ctx, s.db.Q(ctx), "id", ref, false)
+	t, err := s.loadType(ctx, s.db.Q(ctx), "id", ref, false)
+	if err == nil && t.Deprecated && !t.Enabled {
+		// Spec 2.4: an organization that never enabled a deprecated type
+		// can no longer discover it, by list or by id.
+		return TypeDef{}, errs.NotFound("question type")
+	}
+	return t, err
 }
 
 func (s *Service) loadType(ctx context.Context, q store.Querier, field, id string, ownedForUpdate bool) (TypeDef, error) {
@@ -214,6 +247,10 @@ func (s *Service) CreateQuestionType(ctx context.Context, in NewTypeDef) (TypeDe
 	}
 	if isBuiltin(in.Key) {
 		return TypeDef{}, errs.Invalid("key", "is the key of a built-in type")
+	}
+	if in.ConfigSchema == nil {
+		// No schema: the configuration is any JSON object.
+		in.ConfigSchema = map[string]any{"type": "object"}
 	}
 	t := TypeDef{Key: in.Key, Name: in.Name, Description: in.Description, ConfigSchema: in.ConfigSchema,
 		Condition: in.Condition, GradingEnabled: in.GradingEnabled, FileInputs: in.FileInputs,
@@ -283,9 +320,27 @@ func (s *Service) UpdateQuestionType(ctx context.Context, id string, p TypeDefPa
 		if t, err = s.loadType(ctx, q, "id", id, false); err != nil {
 			return err
 		}
-		return s.audit(ctx, caller, "question_type.updated", "question_type", id, typeSnapshot(before), typeSnapshot(t))
+		if err := s.audit(ctx, caller, "question_type.updated", "question_type", id, typeSnapshot(before), typeSnapshot(t)); err != nil {
+			return err
+		}
+		return s.auditTypeStatus(ctx, caller, before, t)
 	})
 	return t, err
+}
+
+// auditTypeStatus records, beside the update itself, the two changes that
+// affect other organizations (spec 2.4): deprecating a type and making it
+// private.
+func (s *Service) auditTypeStatus(ctx context.Context, caller *tenancy.Caller, before, after TypeDef) error {
+	if after.Deprecated && !before.Deprecated {
+		if err := s.audit(ctx, caller, "question_type.deprecated", "question_type", after.ID, nil, map[string]any{"key": after.Key}); err != nil {
+			return err
+		}
+	}
+	if before.Public && !after.Public {
+		return s.audit(ctx, caller, "question_type.made_private", "question_type", after.ID, nil, map[string]any{"key": after.Key})
+	}
+	return nil
 }
 
 func setIf[T any](dst *T, v *T) {
@@ -364,6 +419,14 @@ func (s *Service) typeForNewQuestion(ctx context.Context, q store.Querier, ref s
 	if b, ok := builtins[ref]; ok {
 		return b, nil
 	}
+	if !ids.Valid(ids.QuestionType, ref) {
+		// API.md: type is a key or an id; a key names one of the
+		// organization's own types.
+		var err error
+		if ref, err = s.ownTypeID(ctx, q, ref); err != nil {
+			return TypeDef{}, err
+		}
+	}
 	t, err := s.loadType(ctx, q, "type", ref, false)
 	if errs.Is(err, errs.KindNotFound) {
 		return TypeDef{}, errs.Invalid("type", "names no question type available to this organization")
@@ -378,4 +441,17 @@ func (s *Service) typeForNewQuestion(ctx context.Context, q store.Querier, ref s
 		return TypeDef{}, failedPrecondition("QUESTION_TYPE_NOT_ENABLED", "the question type %s belongs to another organization; enable it first", t.Key)
 	}
 	return t, nil
+}
+
+// ownTypeID returns the id of the organization's own type with key.
+func (s *Service) ownTypeID(ctx context.Context, q store.Querier, key string) (string, error) {
+	var id string
+	err := q.QueryRow(ctx, `SELECT id FROM question_types WHERE org_id = app_org_id() AND key = $1`, key).Scan(&id)
+	if isNoRows(err) {
+		return "", errs.Invalid("type", "names no built-in type, no type of this organization and no question type id")
+	}
+	if err != nil {
+		return "", fmt.Errorf("resolve question type key: %w", err)
+	}
+	return id, nil
 }

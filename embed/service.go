@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/assessd/assessd/assessment"
+	"github.com/assessd/assessd/audit"
 	"github.com/assessd/assessd/errs"
 	"github.com/assessd/assessd/generation"
 	"github.com/assessd/assessd/tenancy"
@@ -33,9 +34,11 @@ type Content interface {
 	Result(ctx context.Context, examID, id string) (assessment.Result, error)
 }
 
-// Actors resolves the role of a user of the caller's organization.
+// Actors resolves the role of a user of the caller's organization and
+// records the caller's actions in the organization's audit log.
 type Actors interface {
 	UserRole(ctx context.Context, userID string) (tenancy.Role, error)
+	RecordAction(ctx context.Context, action string, target audit.Target, after map[string]any) error
 }
 
 // NewSession is the input of Create.
@@ -137,6 +140,12 @@ func (s *Service) Create(ctx context.Context, in NewSession) (Session, error) {
 		Strings: in.Strings, Presets: in.Presets, AllowedOrigins: origins, ExpiresAt: s.now().Add(lifetime).UTC().Truncate(time.Second),
 	}
 	if err := s.store.Save(ctx, sess); err != nil {
+		return Session{}, err
+	}
+	// The session id is a bearer secret (it opens the page), so the entry
+	// targets the user the session acts as and never names the id.
+	if err := s.actors.RecordAction(ctx, "embed_session.created", audit.Target{Type: "user", ID: sess.ActorID},
+		map[string]any{"flow": string(flow), "examId": sess.ExamID, "resultId": sess.ResultID, "expiresAt": sess.ExpiresAt.Format(time.RFC3339)}); err != nil {
 		return Session{}, err
 	}
 	s.created.WithLabelValues(s.orgLabel(sess.OrgID), string(flow)).Inc()

@@ -19,6 +19,7 @@ import (
 
 	"github.com/assessd/assessd/ai"
 	"github.com/assessd/assessd/assessment"
+	"github.com/assessd/assessd/audit"
 	"github.com/assessd/assessd/errs"
 	"github.com/assessd/assessd/ids"
 	"github.com/assessd/assessd/outbox"
@@ -117,6 +118,10 @@ func (s *Service) Create(ctx context.Context, p Params) (Generation, error) {
 			VALUES ($1, app_org_id(), $2, (SELECT ai_region FROM orgs WHERE id = app_org_id()), 'running', $3)
 			RETURNING region, created_at, updated_at`,
 			g.ID, caller.UserID, params).Scan(&g.Region, &g.CreatedAt, &g.UpdatedAt); err != nil {
+			return err
+		}
+		if _, err := audit.Append(ctx, q, audit.Entry{Action: "exam_generation.requested", Actor: tenancy.ActorOf(caller),
+			Target: audit.Target{Type: "exam_generation", ID: g.ID}, After: map[string]any{"region": g.Region, "subject": p.Subject}}); err != nil {
 			return err
 		}
 		return outbox.Add(ctx, q, outbox.KindGeneration, g.ID, g.Region)
@@ -236,16 +241,41 @@ func (s *Service) CreateExam(ctx context.Context, id string, qs []ai.GeneratedQu
 	return examID, err
 }
 
+// generationActor is the platform's exam generation, which finishes a
+// request long after the requester's call returned.
+var generationActor = audit.Actor{Kind: audit.ActorSystem, ID: "generation"}
+
 // Finish records the outcome of a running generation: ready, or failed
-// with failure when that is not empty. A finished generation is left as it
-// is.
+// with failure when that is not empty. The first call is audited as
+// exam_generation.completed or exam_generation.failed; a finished
+// generation is left as it is, so a retried call changes nothing.
 func (s *Service) Finish(ctx context.Context, id, failure string) error {
-	status := "ready"
+	status, action := "ready", "exam_generation.completed"
 	if failure != "" {
-		status = "failed"
+		status, action = "failed", "exam_generation.failed"
 	}
-	_, err := s.db.Q(ctx).Exec(ctx, `UPDATE exam_generations SET status = $2, error = $3, updated_at = now()
-		WHERE org_id = app_org_id() AND id = $1 AND status = 'running'`, id, status, failure)
+	err := s.db.Tx(ctx, func(ctx context.Context) error {
+		q := s.db.Q(ctx)
+		var examID *string
+		err := q.QueryRow(ctx, `UPDATE exam_generations SET status = $2, error = $3, updated_at = now()
+			WHERE org_id = app_org_id() AND id = $1 AND status = 'running' RETURNING exam_id`, id, status, failure).Scan(&examID)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		after := map[string]any{}
+		if failure != "" {
+			after["error"] = failure
+		}
+		if examID != nil {
+			after["examId"] = *examID
+		}
+		_, err = audit.Append(ctx, q, audit.Entry{Action: action, Actor: generationActor,
+			Target: audit.Target{Type: "exam_generation", ID: id}, After: after})
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("finish generation: %w", err)
 	}

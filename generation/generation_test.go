@@ -11,6 +11,7 @@ import (
 	"github.com/assessd/assessd/ai"
 	"github.com/assessd/assessd/app"
 	"github.com/assessd/assessd/assessment"
+	"github.com/assessd/assessd/audit"
 	"github.com/assessd/assessd/devenv/devenvtest"
 	"github.com/assessd/assessd/errs"
 	"github.com/assessd/assessd/generation"
@@ -87,5 +88,15 @@ func TestGenerateExamOffline(t *testing.T) {
 	exam, err := content.Exam(tctx, g.ExamID)
 	if err != nil || exam.Name != "Photosynthesis (grade 7)" || exam.DurationMinutes != 30 {
 		t.Fatalf("exam %+v, %v", exam, err)
+	}
+	// Requested by the teacher, completed by the platform (spec 6.1).
+	entries, _, err := ten.AuditLogs(sys, audit.Filter{TargetType: "exam_generation", TargetID: g.ID}, paging.Page{Size: 10})
+	if err != nil || len(entries) != 2 {
+		t.Fatalf("generation audit entries %+v, %v", entries, err)
+	}
+	done, requested := entries[0], entries[1]
+	if requested.Action != "exam_generation.requested" || requested.Actor.ID != teacher.ID ||
+		done.Action != "exam_generation.completed" || done.Actor != (audit.Actor{Kind: audit.ActorSystem, ID: "generation"}) || done.After["examId"] != g.ExamID {
+		t.Fatalf("generation audit entries %+v", entries)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/assessd/assessd/errs"
+	"github.com/assessd/assessd/paging"
 	"github.com/assessd/assessd/store"
 	"github.com/assessd/assessd/tenancy"
 	"github.com/assessd/assessd/web"
@@ -23,6 +24,8 @@ func (p *Provider) accountRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /account/api-keys", p.signedIn(p.createKey))
 	mux.HandleFunc("POST /account/api-keys/{id}/revoke", p.signedIn(p.revokeKey))
 	mux.HandleFunc("POST /account/apps/{client}/revoke", p.signedIn(p.revokeApp))
+	mux.HandleFunc("POST /account/allowed-apps", p.signedIn(p.allowApp))
+	mux.HandleFunc("POST /account/allowed-apps/{client}/remove", p.signedIn(p.removeAllowedApp))
 	mux.HandleFunc("GET /developer", p.signedIn(p.developerPage))
 	mux.HandleFunc("POST /developer/clients", p.signedIn(p.createClient))
 	mux.HandleFunc("GET /developer/clients/{id}", p.signedIn(p.clientPage))
@@ -67,6 +70,8 @@ var notices = map[string]string{
 	"key-revoked":   "The API key was revoked.",
 	"app-revoked":   "The app's access was revoked; its tokens no longer work.",
 	"client-delete": "The client was deleted.",
+	"app-allowed":   "The app may now write to your organization's audit log.",
+	"app-removed":   "The app may no longer write to your organization's audit log.",
 }
 
 type keyRow struct {
@@ -82,6 +87,10 @@ type accountView struct {
 	CSRF, Name, Email, Role, Notice, Error, NewKey string
 	Keys                                           []keyRow
 	Apps                                           []appRow
+	// ManagesApps shows owners and admins the apps their organization
+	// allowed extra scopes (AllowedApps).
+	ManagesApps bool
+	AllowedApps []AllowedClient
 }
 
 func day(t time.Time) string { return t.UTC().Format("2006-01-02") }
@@ -96,6 +105,10 @@ func (p *Provider) renderAccount(w http.ResponseWriter, r *http.Request, s *sess
 	keys, err := p.tenancy.ListAPIKeys(ctx, s.userID)
 	if err == nil {
 		v.Apps, err = p.connectedApps(ctx, s.userID)
+	}
+	if _, denied := tenancy.Authorize(ctx, readAllowedClients); err == nil && denied == nil {
+		v.ManagesApps = true
+		v.AllowedApps, _, err = p.AllowedClients(ctx, paging.Page{Size: paging.MaxSize})
 	}
 	if err != nil {
 		p.failPage(w, r, http.StatusServiceUnavailable, "Try again later", "Your account is unavailable right now.")
@@ -164,11 +177,32 @@ func (p *Provider) revokeKey(w http.ResponseWriter, r *http.Request, s *session)
 }
 
 func (p *Provider) revokeApp(w http.ResponseWriter, r *http.Request, s *session) {
-	if err := p.storage.TerminateSession(r.Context(), s.userID, r.PathValue("client")); err != nil {
+	if err := p.storage.revokeApp(r.Context(), s.userID, r.PathValue("client"), revokedByUser); err != nil {
 		p.failPage(w, r, http.StatusServiceUnavailable, "Try again later", "That did not work right now.")
 		return
 	}
 	http.Redirect(w, r, "/account?notice=app-revoked", http.StatusSeeOther)
+}
+
+// allowApp lets the client named in the form write to the organization's
+// audit log (owners and admins; AllowClient checks).
+func (p *Provider) allowApp(w http.ResponseWriter, r *http.Request, s *session) {
+	clientID := strings.TrimSpace(r.PostFormValue("clientId"))
+	if _, err := p.AllowClient(r.Context(), clientID, allowableScopes); err != nil {
+		p.pageError(w, r, err, func(msg string) {
+			p.renderAccount(w, r, s, accountView{Error: "Client ID " + msg + "."}, http.StatusBadRequest)
+		})
+		return
+	}
+	http.Redirect(w, r, "/account?notice=app-allowed", http.StatusSeeOther)
+}
+
+func (p *Provider) removeAllowedApp(w http.ResponseWriter, r *http.Request, s *session) {
+	if err := p.RemoveAllowedClient(r.Context(), r.PathValue("client")); err != nil {
+		p.pageError(w, r, err, func(msg string) { p.renderAccount(w, r, s, accountView{Error: msg}, http.StatusBadRequest) })
+		return
+	}
+	http.Redirect(w, r, "/account?notice=app-removed", http.StatusSeeOther)
 }
 
 // connectedApps lists the clients holding a live grant of userID.

@@ -155,7 +155,9 @@ func (p *Provider) setAuditAllowance(ctx context.Context, caller *tenancy.Caller
 		_, err = q.Exec(ctx, `INSERT INTO oauth_client_audit_allowances (org_id, client_id, allowed_by)
 			VALUES (app_org_id(), $1, $2) ON CONFLICT DO NOTHING`, clientID, caller.UserID)
 	} else {
-		_, err = q.Exec(ctx, `DELETE FROM oauth_client_audit_allowances WHERE org_id = app_org_id() AND client_id = $1`, clientID)
+		if _, err = q.Exec(ctx, `DELETE FROM oauth_client_audit_allowances WHERE org_id = app_org_id() AND client_id = $1`, clientID); err == nil {
+			err = stripAllowableScopes(ctx, q, clientID)
+		}
 	}
 	return err
 }

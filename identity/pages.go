@@ -3,6 +3,7 @@ package identity
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/assessd/assessd/clientaddr"
+	"github.com/assessd/assessd/audit"
 	"github.com/assessd/assessd/ratelimit"
 	"github.com/assessd/assessd/store"
 	"github.com/assessd/assessd/tenancy"
@@ -102,7 +104,7 @@ func (p *Provider) login(w http.ResponseWriter, r *http.Request) {
 		p.renderLogin(w, r, http.StatusTooManyRequests, v)
 		return
 	}
-	orgID, userID, err := p.checkPassword(r.Context(), v.Email, r.PostFormValue("password"))
+	orgID, userID, err := p.checkPassword(r.Context(), v.Email, r.PostFormValue("password"), addr)
 	if errors.Is(err, errBadCredentials) {
 		p.loginFailures.Fail(r.Context(), addr, email)
 		p.metrics.logins.WithLabelValues("failure").Inc()
@@ -119,6 +121,7 @@ func (p *Provider) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.metrics.logins.WithLabelValues("success").Inc()
+	p.auditSignIn(r.Context(), "user.signed_in", orgID, userID, audit.Actor{Kind: audit.ActorUser, ID: userID}, addr)
 	next := "/account"
 	if v.AuthRequestID != "" {
 		next = "/login?authRequestID=" + url.QueryEscape(v.AuthRequestID)
@@ -132,7 +135,26 @@ var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("no such user"), bcrypt.De
 
 var errBadCredentials = errors.New("bad credentials")
 
-func (p *Provider) checkPassword(ctx context.Context, email, password string) (orgID, userID string, err error) {
+// loginActor is the login form, the actor of a failed sign-in: nobody is
+// authenticated yet.
+var loginActor = audit.Actor{Kind: audit.ActorSystem, ID: "login"}
+
+// auditSignIn writes a sign-in entry to orgID's audit log, with the
+// client address. It is best effort: a sign-in is not refused because its
+// entry could not be written, and the failure is logged.
+func (p *Provider) auditSignIn(ctx context.Context, action, orgID, userID string, actor audit.Actor, addr string) {
+	ctx = store.WithOrg(ctx, orgID)
+	if _, err := audit.Append(ctx, p.db.Q(ctx), audit.Entry{Action: action, Actor: actor,
+		Target: audit.Target{Type: "user", ID: userID}, After: map[string]any{"address": addr}}); err != nil {
+		slog.ErrorContext(ctx, "audit sign-in", "action", action, "err", err)
+	}
+}
+
+// checkPassword finds the user with email and password. A wrong password
+// for an existing account is audited in that account's organization as
+// user.sign_in_failed; an unknown email belongs to no organization, so
+// only the metrics count it.
+func (p *Provider) checkPassword(ctx context.Context, email, password, addr string) (orgID, userID string, err error) {
 	rows, err := p.db.Unscoped().Query(ctx, `SELECT user_id, org_id, password_hash FROM users_for_login($1)`, email)
 	if err != nil {
 		return "", "", err
@@ -153,6 +175,9 @@ func (p *Provider) checkPassword(ctx context.Context, email, password string) (o
 		if bcrypt.CompareHashAndPassword([]byte(c.hash), []byte(password)) == nil {
 			return c.orgID, c.userID, nil
 		}
+	}
+	for _, c := range candidates {
+		p.auditSignIn(ctx, "user.sign_in_failed", c.orgID, c.userID, loginActor, addr)
 	}
 	return "", "", errBadCredentials
 }
@@ -210,8 +235,8 @@ func (p *Provider) pendingRequest(ctx context.Context, s *session, id string) (*
 }
 
 // grantableScopes narrows the requested scopes to those the user's role
-// allows; audit-logs:write only when the user's organization allowed this
-// client to have it.
+// allows, audit-logs:write only when the user's organization allowed this
+// client to have it, and adds offline_access.
 func (p *Provider) grantableScopes(ctx context.Context, caller *tenancy.Caller, c *client, requested []string) ([]string, error) {
 	allowed := tenancy.ScopesForRole(caller.Role)
 	var out []string
@@ -230,6 +255,12 @@ func (p *Provider) grantableScopes(ctx context.Context, caller *tenancy.Caller, 
 			}
 		}
 		out = append(out, s)
+	}
+	// Every code exchange returns a refresh token (spec 2.8), so offline
+	// access is granted whether or not it was asked for; the token
+	// response's scope says so.
+	if !slices.Contains(out, string(tenancy.ScopeOfflineAccess)) {
+		out = append(out, string(tenancy.ScopeOfflineAccess))
 	}
 	return out, nil
 }
@@ -266,11 +297,25 @@ func (p *Provider) consent(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = p.storage.completeAuthRequest(r.Context(), a.id, caller, scopes)
 	}
+	if err == nil {
+		ctx := store.WithOrg(r.Context(), caller.OrgID)
+		_, err = audit.Append(ctx, p.db.Q(ctx), audit.Entry{Action: "oauth_consent.granted", Actor: tenancy.ActorOf(caller),
+			Target: audit.Target{Type: "oauth_client", ID: c.id}, After: map[string]any{"scopes": anySlice(scopes)}})
+	}
 	if err != nil {
 		p.failPage(w, r, http.StatusServiceUnavailable, "Try again later", "Authorization is unavailable right now.")
 		return
 	}
 	http.Redirect(w, r, p.authCallbackURL(r.Context(), a.id), http.StatusSeeOther)
+}
+
+// anySlice converts strings for an audit snapshot (JSON values).
+func anySlice(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
 }
 
 func (p *Provider) logout(w http.ResponseWriter, r *http.Request) {

@@ -50,6 +50,25 @@ func (s *server) RefreshToken(ctx context.Context, r *op.ClientRequest[oidc.Refr
 	return s.respond(resp, err, "refresh_token", t.orgID, t.userID, t.clientID, t.scopes)
 }
 
+// supportedGrants are the grants the token endpoint accepts; the library's
+// discovery would also advertise the implicit grant, which no client may
+// use (clients are limited to response_type=code).
+var supportedGrants = []oidc.GrantType{oidc.GrantTypeCode, oidc.GrantTypeRefreshToken, oidc.GrantTypeBearer}
+
+// Discovery advertises only what the provider really does: the code
+// response type and the grants of supportedGrants.
+func (s *server) Discovery(ctx context.Context, r *op.Request[struct{}]) (*op.Response, error) {
+	resp, err := s.LegacyServer.Discovery(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	if d, ok := resp.Data.(*oidc.DiscoveryConfiguration); ok {
+		d.GrantTypesSupported = slices.Clone(supportedGrants)
+		d.ResponseTypesSupported = []string{string(oidc.ResponseTypeCode)}
+	}
+	return resp, nil
+}
+
 func (s *server) JWTProfile(ctx context.Context, r *op.Request[oidc.JWTProfileGrantRequest]) (*op.Response, error) {
 	resp, err := s.LegacyServer.JWTProfile(ctx, r)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/zitadel/oidc/v3/pkg/oidc"
 	"github.com/zitadel/oidc/v3/pkg/op"
 
+	"github.com/assessd/assessd/audit"
 	"github.com/assessd/assessd/ids"
 	"github.com/assessd/assessd/store"
 	"github.com/assessd/assessd/tenancy"
@@ -170,7 +171,7 @@ func (s *storage) AuthRequestByCode(ctx context.Context, code string) (op.AuthRe
 	}
 	if usedAt != nil {
 		if a.grantID != "" {
-			if err := s.revokeGrant(store.WithOrg(ctx, a.orgID), a.grantID); err != nil {
+			if err := s.revokeGrant(store.WithOrg(ctx, a.orgID), a.grantID, oauthActor, revokedReplay); err != nil {
 				return nil, err
 			}
 		}
@@ -332,7 +333,7 @@ func (s *storage) TokenRequestByRefreshToken(ctx context.Context, refreshToken s
 		return nil, errors.New("not a refresh token")
 	}
 	if t.usedAt != nil {
-		if err := s.revokeGrant(store.WithOrg(ctx, t.orgID), t.grantID); err != nil {
+		if err := s.revokeGrant(store.WithOrg(ctx, t.orgID), t.grantID, oauthActor, revokedReused); err != nil {
 			return nil, err
 		}
 		return nil, errors.New("refresh token reused; the grant is revoked")
@@ -365,14 +366,20 @@ func (s *storage) RevokeToken(ctx context.Context, tokenOrTokenID, _, clientID s
 	if t.clientID != clientID {
 		return oidc.ErrInvalidClient().WithDescription("token was issued to another client")
 	}
-	if err := s.revokeGrant(store.WithOrg(ctx, t.orgID), t.grantID); err != nil {
+	if err := s.revokeGrant(store.WithOrg(ctx, t.orgID), t.grantID, audit.Actor{Kind: audit.ActorUser, ID: t.userID, ClientID: clientID}, revokedByApp); err != nil {
 		return oidc.ErrServerError().WithParent(err)
 	}
 	return nil
 }
 
-// TerminateSession revokes every grant of userID to clientID.
+// TerminateSession revokes every grant of userID to clientID (the
+// library calls it when the user signs out of the app).
 func (s *storage) TerminateSession(ctx context.Context, userID, clientID string) error {
+	return s.revokeApp(ctx, userID, clientID, revokedSignOut)
+}
+
+// revokeApp revokes every grant of userID to clientID, for reason.
+func (s *storage) revokeApp(ctx context.Context, userID, clientID, reason string) error {
 	var orgID *string
 	if err := s.db.Unscoped().QueryRow(ctx, `SELECT org_of($1)`, userID).Scan(&orgID); err != nil || orgID == nil {
 		return err
@@ -388,21 +395,50 @@ func (s *storage) TerminateSession(ctx context.Context, userID, clientID string)
 		return err
 	}
 	for _, g := range grants {
-		if err := s.revokeGrant(ctx, g); err != nil {
+		if err := s.revokeGrant(ctx, g, audit.Actor{}, reason); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (s *storage) revokeGrant(ctx context.Context, grantID string) error {
+// Why a grant was revoked, as its oauth_grant.revoked audit entry says.
+const (
+	revokedByUser  = "revoked by the user on the account page"
+	revokedByApp   = "revoked by the app (POST /oauth/revoke)"
+	revokedReplay  = "a used authorization code was presented again"
+	revokedReused  = "a rotated refresh token was presented again"
+	revokedSignOut = "the user ended the app's session"
+)
+
+// oauthActor is the provider itself revoking a grant it believes stolen.
+var oauthActor = audit.Actor{Kind: audit.ActorSystem, ID: "oauth"}
+
+// revokeGrant revokes a grant and every token it produced, and audits the
+// revocation (once) as oauth_grant.revoked on the client, performed by
+// actor; a zero actor means the grant's user (through clientID when set).
+func (s *storage) revokeGrant(ctx context.Context, grantID string, actor audit.Actor, reason string) error {
 	return s.db.Tx(ctx, func(ctx context.Context) error {
 		q := s.db.Q(ctx)
 		now := s.now()
-		if _, err := q.Exec(ctx, `UPDATE oauth_grants SET revoked_at = coalesce(revoked_at, $2) WHERE org_id = app_org_id() AND id = $1`, grantID, now); err != nil {
+		var userID, clientID string
+		err := q.QueryRow(ctx, `UPDATE oauth_grants SET revoked_at = $2 WHERE org_id = app_org_id() AND id = $1 AND revoked_at IS NULL
+			RETURNING user_id, client_id`, grantID, now).Scan(&userID, &clientID)
+		fresh := err == nil
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}
-		_, err := q.Exec(ctx, `UPDATE oauth_tokens SET revoked_at = coalesce(revoked_at, $2) WHERE org_id = app_org_id() AND grant_id = $1`, grantID, now)
+		if _, err := q.Exec(ctx, `UPDATE oauth_tokens SET revoked_at = coalesce(revoked_at, $2) WHERE org_id = app_org_id() AND grant_id = $1`, grantID, now); err != nil {
+			return err
+		}
+		if !fresh {
+			return nil
+		}
+		if actor.Kind == "" {
+			actor.Kind, actor.ID = audit.ActorUser, userID
+		}
+		_, err = audit.Append(ctx, q, audit.Entry{Action: "oauth_grant.revoked", Actor: actor, Reason: reason,
+			Target: audit.Target{Type: "oauth_client", ID: clientID}, Before: map[string]any{"grantId": grantID, "userId": userID}})
 		return err
 	})
 }

@@ -34,3 +34,15 @@ func (s *Service) AppendAppEntry(ctx context.Context, e audit.Entry) (audit.Entr
 	e.Origin = audit.OriginApp
 	return audit.Append(ctx, s.db.Q(ctx), e)
 }
+
+// RecordAction writes a platform entry for an action the caller in ctx
+// performed outside the database (an embed session lives in Redis), so
+// the organization's timeline still shows it.
+func (s *Service) RecordAction(ctx context.Context, action string, target audit.Target, after map[string]any) error {
+	caller, ok := CallerFrom(ctx)
+	if !ok {
+		return errs.Unauthenticated("authentication required")
+	}
+	_, err := audit.Append(ctx, s.db.Q(ctx), audit.Entry{Action: action, Actor: ActorOf(caller), Target: target, After: after})
+	return err
+}

@@ -4,6 +4,7 @@ import type { Params, Result } from "./types.js";
 
 /** How each operation is sent. */
 export const operationTable = {
+  allowClient: { method: "post", path: "/org/allowed-clients", pathParams: [], queryParams: [], body: "json" },
   createAuditLog: { method: "post", path: "/audit-logs", pathParams: [], queryParams: [], body: "json" },
   createEmbedSession: { method: "post", path: "/embed-sessions", pathParams: [], queryParams: [], body: "json" },
   createExam: { method: "post", path: "/exams", pathParams: [], queryParams: [], body: "json" },
@@ -34,6 +35,7 @@ export const operationTable = {
   getUser: { method: "get", path: "/users/{id}", pathParams: ["id"], queryParams: [], body: "none" },
   getUserinfo: { method: "get", path: "/oauth/userinfo", pathParams: [], queryParams: [], body: "none" },
   introspectToken: { method: "post", path: "/oauth/introspect", pathParams: [], queryParams: [], body: "form" },
+  listAllowedClients: { method: "get", path: "/org/allowed-clients", pathParams: [], queryParams: ["pageSize","pageToken"], body: "none" },
   listAuditLogs: { method: "get", path: "/audit-logs", pathParams: [], queryParams: ["pageSize","pageToken","action","actorId","targetType","targetId","since","until"], body: "none" },
   listExams: { method: "get", path: "/exams", pathParams: [], queryParams: ["pageSize","pageToken","folderId","q"], body: "none" },
   listFolders: { method: "get", path: "/folders", pathParams: [], queryParams: ["pageSize","pageToken","parentId"], body: "none" },
@@ -41,6 +43,7 @@ export const operationTable = {
   listQuestionTypes: { method: "get", path: "/question-types", pathParams: [], queryParams: ["pageSize","pageToken"], body: "none" },
   listResults: { method: "get", path: "/exams/{examId}/results", pathParams: ["examId"], queryParams: ["pageSize","pageToken","userId","status"], body: "none" },
   listUsers: { method: "get", path: "/users", pathParams: [], queryParams: ["pageSize","pageToken","role","email"], body: "none" },
+  removeAllowedClient: { method: "delete", path: "/org/allowed-clients/{clientId}", pathParams: ["clientId"], queryParams: [], body: "none" },
   reorderQuestions: { method: "post", path: "/exams/{examId}/questions/reorder", pathParams: ["examId"], queryParams: [], body: "json" },
   revokeToken: { method: "post", path: "/oauth/revoke", pathParams: [], queryParams: [], body: "form" },
   submitResult: { method: "post", path: "/exams/{examId}/results", pathParams: ["examId"], queryParams: [], body: "json" },
@@ -58,6 +61,17 @@ export type OperationId = keyof typeof operationTable;
 
 /** One method per API operation: path, query and body parameters in one object, an optional axios config second. */
 export interface Operations {
+  /**
+   * Allows an OAuth client extra scopes for the caller's organization's
+   *  users; allowing a client again is harmless.
+   *
+   * Allows an OAuth client extra scopes for the caller's organization's
+   *  users; allowing a client again is harmless. Audited as
+   *  org.client_allowed.
+   *
+   * Requires scope `orgs:write` and one of the roles owner, admin.
+   */
+  allowClient(params: Params<"allowClient">, config?: AxiosRequestConfig): Promise<Result<"allowClient">>;
   /**
    * Writes an entry on behalf of an OAuth app.
    *
@@ -300,6 +314,14 @@ export interface Operations {
    */
   introspectToken(params: Params<"introspectToken">, config?: AxiosRequestConfig): Promise<Result<"introspectToken">>;
   /**
+   * Lists the OAuth clients the caller's organization allowed extra scopes.
+   *
+   * Lists the OAuth clients the caller's organization allowed extra scopes.
+   *
+   * Requires scope `orgs:read` and one of the roles owner, admin.
+   */
+  listAllowedClients(params?: Params<"listAllowedClients">, config?: AxiosRequestConfig): Promise<Result<"listAllowedClients">>;
+  /**
    * Lists audit log entries, newest first.
    *
    * Lists audit log entries, newest first.
@@ -355,6 +377,17 @@ export interface Operations {
    * Requires scope `users:read` and one of the roles owner, admin, teacher.
    */
   listUsers(params?: Params<"listUsers">, config?: AxiosRequestConfig): Promise<Result<"listUsers">>;
+  /**
+   * Withdraws what the organization allowed a client: its tokens for the
+   *  organization's users lose the extra scopes at once.
+   *
+   * Withdraws what the organization allowed a client: its tokens for the
+   *  organization's users lose the extra scopes at once. Audited as
+   *  org.client_disallowed.
+   *
+   * Requires scope `orgs:write` and one of the roles owner, admin.
+   */
+  removeAllowedClient(params: Params<"removeAllowedClient">, config?: AxiosRequestConfig): Promise<Result<"removeAllowedClient">>;
   /**
    * Sets the order of an exam's questions.
    *

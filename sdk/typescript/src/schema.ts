@@ -545,6 +545,62 @@ export interface paths {
         patch: operations["updateOrg"];
         trace?: never;
     };
+    "/org/allowed-clients": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Lists the OAuth clients the caller's organization allowed extra scopes.
+         * @description Lists the OAuth clients the caller's organization allowed extra scopes.
+         *
+         *     Requires scope `orgs:read` and one of the roles owner, admin.
+         */
+        get: operations["listAllowedClients"];
+        put?: never;
+        /**
+         * Allows an OAuth client extra scopes for the caller's organization's
+         *      users; allowing a client again is harmless.
+         * @description Allows an OAuth client extra scopes for the caller's organization's
+         *      users; allowing a client again is harmless. Audited as
+         *      org.client_allowed.
+         *
+         *     Requires scope `orgs:write` and one of the roles owner, admin.
+         */
+        post: operations["allowClient"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/org/allowed-clients/{clientId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Withdraws what the organization allowed a client: its tokens for the
+         *      organization's users lose the extra scopes at once.
+         * @description Withdraws what the organization allowed a client: its tokens for the
+         *      organization's users lose the extra scopes at once. Audited as
+         *      org.client_disallowed.
+         *
+         *     Requires scope `orgs:write` and one of the roles owner, admin.
+         */
+        delete: operations["removeAllowedClient"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/question-types": {
         parameters: {
             query?: never;
@@ -755,6 +811,49 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** AllowClientRequest */
+        "assessd.v1.AllowClientRequest": {
+            /**
+             * client_id
+             * @description The client to allow ("cli_..."), registered by any organization.
+             */
+            clientId?: string;
+            /**
+             * scopes
+             * @description The scopes to allow; only audit-logs:write needs allowing.
+             */
+            scopes?: string[];
+        };
+        /**
+         * AllowedClient
+         * @description An OAuth client the organization allowed extra scopes.
+         */
+        "assessd.v1.AllowedClient": {
+            /**
+             * allowed_by
+             * @description The user who allowed it.
+             */
+            allowedBy?: string;
+            /**
+             * client_id
+             * @description The client's id ("cli_...").
+             */
+            clientId?: string;
+            /** created_at */
+            createdAt?: components["schemas"]["google.protobuf.Timestamp"];
+            /** description */
+            description?: string;
+            /**
+             * name
+             * @description The client's name, as users see it on the consent screen.
+             */
+            name?: string;
+            /**
+             * scopes
+             * @description The scopes allowed: audit-logs:write.
+             */
+            scopes?: string[];
+        };
         /**
          * Answer
          * @description The answer to one question, in exam order.
@@ -1370,6 +1469,24 @@ export interface components {
              */
             responses?: number;
         };
+        /** ListAllowedClientsRequest */
+        "assessd.v1.ListAllowedClientsRequest": {
+            /**
+             * page_size
+             * Format: int32
+             * @description At most this many clients (default 50, max 200).
+             */
+            pageSize?: number;
+            /** page_token */
+            pageToken?: string;
+        };
+        /** ListAllowedClientsResponse */
+        "assessd.v1.ListAllowedClientsResponse": {
+            /** allowed_clients */
+            allowedClients?: components["schemas"]["assessd.v1.AllowedClient"][];
+            /** next_page_token */
+            nextPageToken?: string;
+        };
         /** ListAuditLogsRequest */
         "assessd.v1.ListAuditLogsRequest": {
             /**
@@ -1831,6 +1948,11 @@ export interface components {
             responseProcessing?: components["schemas"]["assessd.v1.ResponseProcessing"];
             /** updated_at */
             updatedAt?: components["schemas"]["google.protobuf.Timestamp"];
+        };
+        /** RemoveAllowedClientRequest */
+        "assessd.v1.RemoveAllowedClientRequest": {
+            /** client_id */
+            clientId?: string;
         };
         /** ReorderQuestionsRequest */
         "assessd.v1.ReorderQuestionsRequest": {
@@ -4353,6 +4475,134 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["TooLarge"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listAllowedClients: {
+        parameters: {
+            query?: {
+                /** @description At most this many clients (default 50, max 200). */
+                pageSize?: number;
+                pageToken?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "allowedClients": [
+                     *         {
+                     *           "allowedBy": "usr_01JD3M4Q9ZB8K1T7W2X5C6V0NA",
+                     *           "clientId": "cli_01JD3M4Q9ZB8K1T7W2X5C6V0NE",
+                     *           "createdAt": "2026-09-02T10:30:00Z",
+                     *           "description": "Syncs grades to the SIS",
+                     *           "name": "Gradebook Sync",
+                     *           "scopes": [
+                     *             "audit-logs:write"
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "nextPageToken": ""
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.ListAllowedClientsResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    allowClient: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "clientId": "cli_01JD3M4Q9ZB8K1T7W2X5C6V0NE",
+                 *       "scopes": [
+                 *         "audit-logs:write"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["assessd.v1.AllowClientRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "allowedBy": "usr_01JD3M4Q9ZB8K1T7W2X5C6V0NA",
+                     *       "clientId": "cli_01JD3M4Q9ZB8K1T7W2X5C6V0NE",
+                     *       "createdAt": "2026-09-02T10:30:00Z",
+                     *       "description": "Syncs grades to the SIS",
+                     *       "name": "Gradebook Sync",
+                     *       "scopes": [
+                     *         "audit-logs:write"
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.AllowedClient"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    removeAllowedClient: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                clientId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {} */
+                    "application/json": components["schemas"]["google.protobuf.Empty"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
         };

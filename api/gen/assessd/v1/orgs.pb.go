@@ -10,6 +10,7 @@ import (
 	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	emptypb "google.golang.org/protobuf/types/known/emptypb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -297,12 +298,304 @@ func (x *OrgSettingsPatch) GetAiRegion() string {
 	return ""
 }
 
+// An OAuth client the organization allowed extra scopes.
+type AllowedClient struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The client's id ("cli_...").
+	ClientId string `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// The client's name, as users see it on the consent screen.
+	Name        string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Description string `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
+	// The scopes allowed: audit-logs:write.
+	Scopes []string `protobuf:"bytes,4,rep,name=scopes,proto3" json:"scopes,omitempty"`
+	// The user who allowed it.
+	AllowedBy     string                 `protobuf:"bytes,5,opt,name=allowed_by,json=allowedBy,proto3" json:"allowed_by,omitempty"`
+	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AllowedClient) Reset() {
+	*x = AllowedClient{}
+	mi := &file_assessd_v1_orgs_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AllowedClient) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AllowedClient) ProtoMessage() {}
+
+func (x *AllowedClient) ProtoReflect() protoreflect.Message {
+	mi := &file_assessd_v1_orgs_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AllowedClient.ProtoReflect.Descriptor instead.
+func (*AllowedClient) Descriptor() ([]byte, []int) {
+	return file_assessd_v1_orgs_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *AllowedClient) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *AllowedClient) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *AllowedClient) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *AllowedClient) GetScopes() []string {
+	if x != nil {
+		return x.Scopes
+	}
+	return nil
+}
+
+func (x *AllowedClient) GetAllowedBy() string {
+	if x != nil {
+		return x.AllowedBy
+	}
+	return ""
+}
+
+func (x *AllowedClient) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+type ListAllowedClientsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// At most this many clients (default 50, max 200).
+	PageSize      int32  `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	PageToken     string `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAllowedClientsRequest) Reset() {
+	*x = ListAllowedClientsRequest{}
+	mi := &file_assessd_v1_orgs_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAllowedClientsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAllowedClientsRequest) ProtoMessage() {}
+
+func (x *ListAllowedClientsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_assessd_v1_orgs_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAllowedClientsRequest.ProtoReflect.Descriptor instead.
+func (*ListAllowedClientsRequest) Descriptor() ([]byte, []int) {
+	return file_assessd_v1_orgs_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ListAllowedClientsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListAllowedClientsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+type ListAllowedClientsResponse struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	AllowedClients []*AllowedClient       `protobuf:"bytes,1,rep,name=allowed_clients,json=allowedClients,proto3" json:"allowed_clients,omitempty"`
+	NextPageToken  string                 `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ListAllowedClientsResponse) Reset() {
+	*x = ListAllowedClientsResponse{}
+	mi := &file_assessd_v1_orgs_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAllowedClientsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAllowedClientsResponse) ProtoMessage() {}
+
+func (x *ListAllowedClientsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_assessd_v1_orgs_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAllowedClientsResponse.ProtoReflect.Descriptor instead.
+func (*ListAllowedClientsResponse) Descriptor() ([]byte, []int) {
+	return file_assessd_v1_orgs_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *ListAllowedClientsResponse) GetAllowedClients() []*AllowedClient {
+	if x != nil {
+		return x.AllowedClients
+	}
+	return nil
+}
+
+func (x *ListAllowedClientsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+type AllowClientRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The client to allow ("cli_..."), registered by any organization.
+	ClientId string `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// The scopes to allow; only audit-logs:write needs allowing.
+	Scopes        []string `protobuf:"bytes,2,rep,name=scopes,proto3" json:"scopes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AllowClientRequest) Reset() {
+	*x = AllowClientRequest{}
+	mi := &file_assessd_v1_orgs_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AllowClientRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AllowClientRequest) ProtoMessage() {}
+
+func (x *AllowClientRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_assessd_v1_orgs_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AllowClientRequest.ProtoReflect.Descriptor instead.
+func (*AllowClientRequest) Descriptor() ([]byte, []int) {
+	return file_assessd_v1_orgs_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *AllowClientRequest) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *AllowClientRequest) GetScopes() []string {
+	if x != nil {
+		return x.Scopes
+	}
+	return nil
+}
+
+type RemoveAllowedClientRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ClientId      string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveAllowedClientRequest) Reset() {
+	*x = RemoveAllowedClientRequest{}
+	mi := &file_assessd_v1_orgs_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveAllowedClientRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveAllowedClientRequest) ProtoMessage() {}
+
+func (x *RemoveAllowedClientRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_assessd_v1_orgs_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveAllowedClientRequest.ProtoReflect.Descriptor instead.
+func (*RemoveAllowedClientRequest) Descriptor() ([]byte, []int) {
+	return file_assessd_v1_orgs_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *RemoveAllowedClientRequest) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
 var File_assessd_v1_orgs_proto protoreflect.FileDescriptor
 
 const file_assessd_v1_orgs_proto_rawDesc = "" +
 	"\n" +
 	"\x15assessd/v1/orgs.proto\x12\n" +
-	"assessd.v1\x1a\x18assessd/v1/options.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x82\x02\n" +
+	"assessd.v1\x1a\x18assessd/v1/options.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x82\x02\n" +
 	"\x03Org\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x18\n" +
@@ -323,14 +616,44 @@ const file_assessd_v1_orgs_proto_rawDesc = "" +
 	"\x10OrgSettingsPatch\x12 \n" +
 	"\tai_region\x18\x01 \x01(\tH\x00R\baiRegion\x88\x01\x01B\f\n" +
 	"\n" +
-	"_ai_region2\xca\x01\n" +
+	"_ai_region\"\xd4\x01\n" +
+	"\rAllowedClient\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12 \n" +
+	"\vdescription\x18\x03 \x01(\tR\vdescription\x12\x16\n" +
+	"\x06scopes\x18\x04 \x03(\tR\x06scopes\x12\x1d\n" +
+	"\n" +
+	"allowed_by\x18\x05 \x01(\tR\tallowedBy\x129\n" +
+	"\n" +
+	"created_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"W\n" +
+	"\x19ListAllowedClientsRequest\x12\x1b\n" +
+	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x02 \x01(\tR\tpageToken\"\x88\x01\n" +
+	"\x1aListAllowedClientsResponse\x12B\n" +
+	"\x0fallowed_clients\x18\x01 \x03(\v2\x19.assessd.v1.AllowedClientR\x0eallowedClients\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"I\n" +
+	"\x12AllowClientRequest\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12\x16\n" +
+	"\x06scopes\x18\x02 \x03(\tR\x06scopes\"9\n" +
+	"\x1aRemoveAllowedClientRequest\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\tR\bclientId2\xca\x01\n" +
 	"\n" +
 	"OrgService\x12Q\n" +
 	"\x06GetOrg\x12\x19.assessd.v1.GetOrgRequest\x1a\x0f.assessd.v1.Org\"\x1b\xa2\xbb\x18\v\n" +
 	"\torgs:read\x82\xd3\xe4\x93\x02\x06\x12\x04/org\x12i\n" +
 	"\tUpdateOrg\x12\x1c.assessd.v1.UpdateOrgRequest\x1a\x0f.assessd.v1.Org\"-\xa2\xbb\x18\x1a\n" +
 	"\n" +
-	"orgs:write\x12\x05owner\x12\x05admin\x82\xd3\xe4\x93\x02\t:\x01*2\x04/orgB9Z7github.com/assessd/assessd/api/gen/assessd/v1;assessdv1b\x06proto3"
+	"orgs:write\x12\x05owner\x12\x05admin\x82\xd3\xe4\x93\x02\t:\x01*2\x04/org2\xe1\x03\n" +
+	"\x14AllowedClientService\x12\x9e\x01\n" +
+	"\x12ListAllowedClients\x12%.assessd.v1.ListAllowedClientsRequest\x1a&.assessd.v1.ListAllowedClientsResponse\"9\xa2\xbb\x18\x19\n" +
+	"\torgs:read\x12\x05owner\x12\x05admin\x82\xd3\xe4\x93\x02\x16\x12\x14/org/allowed-clients\x12\x87\x01\n" +
+	"\vAllowClient\x12\x1e.assessd.v1.AllowClientRequest\x1a\x19.assessd.v1.AllowedClient\"=\xa2\xbb\x18\x1a\n" +
+	"\n" +
+	"orgs:write\x12\x05owner\x12\x05admin\x82\xd3\xe4\x93\x02\x19:\x01*\"\x14/org/allowed-clients\x12\x9d\x01\n" +
+	"\x13RemoveAllowedClient\x12&.assessd.v1.RemoveAllowedClientRequest\x1a\x16.google.protobuf.Empty\"F\xa2\xbb\x18\x1a\n" +
+	"\n" +
+	"orgs:write\x12\x05owner\x12\x05admin\x82\xd3\xe4\x93\x02\"* /org/allowed-clients/{client_id}B9Z7github.com/assessd/assessd/api/gen/assessd/v1;assessdv1b\x06proto3"
 
 var (
 	file_assessd_v1_orgs_proto_rawDescOnce sync.Once
@@ -344,29 +667,43 @@ func file_assessd_v1_orgs_proto_rawDescGZIP() []byte {
 	return file_assessd_v1_orgs_proto_rawDescData
 }
 
-var file_assessd_v1_orgs_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_assessd_v1_orgs_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_assessd_v1_orgs_proto_goTypes = []any{
-	(*Org)(nil),                   // 0: assessd.v1.Org
-	(*OrgSettings)(nil),           // 1: assessd.v1.OrgSettings
-	(*GetOrgRequest)(nil),         // 2: assessd.v1.GetOrgRequest
-	(*UpdateOrgRequest)(nil),      // 3: assessd.v1.UpdateOrgRequest
-	(*OrgSettingsPatch)(nil),      // 4: assessd.v1.OrgSettingsPatch
-	(*timestamppb.Timestamp)(nil), // 5: google.protobuf.Timestamp
+	(*Org)(nil),                        // 0: assessd.v1.Org
+	(*OrgSettings)(nil),                // 1: assessd.v1.OrgSettings
+	(*GetOrgRequest)(nil),              // 2: assessd.v1.GetOrgRequest
+	(*UpdateOrgRequest)(nil),           // 3: assessd.v1.UpdateOrgRequest
+	(*OrgSettingsPatch)(nil),           // 4: assessd.v1.OrgSettingsPatch
+	(*AllowedClient)(nil),              // 5: assessd.v1.AllowedClient
+	(*ListAllowedClientsRequest)(nil),  // 6: assessd.v1.ListAllowedClientsRequest
+	(*ListAllowedClientsResponse)(nil), // 7: assessd.v1.ListAllowedClientsResponse
+	(*AllowClientRequest)(nil),         // 8: assessd.v1.AllowClientRequest
+	(*RemoveAllowedClientRequest)(nil), // 9: assessd.v1.RemoveAllowedClientRequest
+	(*timestamppb.Timestamp)(nil),      // 10: google.protobuf.Timestamp
+	(*emptypb.Empty)(nil),              // 11: google.protobuf.Empty
 }
 var file_assessd_v1_orgs_proto_depIdxs = []int32{
-	1, // 0: assessd.v1.Org.settings:type_name -> assessd.v1.OrgSettings
-	5, // 1: assessd.v1.Org.created_at:type_name -> google.protobuf.Timestamp
-	5, // 2: assessd.v1.Org.updated_at:type_name -> google.protobuf.Timestamp
-	4, // 3: assessd.v1.UpdateOrgRequest.settings:type_name -> assessd.v1.OrgSettingsPatch
-	2, // 4: assessd.v1.OrgService.GetOrg:input_type -> assessd.v1.GetOrgRequest
-	3, // 5: assessd.v1.OrgService.UpdateOrg:input_type -> assessd.v1.UpdateOrgRequest
-	0, // 6: assessd.v1.OrgService.GetOrg:output_type -> assessd.v1.Org
-	0, // 7: assessd.v1.OrgService.UpdateOrg:output_type -> assessd.v1.Org
-	6, // [6:8] is the sub-list for method output_type
-	4, // [4:6] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	1,  // 0: assessd.v1.Org.settings:type_name -> assessd.v1.OrgSettings
+	10, // 1: assessd.v1.Org.created_at:type_name -> google.protobuf.Timestamp
+	10, // 2: assessd.v1.Org.updated_at:type_name -> google.protobuf.Timestamp
+	4,  // 3: assessd.v1.UpdateOrgRequest.settings:type_name -> assessd.v1.OrgSettingsPatch
+	10, // 4: assessd.v1.AllowedClient.created_at:type_name -> google.protobuf.Timestamp
+	5,  // 5: assessd.v1.ListAllowedClientsResponse.allowed_clients:type_name -> assessd.v1.AllowedClient
+	2,  // 6: assessd.v1.OrgService.GetOrg:input_type -> assessd.v1.GetOrgRequest
+	3,  // 7: assessd.v1.OrgService.UpdateOrg:input_type -> assessd.v1.UpdateOrgRequest
+	6,  // 8: assessd.v1.AllowedClientService.ListAllowedClients:input_type -> assessd.v1.ListAllowedClientsRequest
+	8,  // 9: assessd.v1.AllowedClientService.AllowClient:input_type -> assessd.v1.AllowClientRequest
+	9,  // 10: assessd.v1.AllowedClientService.RemoveAllowedClient:input_type -> assessd.v1.RemoveAllowedClientRequest
+	0,  // 11: assessd.v1.OrgService.GetOrg:output_type -> assessd.v1.Org
+	0,  // 12: assessd.v1.OrgService.UpdateOrg:output_type -> assessd.v1.Org
+	7,  // 13: assessd.v1.AllowedClientService.ListAllowedClients:output_type -> assessd.v1.ListAllowedClientsResponse
+	5,  // 14: assessd.v1.AllowedClientService.AllowClient:output_type -> assessd.v1.AllowedClient
+	11, // 15: assessd.v1.AllowedClientService.RemoveAllowedClient:output_type -> google.protobuf.Empty
+	11, // [11:16] is the sub-list for method output_type
+	6,  // [6:11] is the sub-list for method input_type
+	6,  // [6:6] is the sub-list for extension type_name
+	6,  // [6:6] is the sub-list for extension extendee
+	0,  // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_assessd_v1_orgs_proto_init() }
@@ -383,9 +720,9 @@ func file_assessd_v1_orgs_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_assessd_v1_orgs_proto_rawDesc), len(file_assessd_v1_orgs_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   5,
+			NumMessages:   10,
 			NumExtensions: 0,
-			NumServices:   1,
+			NumServices:   2,
 		},
 		GoTypes:           file_assessd_v1_orgs_proto_goTypes,
 		DependencyIndexes: file_assessd_v1_orgs_proto_depIdxs,

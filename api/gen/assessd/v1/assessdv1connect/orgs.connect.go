@@ -9,6 +9,7 @@ import (
 	context "context"
 	errors "errors"
 	v1 "github.com/assessd/assessd/api/gen/assessd/v1"
+	emptypb "google.golang.org/protobuf/types/known/emptypb"
 	http "net/http"
 	strings "strings"
 )
@@ -23,6 +24,8 @@ const _ = connect.IsAtLeastVersion1_13_0
 const (
 	// OrgServiceName is the fully-qualified name of the OrgService service.
 	OrgServiceName = "assessd.v1.OrgService"
+	// AllowedClientServiceName is the fully-qualified name of the AllowedClientService service.
+	AllowedClientServiceName = "assessd.v1.AllowedClientService"
 )
 
 // These constants are the fully-qualified names of the RPCs defined in this package. They're
@@ -37,6 +40,15 @@ const (
 	OrgServiceGetOrgProcedure = "/assessd.v1.OrgService/GetOrg"
 	// OrgServiceUpdateOrgProcedure is the fully-qualified name of the OrgService's UpdateOrg RPC.
 	OrgServiceUpdateOrgProcedure = "/assessd.v1.OrgService/UpdateOrg"
+	// AllowedClientServiceListAllowedClientsProcedure is the fully-qualified name of the
+	// AllowedClientService's ListAllowedClients RPC.
+	AllowedClientServiceListAllowedClientsProcedure = "/assessd.v1.AllowedClientService/ListAllowedClients"
+	// AllowedClientServiceAllowClientProcedure is the fully-qualified name of the
+	// AllowedClientService's AllowClient RPC.
+	AllowedClientServiceAllowClientProcedure = "/assessd.v1.AllowedClientService/AllowClient"
+	// AllowedClientServiceRemoveAllowedClientProcedure is the fully-qualified name of the
+	// AllowedClientService's RemoveAllowedClient RPC.
+	AllowedClientServiceRemoveAllowedClientProcedure = "/assessd.v1.AllowedClientService/RemoveAllowedClient"
 )
 
 // OrgServiceClient is a client for the assessd.v1.OrgService service.
@@ -143,4 +155,140 @@ func (UnimplementedOrgServiceHandler) GetOrg(context.Context, *connect.Request[v
 
 func (UnimplementedOrgServiceHandler) UpdateOrg(context.Context, *connect.Request[v1.UpdateOrgRequest]) (*connect.Response[v1.Org], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("assessd.v1.OrgService.UpdateOrg is not implemented"))
+}
+
+// AllowedClientServiceClient is a client for the assessd.v1.AllowedClientService service.
+type AllowedClientServiceClient interface {
+	// Lists the OAuth clients the caller's organization allowed extra scopes.
+	ListAllowedClients(context.Context, *connect.Request[v1.ListAllowedClientsRequest]) (*connect.Response[v1.ListAllowedClientsResponse], error)
+	// Allows an OAuth client extra scopes for the caller's organization's
+	// users; allowing a client again is harmless. Audited as
+	// org.client_allowed.
+	AllowClient(context.Context, *connect.Request[v1.AllowClientRequest]) (*connect.Response[v1.AllowedClient], error)
+	// Withdraws what the organization allowed a client: its tokens for the
+	// organization's users lose the extra scopes at once. Audited as
+	// org.client_disallowed.
+	RemoveAllowedClient(context.Context, *connect.Request[v1.RemoveAllowedClientRequest]) (*connect.Response[emptypb.Empty], error)
+}
+
+// NewAllowedClientServiceClient constructs a client for the assessd.v1.AllowedClientService
+// service. By default, it uses the Connect protocol with the binary Protobuf Codec, asks for
+// gzipped responses, and sends uncompressed requests. To use the gRPC or gRPC-Web protocols, supply
+// the connect.WithGRPC() or connect.WithGRPCWeb() options.
+//
+// The URL supplied here should be the base URL for the Connect or gRPC server (for example,
+// http://api.acme.com or https://acme.com/grpc).
+func NewAllowedClientServiceClient(httpClient connect.HTTPClient, baseURL string, opts ...connect.ClientOption) AllowedClientServiceClient {
+	baseURL = strings.TrimRight(baseURL, "/")
+	allowedClientServiceMethods := v1.File_assessd_v1_orgs_proto.Services().ByName("AllowedClientService").Methods()
+	return &allowedClientServiceClient{
+		listAllowedClients: connect.NewClient[v1.ListAllowedClientsRequest, v1.ListAllowedClientsResponse](
+			httpClient,
+			baseURL+AllowedClientServiceListAllowedClientsProcedure,
+			connect.WithSchema(allowedClientServiceMethods.ByName("ListAllowedClients")),
+			connect.WithClientOptions(opts...),
+		),
+		allowClient: connect.NewClient[v1.AllowClientRequest, v1.AllowedClient](
+			httpClient,
+			baseURL+AllowedClientServiceAllowClientProcedure,
+			connect.WithSchema(allowedClientServiceMethods.ByName("AllowClient")),
+			connect.WithClientOptions(opts...),
+		),
+		removeAllowedClient: connect.NewClient[v1.RemoveAllowedClientRequest, emptypb.Empty](
+			httpClient,
+			baseURL+AllowedClientServiceRemoveAllowedClientProcedure,
+			connect.WithSchema(allowedClientServiceMethods.ByName("RemoveAllowedClient")),
+			connect.WithClientOptions(opts...),
+		),
+	}
+}
+
+// allowedClientServiceClient implements AllowedClientServiceClient.
+type allowedClientServiceClient struct {
+	listAllowedClients  *connect.Client[v1.ListAllowedClientsRequest, v1.ListAllowedClientsResponse]
+	allowClient         *connect.Client[v1.AllowClientRequest, v1.AllowedClient]
+	removeAllowedClient *connect.Client[v1.RemoveAllowedClientRequest, emptypb.Empty]
+}
+
+// ListAllowedClients calls assessd.v1.AllowedClientService.ListAllowedClients.
+func (c *allowedClientServiceClient) ListAllowedClients(ctx context.Context, req *connect.Request[v1.ListAllowedClientsRequest]) (*connect.Response[v1.ListAllowedClientsResponse], error) {
+	return c.listAllowedClients.CallUnary(ctx, req)
+}
+
+// AllowClient calls assessd.v1.AllowedClientService.AllowClient.
+func (c *allowedClientServiceClient) AllowClient(ctx context.Context, req *connect.Request[v1.AllowClientRequest]) (*connect.Response[v1.AllowedClient], error) {
+	return c.allowClient.CallUnary(ctx, req)
+}
+
+// RemoveAllowedClient calls assessd.v1.AllowedClientService.RemoveAllowedClient.
+func (c *allowedClientServiceClient) RemoveAllowedClient(ctx context.Context, req *connect.Request[v1.RemoveAllowedClientRequest]) (*connect.Response[emptypb.Empty], error) {
+	return c.removeAllowedClient.CallUnary(ctx, req)
+}
+
+// AllowedClientServiceHandler is an implementation of the assessd.v1.AllowedClientService service.
+type AllowedClientServiceHandler interface {
+	// Lists the OAuth clients the caller's organization allowed extra scopes.
+	ListAllowedClients(context.Context, *connect.Request[v1.ListAllowedClientsRequest]) (*connect.Response[v1.ListAllowedClientsResponse], error)
+	// Allows an OAuth client extra scopes for the caller's organization's
+	// users; allowing a client again is harmless. Audited as
+	// org.client_allowed.
+	AllowClient(context.Context, *connect.Request[v1.AllowClientRequest]) (*connect.Response[v1.AllowedClient], error)
+	// Withdraws what the organization allowed a client: its tokens for the
+	// organization's users lose the extra scopes at once. Audited as
+	// org.client_disallowed.
+	RemoveAllowedClient(context.Context, *connect.Request[v1.RemoveAllowedClientRequest]) (*connect.Response[emptypb.Empty], error)
+}
+
+// NewAllowedClientServiceHandler builds an HTTP handler from the service implementation. It returns
+// the path on which to mount the handler and the handler itself.
+//
+// By default, handlers support the Connect, gRPC, and gRPC-Web protocols with the binary Protobuf
+// and JSON codecs. They also support gzip compression.
+func NewAllowedClientServiceHandler(svc AllowedClientServiceHandler, opts ...connect.HandlerOption) (string, http.Handler) {
+	allowedClientServiceMethods := v1.File_assessd_v1_orgs_proto.Services().ByName("AllowedClientService").Methods()
+	allowedClientServiceListAllowedClientsHandler := connect.NewUnaryHandler(
+		AllowedClientServiceListAllowedClientsProcedure,
+		svc.ListAllowedClients,
+		connect.WithSchema(allowedClientServiceMethods.ByName("ListAllowedClients")),
+		connect.WithHandlerOptions(opts...),
+	)
+	allowedClientServiceAllowClientHandler := connect.NewUnaryHandler(
+		AllowedClientServiceAllowClientProcedure,
+		svc.AllowClient,
+		connect.WithSchema(allowedClientServiceMethods.ByName("AllowClient")),
+		connect.WithHandlerOptions(opts...),
+	)
+	allowedClientServiceRemoveAllowedClientHandler := connect.NewUnaryHandler(
+		AllowedClientServiceRemoveAllowedClientProcedure,
+		svc.RemoveAllowedClient,
+		connect.WithSchema(allowedClientServiceMethods.ByName("RemoveAllowedClient")),
+		connect.WithHandlerOptions(opts...),
+	)
+	return "/assessd.v1.AllowedClientService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case AllowedClientServiceListAllowedClientsProcedure:
+			allowedClientServiceListAllowedClientsHandler.ServeHTTP(w, r)
+		case AllowedClientServiceAllowClientProcedure:
+			allowedClientServiceAllowClientHandler.ServeHTTP(w, r)
+		case AllowedClientServiceRemoveAllowedClientProcedure:
+			allowedClientServiceRemoveAllowedClientHandler.ServeHTTP(w, r)
+		default:
+			http.NotFound(w, r)
+		}
+	})
+}
+
+// UnimplementedAllowedClientServiceHandler returns CodeUnimplemented from all methods.
+type UnimplementedAllowedClientServiceHandler struct{}
+
+func (UnimplementedAllowedClientServiceHandler) ListAllowedClients(context.Context, *connect.Request[v1.ListAllowedClientsRequest]) (*connect.Response[v1.ListAllowedClientsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("assessd.v1.AllowedClientService.ListAllowedClients is not implemented"))
+}
+
+func (UnimplementedAllowedClientServiceHandler) AllowClient(context.Context, *connect.Request[v1.AllowClientRequest]) (*connect.Response[v1.AllowedClient], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("assessd.v1.AllowedClientService.AllowClient is not implemented"))
+}
+
+func (UnimplementedAllowedClientServiceHandler) RemoveAllowedClient(context.Context, *connect.Request[v1.RemoveAllowedClientRequest]) (*connect.Response[emptypb.Empty], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("assessd.v1.AllowedClientService.RemoveAllowedClient is not implemented"))
 }
