@@ -129,8 +129,8 @@ func (s *Service) Create(ctx context.Context, p Params) (Generation, error) {
 			return err
 		}
 		return q.QueryRow(ctx, `INSERT INTO exam_generations (id, org_id, requested_by, region, status, params)
-			VALUES ($1, app_org_id(), $2, $3, 'running', $4) RETURNING created_at, updated_at`,
-			g.ID, caller.UserID, g.Region, params).Scan(&g.CreatedAt, &g.UpdatedAt)
+			VALUES ($1, app_org_id(), $2, $3, 'running', $4::jsonb) RETURNING created_at, updated_at`,
+			g.ID, caller.UserID, g.Region, string(params)).Scan(&g.CreatedAt, &g.UpdatedAt)
 	})
 	if err != nil {
 		return Generation{}, fmt.Errorf("create generation: %w", err)
