@@ -86,6 +86,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	metrics := observability.NewMetrics()
 	metrics.RegisterPool(db)
 	ten := tenancy.NewService(db)
+	metrics.RegisterCredentialListener(ten.CredentialListenerUp)
 	idp, err := identity.New(ctx, identity.Config{Issuer: cfg.BaseURL, Now: cfg.Now, Registerer: metrics.Registry, Logger: cfg.Logger}, db, ten)
 	if err != nil {
 		return nil, err
