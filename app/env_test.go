@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/assessd/assessd/app"
+	"github.com/assessd/assessd/store"
 	"github.com/assessd/assessd/store/storetest"
 	"github.com/assessd/assessd/tenancy"
 )
@@ -34,7 +35,13 @@ func newEnv(t *testing.T) *env {
 // newEnvWithClock starts assessd whose token lifetimes follow now.
 func newEnvWithClock(t *testing.T, now func() time.Time) *env {
 	t.Helper()
-	db := storetest.New(t)
+	return newEnvOn(t, storetest.New(t), now)
+}
+
+// newEnvOn starts an assessd instance on db; several instances may share
+// one database.
+func newEnvOn(t *testing.T, db *store.DB, now func() time.Time) *env {
+	t.Helper()
 	// The issuer must be known before the server has an address: route the
 	// listener through a handler set once the app is built.
 	var handler http.Handler
