@@ -156,4 +156,3 @@ func chownToPostgres(dir string) error {
 		return os.Chown(path, uid, gid)
 	})
 }
-
