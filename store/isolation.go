@@ -19,7 +19,7 @@ func (db *DB) CheckIsolation(ctx context.Context) error {
 		SELECT current_user, coalesce(r.rolsuper, false), coalesce(r.rolbypassrls, false), r.rolname IS NOT NULL
 		  FROM (SELECT 1) one LEFT JOIN pg_roles r ON r.rolname = current_user`).Scan(&current, &super, &bypass, &ok)
 	if err != nil {
-		return fmt.Errorf("store: check tenant isolation: %w", err)
+		return fmt.Errorf("store: check tenant isolation (the database user must be able to SET ROLE %s): %w", db.role, err)
 	}
 	switch {
 	case current != db.role || !ok:
