@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Listen runs until ctx ends or the connection fails: it LISTENs on channel
@@ -13,7 +14,13 @@ import (
 // on it to reconnect. A transaction-pooling PgBouncer would hand the
 // subscribed session to other clients, so the pool is never used for this.
 func (db *DB) Listen(ctx context.Context, channel string, ready, onNotify func()) error {
-	conn, err := pgx.Connect(ctx, db.directURL)
+	// pgxpool's parser drops the pool's own parameters (pool_max_conns...),
+	// which PostgreSQL would refuse as unknown settings.
+	cfg, err := pgxpool.ParseConfig(db.directURL)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", channel, err)
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg.ConnConfig)
 	if err != nil {
 		return fmt.Errorf("listen %s: connect: %w", channel, err)
 	}
