@@ -109,6 +109,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	if perMinute == nil {
 		perMinute = tenancy.RequestsPerMinute
 	}
+	metrics.RegisterCredentialListener(ten.CredentialListenerUp)
 	limiter := ratelimit.New(ratelimit.Options{Redis: cfg.Redis, Prefix: prefix, Registerer: metrics.Registry,
 		OrgLabel: metrics.Org, Logger: cfg.Logger})
 	idp, err := identity.New(ctx, identity.Config{Issuer: cfg.BaseURL, Now: cfg.Now, Registerer: metrics.Registry, Logger: cfg.Logger,

@@ -41,10 +41,16 @@ func newEnvWithClock(t *testing.T, now func() time.Time) *env {
 }
 
 // newEnvWithConfig starts assessd with the configuration adjust leaves.
-// Each server gets its own rate-limit keys in the shared Redis.
 func newEnvWithConfig(t *testing.T, adjust func(*app.Config)) *env {
 	t.Helper()
-	db := storetest.New(t)
+	return newEnvOn(t, storetest.New(t), adjust)
+}
+
+// newEnvOn starts an assessd instance on db, with the configuration adjust
+// (if not nil) leaves; several instances may share one database. Each
+// server gets its own rate-limit keys in the shared Redis.
+func newEnvOn(t *testing.T, db *store.DB, adjust func(*app.Config)) *env {
+	t.Helper()
 	// The issuer must be known before the server has an address: route the
 	// listener through a handler set once the app is built.
 	var handler http.Handler
@@ -56,7 +62,9 @@ func newEnvWithConfig(t *testing.T, adjust func(*app.Config)) *env {
 		BaseURL: srv.URL, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Redis: rdb,
 		RateLimitPrefix: "test:" + ids.New("rl_") + ":",
 	}
-	adjust(&cfg)
+	if adjust != nil {
+		adjust(&cfg)
+	}
 	a, err := app.New(context.Background(), db, cfg)
 	if err != nil {
 		t.Fatal(err)

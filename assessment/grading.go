@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/assessd/assessd/assessment/expr"
+	"github.com/assessd/assessd/store"
 )
 
 // The methods in this file are the write-back side of AI grading, for the
@@ -118,9 +119,9 @@ func (s *Service) RecordGrade(ctx context.Context, resultID, questionID string, 
 		score = 0
 	}
 	_, err := s.db.Q(ctx).Exec(ctx, `
-		UPDATE result_answers SET score = least(greatest($3, 0), max_score), feedback = $4, grading = $5, status = 'graded', graded_at = now()
+		UPDATE result_answers SET score = least(greatest($3::float8, 0), max_score), feedback = $4, grading = $5::jsonb, status = 'graded', graded_at = now()
 		 WHERE org_id = app_org_id() AND result_id = $1 AND question_id = $2 AND status = 'pending'`,
-		resultID, questionID, score, feedback, details)
+		resultID, questionID, score, feedback, store.JSON{V: details})
 	if err != nil {
 		return fmt.Errorf("record grade: %w", err)
 	}

@@ -217,8 +217,8 @@ func (s *Service) CreateQuestion(ctx context.Context, examID string, in NewQuest
 		id := ids.New(ids.Question)
 		if _, err := q.Exec(ctx, `
 			INSERT INTO questions (id, org_id, exam_id, position, builtin_type, type_id, prompt, config, points)
-			VALUES ($1, app_org_id(), $2, $3, $4, $5, $6, $7, $8)`,
-			id, examID, exam.QuestionCount+1, builtin, typeID, prompt, in.Config, in.Points); err != nil {
+			VALUES ($1, app_org_id(), $2, $3, $4, $5, $6, $7::jsonb, $8)`,
+			id, examID, exam.QuestionCount+1, builtin, typeID, prompt, store.JSON{V: in.Config}, in.Points); err != nil {
 			return fmt.Errorf("create question: %w", err)
 		}
 		if out, err = s.loadQuestion(ctx, q, examID, id, false); err != nil {
@@ -293,9 +293,9 @@ func (s *Service) UpdateQuestion(ctx context.Context, examID, id string, p Quest
 		}
 		builtin, typeID := typeColumnsOf(TypeDef{BuiltIn: isBuiltin(out.Type), ID: out.Type, Key: out.Type})
 		if _, err := q.Exec(ctx, `
-			UPDATE questions SET prompt = $3, points = $4, config = $5, builtin_type = $6, type_id = $7, updated_at = now()
+			UPDATE questions SET prompt = $3, points = $4, config = $5::jsonb, builtin_type = $6, type_id = $7, updated_at = now()
 			 WHERE org_id = app_org_id() AND exam_id = $1 AND id = $2`,
-			examID, id, out.Prompt, out.Points, out.Config, builtin, typeID); err != nil {
+			examID, id, out.Prompt, out.Points, store.JSON{V: out.Config}, builtin, typeID); err != nil {
 			return fmt.Errorf("update question: %w", err)
 		}
 		if out, err = s.loadQuestion(ctx, q, examID, id, false); err != nil {

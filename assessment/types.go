@@ -264,8 +264,8 @@ func (s *Service) CreateQuestionType(ctx context.Context, in NewTypeDef) (TypeDe
 		_, err := q.Exec(ctx, `
 			INSERT INTO question_types (id, org_id, key, name, description, config_schema, condition,
 			                            grading_enabled, file_inputs, public, deprecated)
-			VALUES ($1, app_org_id(), $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-			id, t.Key, t.Name, t.Description, t.ConfigSchema, t.Condition, t.GradingEnabled,
+			VALUES ($1, app_org_id(), $2, $3, $4, $5::jsonb, $6, $7, $8, $9, $10)`,
+			id, t.Key, t.Name, t.Description, store.JSON{V: t.ConfigSchema}, t.Condition, t.GradingEnabled,
 			t.FileInputs, t.Public, t.Deprecated)
 		if isUniqueViolation(err) {
 			return errs.Conflict("QUESTION_TYPE_KEY_TAKEN", "the organization already has a question type with this key")
@@ -310,10 +310,10 @@ func (s *Service) UpdateQuestionType(ctx context.Context, id string, p TypeDefPa
 			return err
 		}
 		if _, err := q.Exec(ctx, `
-			UPDATE question_types SET name = $2, description = $3, config_schema = $4, condition = $5,
+			UPDATE question_types SET name = $2, description = $3, config_schema = $4::jsonb, condition = $5,
 			       grading_enabled = $6, file_inputs = $7, public = $8, deprecated = $9, updated_at = now()
 			 WHERE org_id = app_org_id() AND id = $1`,
-			id, t.Name, t.Description, t.ConfigSchema, t.Condition, t.GradingEnabled, t.FileInputs,
+			id, t.Name, t.Description, store.JSON{V: t.ConfigSchema}, t.Condition, t.GradingEnabled, t.FileInputs,
 			t.Public, t.Deprecated); err != nil {
 			return fmt.Errorf("update question type: %w", err)
 		}

@@ -111,10 +111,10 @@ func Append(ctx context.Context, q store.Querier, e Entry) (Entry, error) {
 	err := q.QueryRow(ctx, `
 		INSERT INTO audit_logs (id, org_id, action, actor_kind, actor_id, actor_client_id,
 		                        target_type, target_id, session, reason, before, after, origin)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::jsonb, $12::jsonb, $13)
 		RETURNING created_at`,
 		e.ID, org, e.Action, e.Actor.Kind, e.Actor.ID, e.Actor.ClientID,
-		e.Target.Type, e.Target.ID, e.Session, e.Reason, e.Before, e.After, e.Origin,
+		e.Target.Type, e.Target.ID, e.Session, e.Reason, store.JSON{V: e.Before}, store.JSON{V: e.After}, e.Origin,
 	).Scan(&e.CreatedAt)
 	if err != nil {
 		return Entry{}, fmt.Errorf("audit: append %s: %w", e.Action, err)

@@ -115,9 +115,9 @@ func (s *Service) Create(ctx context.Context, p Params) (Generation, error) {
 	err = s.db.Tx(ctx, func(ctx context.Context) error {
 		q := s.db.Q(ctx)
 		if err := q.QueryRow(ctx, `INSERT INTO exam_generations (id, org_id, requested_by, region, status, params)
-			VALUES ($1, app_org_id(), $2, (SELECT ai_region FROM orgs WHERE id = app_org_id()), 'running', $3)
+			VALUES ($1, app_org_id(), $2, (SELECT ai_region FROM orgs WHERE id = app_org_id()), 'running', $3::jsonb)
 			RETURNING region, created_at, updated_at`,
-			g.ID, caller.UserID, params).Scan(&g.Region, &g.CreatedAt, &g.UpdatedAt); err != nil {
+			g.ID, caller.UserID, string(params)).Scan(&g.Region, &g.CreatedAt, &g.UpdatedAt); err != nil {
 			return err
 		}
 		if _, err := audit.Append(ctx, q, audit.Entry{Action: "exam_generation.requested", Actor: tenancy.ActorOf(caller),

@@ -6,7 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -29,32 +29,58 @@ type Querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// DB is the application's handle on PostgreSQL.
+// DB is the application's handle on PostgreSQL. It keeps no state in
+// database sessions: every statement carries its role and organization as
+// transaction-local settings, so it runs correctly behind a
+// transaction-pooling PgBouncer, where consecutive statements of one client
+// may land on different server connections (decision 0040).
 type DB struct {
 	pool *pgxpool.Pool
-	// sessionOrg remembers, per connection, the organization its session
-	// is scoped to (see scoped).
-	sessionOrg sync.Map // *pgx.Conn -> string
+	// directURL reaches PostgreSQL without a transaction pooler, for the
+	// session-bound work: LISTEN.
+	directURL string
+	// role is the role every statement switches to: AppRole, except in
+	// tests of the start-up check.
+	role string
 }
 
-// Open connects to url. Every connection runs as AppRole, so row-level
+// Option configures Open.
+type Option func(*DB)
+
+// WithDirectURL names an unpooled URL (no transaction-pooling PgBouncer in
+// between) for the work that needs a session of its own: LISTEN. Without
+// it, the pool's URL is used.
+func WithDirectURL(url string) Option {
+	return func(db *DB) {
+		if url != "" {
+			db.directURL = url
+		}
+	}
+}
+
+// ExecModeParam is the connection-URL parameter choosing how pgx sends
+// statements. Unless a URL sets it, Open uses "exec": no named prepared
+// statements and parameters typed by the server, which is what PgBouncer
+// in transaction mode (1.18) supports.
+const ExecModeParam = "default_query_exec_mode"
+
+// Open connects to url. Every statement runs as AppRole, so row-level
 // security applies even when url names a superuser.
-func Open(ctx context.Context, url string) (*DB, error) {
+func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("store: parse database url: %w", err)
 	}
-	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
-		_, err := conn.Exec(ctx, "SET ROLE "+AppRole)
-		return err
+	if !strings.Contains(url, ExecModeParam+"=") {
+		cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
 	}
-	db := &DB{}
-	cfg.BeforeClose = func(conn *pgx.Conn) { db.sessionOrg.Delete(conn) }
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
+	db := &DB{directURL: url, role: AppRole}
+	for _, o := range opts {
+		o(db)
+	}
+	if db.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
 		return nil, fmt.Errorf("store: connect: %w", err)
 	}
-	db.pool = pool
 	return db, nil
 }
 
@@ -69,7 +95,8 @@ func (db *DB) Stat() *pgxpool.Stat { return db.pool.Stat() }
 
 // Unscoped returns a querier scoped to no tenant. Row-level security still
 // applies, so it sees no tenant row; it serves the SECURITY DEFINER lookups
-// that run before the tenant is known (authentication).
+// that run before the tenant is known (authentication) and the tables that
+// belong to no tenant.
 func (db *DB) Unscoped() Querier { return scoped{db: db} }
 
 type orgKey struct{}
@@ -113,24 +140,23 @@ func (db *DB) Tx(ctx context.Context, fn func(ctx context.Context) error) error 
 		return ErrNoTenant
 	}
 	return pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, setOrgSQL, org); err != nil {
+		if _, err := tx.Exec(ctx, scopeSQL, db.role, org); err != nil {
 			return err
 		}
 		return fn(context.WithValue(ctx, txKey{}, tx))
 	})
 }
 
-// setOrgSQL scopes the current transaction to one organization; the
-// row-level security policies read it through app_org_id().
-const setOrgSQL = "SELECT set_config('app.org_id', $1, true)"
+// scopeSQL switches the current transaction to a role and an organization;
+// the row-level security policies read the organization through
+// app_org_id(). Both settings are transaction-local (is_local true), so
+// they end with the transaction and never outlive it on a connection that
+// a pooler hands to someone else next.
+const scopeSQL = "SELECT set_config('role', $1, true), set_config('app.org_id', $2, true)"
 
-// scoped runs single statements for one organization. A connection keeps
-// the organization it last served in its session (app.org_id set with
-// is_local false); a statement on a connection already scoped to the same
-// organization is sent alone, otherwise the scope and the statement go as
-// one pipelined batch (one implicit transaction, one round trip). Every
-// acquisition checks the scope, so a connection never serves one tenant
-// with another's setting; the pool is private to this package.
+// scoped runs single statements for one organization (or none, when org
+// is empty). Each statement is sent after scopeSQL as one pipelined batch:
+// one implicit transaction, one round trip, no session state left behind.
 type scoped struct {
 	db  *DB
 	org string
@@ -150,19 +176,15 @@ func (s scoped) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, e
 	if err != nil {
 		return nil, err
 	}
-	r := &scopedRows{conn: conn, db: s.db}
-	if current, _ := s.db.sessionOrg.Load(conn.Conn()); current == s.org {
-		r.Rows, err = conn.Query(ctx, sql, args...)
-	} else {
-		r.batch = conn.SendBatch(ctx, scopeBatch(s.org, sql, args))
-		if _, err = r.batch.Exec(); err == nil {
-			s.db.sessionOrg.Store(conn.Conn(), s.org)
-			r.Rows, err = r.batch.Query()
-		}
+	b := &pgx.Batch{}
+	b.Queue(scopeSQL, s.db.role, s.org)
+	b.Queue(sql, args...)
+	r := &scopedRows{conn: conn, batch: conn.SendBatch(ctx, b)}
+	if _, err = r.batch.Exec(); err == nil {
+		r.Rows, err = r.batch.Query()
 	}
 	if err != nil {
 		r.Rows = nil
-		r.err = err
 		r.Close()
 		return nil, err
 	}
@@ -177,23 +199,10 @@ func (s scoped) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	return rowOf{rows}
 }
 
-// setSessionOrgSQL scopes a connection's session to one organization.
-const setSessionOrgSQL = "SELECT set_config('app.org_id', $1, false)"
-
-func scopeBatch(org, sql string, args []any) *pgx.Batch {
-	b := &pgx.Batch{}
-	b.Queue(setSessionOrgSQL, org)
-	b.Queue(sql, args...)
-	return b
-}
-
-// scopedRows releases its connection when closed. If anything failed, the
-// implicit transaction rolled back the scope with it, so the connection's
-// remembered organization is forgotten and set again on next use.
+// scopedRows closes its batch and releases its connection when closed.
 type scopedRows struct {
 	pgx.Rows
 	conn   *pgxpool.Conn
-	db     *DB
 	batch  pgx.BatchResults
 	closed bool
 	err    error
@@ -210,13 +219,8 @@ func (r *scopedRows) Close() {
 			r.err = err
 		}
 	}
-	if r.batch != nil {
-		if err := r.batch.Close(); err != nil && r.err == nil {
-			r.err = err
-		}
-	}
-	if r.err != nil {
-		r.db.sessionOrg.Delete(r.conn.Conn())
+	if err := r.batch.Close(); err != nil && r.err == nil {
+		r.err = err
 	}
 	r.conn.Release()
 }

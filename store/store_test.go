@@ -158,8 +158,8 @@ func TestQueryRowNoRows(t *testing.T) {
 	}
 }
 
-// With a single pooled connection, every statement reuses the session the
-// previous tenant scoped; each must still see only its own tenant.
+// With a single pooled connection, consecutive statements of different
+// tenants share one session; each must still see only its own tenant.
 func TestReusedConnectionsAreRescoped(t *testing.T) {
 	url := storetest.NewURL(t)
 	db, err := store.Open(context.Background(), url+"&pool_max_conns=1")
@@ -181,7 +181,7 @@ func TestReusedConnectionsAreRescoped(t *testing.T) {
 		if got := userIDs(t, db.Unscoped(), context.Background()); len(got) != 0 {
 			t.Fatalf("round %d: unscoped saw %v after a tenant used the connection", i, got)
 		}
-		// A failed statement rolls its scope back; the next one must rescope.
+		// A failed statement must not disturb the next one's scope.
 		if _, err := db.Q(ctxB).Exec(ctxB, `SELECT 1/0`); err == nil {
 			t.Fatal("division by zero succeeded")
 		}

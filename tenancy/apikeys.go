@@ -290,17 +290,22 @@ func notifyCredentialsChanged(ctx context.Context, q store.Querier) error {
 }
 
 // WatchCredentialChanges keeps this instance's key cache consistent with
-// changes made by any instance, until ctx ends. It reconnects after
-// failures; meanwhile the cache is bypassed.
+// changes made by any instance, until ctx ends. It listens on the
+// database's direct (unpooled) URL, logs each connect and disconnect, and
+// reconnects after failures; meanwhile the cache is bypassed.
 func (s *Service) WatchCredentialChanges(ctx context.Context) {
 	for ctx.Err() == nil {
 		err := s.db.Listen(ctx, credentialsChannel,
-			func() { s.keys.purge(); s.keys.watched.Store(true) },
+			func() {
+				s.keys.purge()
+				s.keys.watched.Store(true)
+				slog.InfoContext(ctx, "credential change listener connected")
+			},
 			s.keys.purge)
 		s.keys.watched.Store(false)
 		s.keys.purge()
 		if ctx.Err() == nil {
-			slog.WarnContext(ctx, "credential change watch interrupted; retrying", "err", err)
+			slog.WarnContext(ctx, "credential change listener disconnected; cached credentials bypassed, retrying", "err", err)
 			select {
 			case <-ctx.Done():
 			case <-time.After(time.Second):
@@ -308,3 +313,7 @@ func (s *Service) WatchCredentialChanges(ctx context.Context) {
 		}
 	}
 }
+
+// CredentialListenerUp reports whether the credential change listener is
+// connected, that is whether this instance may serve keys from its cache.
+func (s *Service) CredentialListenerUp() bool { return s.keys.watched.Load() }

@@ -190,8 +190,8 @@ func (s *Service) CreateUser(ctx context.Context, in NewUser) (User, error) {
 		q := s.db.Q(ctx)
 		u, err = scanUser(q.QueryRow(ctx, `
 			INSERT INTO users (id, org_id, email, name, role, password_hash, metadata)
-			VALUES ($1, app_org_id(), $2, $3, $4, $5, $6) RETURNING `+userColumns,
-			ids.New(ids.User), email, name, in.Role, hash, meta))
+			VALUES ($1, app_org_id(), $2, $3, $4, $5, $6::jsonb) RETURNING `+userColumns,
+			ids.New(ids.User), email, name, in.Role, hash, store.JSON{V: meta}))
 		if isUniqueViolation(err) {
 			return errs.Conflict("EMAIL_TAKEN", "a user with this email already exists in the organization")
 		}
@@ -256,9 +256,9 @@ func (s *Service) updateUser(ctx context.Context, caller *Caller, id string, p U
 			return err
 		}
 		u, err = scanUser(q.QueryRow(ctx, `
-			UPDATE users SET name = $2, email = $3, role = $4, metadata = $5, updated_at = now()
+			UPDATE users SET name = $2, email = $3, role = $4, metadata = $5::jsonb, updated_at = now()
 			 WHERE org_id = app_org_id() AND id = $1 RETURNING `+userColumns,
-			id, u.Name, u.Email, u.Role, u.Metadata))
+			id, u.Name, u.Email, u.Role, store.JSON{V: u.Metadata}))
 		if isUniqueViolation(err) {
 			return errs.Conflict("EMAIL_TAKEN", "a user with this email already exists in the organization")
 		}

@@ -21,6 +21,7 @@ type config struct {
 	Addr              string
 	BaseURL           string
 	DatabaseURL       string
+	DatabaseDirectURL string
 	RedisURL          string
 	TemporalAddress   string
 	TemporalNamespace string
@@ -46,6 +47,7 @@ func (c *config) settings() []setting {
 		{"ASSESSD_ADDR", "listen address", &c.Addr, "127.0.0.1:8080"},
 		{"ASSESSD_BASE_URL", "public base URL and OIDC issuer (default http://<addr>)", &c.BaseURL, ""},
 		{"DATABASE_URL", "PostgreSQL connection URL", &c.DatabaseURL, ""},
+		{"ASSESSD_DATABASE_DIRECT_URL", "unpooled PostgreSQL URL (no transaction-pooling PgBouncer) for LISTEN and migrations (default DATABASE_URL)", &c.DatabaseDirectURL, ""},
 		{"REDIS_URL", "Redis URL for embed sessions, e.g. redis://127.0.0.1:6379/0", &c.RedisURL, ""},
 		{"TEMPORAL_ADDRESS", "Temporal frontend host:port", &c.TemporalAddress, ""},
 		{"TEMPORAL_NAMESPACE", "Temporal namespace", &c.TemporalNamespace, "default"},
@@ -126,6 +128,15 @@ func (c *config) requireDatabase() error {
 		return errors.New("DATABASE_URL (or --database-url) is required")
 	}
 	return nil
+}
+
+// directDatabaseURL is the unpooled URL for sessions of their own (LISTEN,
+// migrations): ASSESSD_DATABASE_DIRECT_URL, or DATABASE_URL.
+func (c *config) directDatabaseURL() string {
+	if c.DatabaseDirectURL != "" {
+		return c.DatabaseDirectURL
+	}
+	return c.DatabaseURL
 }
 
 func (c *config) logger(w io.Writer) *slog.Logger {

@@ -37,7 +37,7 @@ func dev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		defer pg.Stop()
 		cfg.DatabaseURL = pg.URL
 	}
-	if err := store.Migrate(ctx, cfg.DatabaseURL); err != nil {
+	if err := store.Migrate(ctx, cfg.directDatabaseURL()); err != nil {
 		return err
 	}
 	if cfg.RedisURL == "" {

@@ -56,7 +56,7 @@ func newProcess(ctx context.Context, cfg config, log *slog.Logger) (*process, er
 	if cfg.TemporalAddress == "" {
 		return nil, errors.New("TEMPORAL_ADDRESS (or --temporal-address) is required: grading runs on Temporal")
 	}
-	db, err := store.Open(ctx, cfg.DatabaseURL)
+	db, err := openDatabase(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +161,7 @@ func migrateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := cfg.requireDatabase(); err != nil {
 		return err
 	}
-	if err := store.Migrate(ctx, cfg.DatabaseURL); err != nil {
+	if err := store.Migrate(ctx, cfg.directDatabaseURL()); err != nil {
 		return err
 	}
 	return writeJSON(stdout, map[string]string{"status": "migrated"})

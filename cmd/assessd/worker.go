@@ -17,7 +17,6 @@ import (
 	"github.com/assessd/assessd/app"
 	"github.com/assessd/assessd/media"
 	"github.com/assessd/assessd/observability"
-	"github.com/assessd/assessd/store"
 )
 
 // runWorker runs one AI region's grading worker: it polls only that
@@ -43,7 +42,7 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	log := cfg.logger(stderr)
 	slog.SetDefault(log)
-	db, err := store.Open(ctx, cfg.DatabaseURL)
+	db, err := openDatabase(ctx, cfg)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,10 @@
 // Package storetest makes throwaway, freshly migrated PostgreSQL databases
 // on the server named by TEST_DATABASE_URL (default: the local server, user
 // postgres) for tests and benchmarks.
+//
+// Their URLs ask pgx for the exec query mode (ExecMode), the one a
+// transaction-pooling PgBouncer supports, so every test proves that each
+// query's parameters encode without named prepared statements.
 package storetest
 
 import (
@@ -28,8 +32,11 @@ func ServerURL() string {
 	return DefaultURL
 }
 
+// ExecMode is the pgx query mode test database URLs select.
+const ExecMode = "exec"
+
 // Create makes a migrated database named prefix_<random> and returns its
-// URL (as the schema owner) and a function that drops it.
+// URL (as the schema owner, in ExecMode) and a function that drops it.
 func Create(ctx context.Context, prefix string) (dbURL string, drop func() error, err error) {
 	admin := ServerURL()
 	var b [6]byte
@@ -60,6 +67,9 @@ func Create(ctx context.Context, prefix string) (dbURL string, drop func() error
 	if err := store.Migrate(ctx, u.String()); err != nil {
 		return "", drop, err
 	}
+	q := u.Query()
+	q.Set(store.ExecModeParam, ExecMode)
+	u.RawQuery = q.Encode()
 	return u.String(), drop, nil
 }
 

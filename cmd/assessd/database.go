@@ -1,0 +1,22 @@
+package main
+
+import (
+	"context"
+
+	"github.com/assessd/assessd/store"
+)
+
+// openDatabase opens the database pool and refuses to run when tenant
+// isolation would not hold: the application role must not bypass
+// row-level security.
+func openDatabase(ctx context.Context, cfg config) (*store.DB, error) {
+	db, err := store.Open(ctx, cfg.DatabaseURL, store.WithDirectURL(cfg.directDatabaseURL()))
+	if err != nil {
+		return nil, err
+	}
+	if err := db.CheckIsolation(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
