@@ -6,7 +6,7 @@ GO ?= go
 GOOGLEAPIS_MODULE := github.com/grpc-ecosystem/grpc-gateway@v1.16.0
 GENERATED := api/gen api/openapi/openapi.yaml sdk/typescript/src/schema.ts sdk/typescript/src/operations.ts
 
-.PHONY: all build tools generate check-generated test bench run lint fmt lint-openapi docs-assets sdk
+.PHONY: all build tools generate check-generated test bench run lint fmt lint-openapi lint-deploy docs-assets sdk
 
 all: build
 
@@ -90,3 +90,11 @@ sdk/typescript/node_modules: sdk/typescript/package.json sdk/typescript/package-
 # real server (app.TestTypeScriptSDK).
 sdk: sdk/typescript/node_modules
 	cd sdk/typescript && npm run --silent typecheck && npm run --silent build
+
+# Deployment files, checked offline (no Prometheus server, Grafana, Docker
+# or Kubernetes needed): Prometheus configuration and alert rules with
+# their unit tests (promtool from the Debian prometheus package).
+lint-deploy:
+	promtool check config deploy/prometheus/prometheus.yml
+	promtool check rules deploy/prometheus/alerts.yml
+	promtool test rules deploy/prometheus/alerts_test.yml
