@@ -16,6 +16,7 @@ import (
 
 	"github.com/assessd/assessd/ai"
 	"github.com/assessd/assessd/media"
+	"github.com/assessd/assessd/observability"
 	"github.com/assessd/assessd/workflows"
 )
 
@@ -67,6 +68,7 @@ type Grading struct {
 
 // Register registers the activities on w under the workflow's names.
 func (g *Grading) Register(w worker.Registry) {
+	g.Metrics.initRegion(g.Region)
 	w.RegisterActivityWithOptions(g.PendingAnswers, activity.RegisterOptions{Name: workflows.ActivityPendingAnswers})
 	w.RegisterActivityWithOptions(g.GradeAnswer, activity.RegisterOptions{Name: workflows.ActivityGradeAnswer})
 	w.RegisterActivityWithOptions(g.FinishResult, activity.RegisterOptions{Name: workflows.ActivityFinishResult})
@@ -191,7 +193,7 @@ func NewMetrics(reg prometheus.Registerer, orgLabel func(string) string) *Metric
 		}, []string{"org", "region", "outcome"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "assessd_grading_duration_seconds", Help: "Time from a result's submission to the end of its grading, by region.",
-			Buckets: prometheus.ExponentialBuckets(0.01, 2, 14),
+			Buckets: observability.LongBuckets,
 		}, []string{"region"}),
 		files: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "assessd_grading_files_total", Help: "Grading file inputs fetched or skipped, by region and outcome.",
@@ -207,7 +209,17 @@ func (m *Metrics) fileSkipped(region, reason string) {
 }
 func (m *Metrics) fileFetched(region string) { m.files.WithLabelValues(region, "fetched").Inc() }
 
+// initRegion creates region's fetched-files series at zero, so dashboards
+// show 0 rather than nothing before the first file.
+func (m *Metrics) initRegion(region string) { m.files.WithLabelValues(region, "fetched") }
+
 func (m *Metrics) finished(orgID, region, outcome string, d time.Duration) {
-	m.results.WithLabelValues(m.orgLabel(orgID), region, outcome).Inc()
+	org := m.orgLabel(orgID)
+	// Both outcomes of an organization exist from its first result, so
+	// its failure ratio is 0, not absent, while nothing failed.
+	for _, o := range []string{"graded", "failed"} {
+		m.results.WithLabelValues(org, region, o)
+	}
+	m.results.WithLabelValues(org, region, outcome).Inc()
 	m.duration.WithLabelValues(region).Observe(d.Seconds())
 }

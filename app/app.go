@@ -85,6 +85,7 @@ func (a *App) Start(ctx context.Context) {
 func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	metrics := observability.NewMetrics()
 	metrics.RegisterPool(db)
+	metrics.RegisterOrgInfo(OrgInfoLookup(db))
 	ten := tenancy.NewService(db)
 	idp, err := identity.New(ctx, identity.Config{Issuer: cfg.BaseURL, Now: cfg.Now, Registerer: metrics.Registry, Logger: cfg.Logger}, db, ten)
 	if err != nil {
@@ -133,6 +134,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 		},
 		Ready:   readiness(db, cfg.Temporal),
 		OpenAPI: openapi.Document,
+		Route:   api.RouteOf(),
 	})
 	return &App{Handler: h, Tenancy: ten, Assessment: content, Identity: idp, Metrics: metrics}, nil
 }

@@ -68,7 +68,7 @@ func newProcess(ctx context.Context, cfg config, log *slog.Logger) (*process, er
 		db.Close()
 		return nil, fmt.Errorf("REDIS_URL: %w", err)
 	}
-	tc, err := dialTemporal(cfg, log)
+	tc, err := dialTemporal(cfg, log, nil)
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -82,10 +82,11 @@ func newProcess(ctx context.Context, cfg config, log *slog.Logger) (*process, er
 	return &process{cfg: cfg, log: log, db: db, temporal: tc, App: a}, nil
 }
 
-// dialTemporal connects to the configured Temporal frontend.
-func dialTemporal(cfg config, log *slog.Logger) (client.Client, error) {
+// dialTemporal connects to the configured Temporal frontend; the SDK's
+// metrics go to metrics (nil: none).
+func dialTemporal(cfg config, log *slog.Logger, metrics client.MetricsHandler) (client.Client, error) {
 	c, err := client.Dial(client.Options{HostPort: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace,
-		Logger: sdklog.NewStructuredLogger(log.With("component", "temporal"))})
+		Logger: sdklog.NewStructuredLogger(log.With("component", "temporal")), MetricsHandler: metrics})
 	if err != nil {
 		return nil, fmt.Errorf("temporal: %w", err)
 	}
