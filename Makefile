@@ -4,9 +4,9 @@ BIN := $(CURDIR)/bin
 GO ?= go
 # The google/api annotation protos come from this pinned module in the Go module cache.
 GOOGLEAPIS_MODULE := github.com/grpc-ecosystem/grpc-gateway@v1.16.0
-GENERATED := api/gen api/openapi/openapi.yaml sdk/typescript/src/schema.ts sdk/typescript/src/operations.ts
+GENERATED := api/gen api/openapi/openapi.yaml sdk/typescript/src/schema.ts sdk/typescript/src/operations.ts deploy/grafana/dashboards
 
-.PHONY: all build tools generate check-generated test bench run lint fmt lint-openapi lint-deploy docs-assets sdk
+.PHONY: all build tools generate dashboards check-generated test bench run lint fmt lint-openapi lint-deploy docs-assets sdk
 
 all: build
 
@@ -37,6 +37,15 @@ generate: tools third_party/googleapis/google/api/annotations.proto
 	$(GO) run ./cmd/openapigen api/openapi/openapi.yaml api/openapi/oauth.yaml api/openapi/examples.yaml
 	$(MAKE) sdk/typescript/node_modules
 	cd sdk/typescript && npm run --silent generate
+	$(MAKE) dashboards
+
+tools/dashboards/node_modules: tools/dashboards/package.json tools/dashboards/package-lock.json
+	cd tools/dashboards && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+# Grafana dashboards as code (Grafana foundation SDK, pinned).
+dashboards: tools/dashboards/node_modules
+	cd tools/dashboards && npm run --silent generate
 
 # CI: regenerate and fail if the committed generated files differ.
 check-generated: generate
