@@ -12,7 +12,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"go.temporal.io/sdk/client"
-	sdklog "go.temporal.io/sdk/log"
 
 	"github.com/assessd/assessd/app"
 	"github.com/assessd/assessd/observability"
@@ -82,11 +81,19 @@ func newProcess(ctx context.Context, cfg config, log *slog.Logger) (*process, er
 	return &process{cfg: cfg, log: log, db: db, temporal: tc, App: a}, nil
 }
 
-// dialTemporal connects to the configured Temporal frontend; the SDK's
-// metrics go to metrics (nil: none).
+// dialTemporal connects to the configured Temporal frontend and checks
+// (or creates) the namespace; the SDK's metrics go to metrics (nil: none).
 func dialTemporal(cfg config, log *slog.Logger, metrics client.MetricsHandler) (client.Client, error) {
-	c, err := client.Dial(client.Options{HostPort: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace,
-		Logger: sdklog.NewStructuredLogger(log.With("component", "temporal")), MetricsHandler: metrics})
+	opts, err := cfg.temporalOptions(log, metrics)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := cfg.ensureNamespace(ctx, opts); err != nil {
+		return nil, err
+	}
+	c, err := client.Dial(opts)
 	if err != nil {
 		return nil, fmt.Errorf("temporal: %w", err)
 	}
