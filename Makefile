@@ -100,10 +100,44 @@ sdk/typescript/node_modules: sdk/typescript/package.json sdk/typescript/package-
 sdk: sdk/typescript/node_modules
 	cd sdk/typescript && npm run --silent typecheck && npm run --silent build
 
+# Helm and kubeconform, built from the module proxy like the Temporal CLI
+# (helm takes about 18 minutes cold).
+$(BIN)/helm: tools/helm/go.mod
+	cd tools/helm && GOBIN=$(BIN) nice -n 19 $(GO) install tool
+
+$(BIN)/kubeconform: tools/kubeconform/go.mod
+	cd tools/kubeconform && GOBIN=$(BIN) $(GO) install tool
+
+# Strict JSON schemas for kubeconform, generated offline from the
+# Kubernetes OpenAPI document of a pinned release (no schema download).
+KUBERNETES_VERSION := v1.34.1
+K8S_SCHEMAS := tmp/k8s-schemas
+$(K8S_SCHEMAS)/.stamp: tools/kubeconform/k8sschema/main.go
+	dir=$$(cd tools/kubeconform && $(GO) mod download -json k8s.io/kubernetes@$(KUBERNETES_VERSION) | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p'); \
+	cd tools/kubeconform && $(GO) run ./k8sschema $$dir/api/openapi-spec/swagger.json $(CURDIR)/$(K8S_SCHEMAS)
+	touch $@
+
+# The chart rendered with its defaults and with every option on.
+CHART := deploy/helm/assessd
+CHART_ALL_ON := --set serviceMonitor.enabled=true --set temporal.tlsSecret=temporal-tls \
+	--set temporal.apiKeySecret=temporal-api-key --set temporal.serverName=temporal.example.com
+# ServiceMonitor is a Prometheus Operator CRD, not in Kubernetes' OpenAPI
+# document, so kubeconform skips it; its fields follow the operator's v1 API.
+KUBECONFORM := $(BIN)/kubeconform -strict -summary -skip ServiceMonitor \
+	-schema-location '$(K8S_SCHEMAS)/{{ .ResourceKind }}-{{ .Group }}-{{ .ResourceAPIVersion }}.json'
+
 # Deployment files, checked offline (no Prometheus server, Grafana, Docker
-# or Kubernetes needed): Prometheus configuration and alert rules with
-# their unit tests (promtool from the Debian prometheus package).
-lint-deploy:
+# or Kubernetes runs here): Prometheus configuration and alert rules with
+# their unit tests (promtool from the Debian prometheus package), the Helm
+# chart (helm lint, helm template validated by kubeconform against strict
+# schemas), and the compose file (compose-go, the loader of docker compose).
+lint-deploy: $(BIN)/helm $(BIN)/kubeconform $(K8S_SCHEMAS)/.stamp
 	promtool check config deploy/prometheus/prometheus.yml
+	promtool check config deploy/prometheus/compose.yml
 	promtool check rules deploy/prometheus/alerts.yml
 	promtool test rules deploy/prometheus/alerts_test.yml
+	$(BIN)/helm lint --strict $(CHART)
+	$(BIN)/helm lint --strict $(CHART) $(CHART_ALL_ON)
+	$(BIN)/helm template assessd $(CHART) | $(KUBECONFORM)
+	$(BIN)/helm template assessd $(CHART) $(CHART_ALL_ON) | $(KUBECONFORM)
+	cd tools/compose && $(GO) run ./composecheck ../../deploy/compose.yaml
