@@ -4,9 +4,10 @@ BIN := $(CURDIR)/bin
 GO ?= go
 # The google/api annotation protos come from this pinned module in the Go module cache.
 GOOGLEAPIS_MODULE := github.com/grpc-ecosystem/grpc-gateway@v1.16.0
-GENERATED := api/gen api/openapi/openapi.yaml sdk/typescript/src/schema.ts sdk/typescript/src/operations.ts
+GENERATED := api/gen api/openapi/openapi.yaml sdk/typescript/src/schema.ts sdk/typescript/src/operations.ts deploy/grafana/dashboards
 
-.PHONY: all build tools generate check-generated test bench run lint fmt lint-openapi sdk qti-check qti-xsd
+
+.PHONY: all build tools generate dashboards check-generated test bench run lint fmt lint-openapi lint-deploy sdk qti-check qti-xsd
 
 all: build
 
@@ -37,6 +38,15 @@ generate: tools third_party/googleapis/google/api/annotations.proto
 	$(GO) run ./cmd/openapigen api/openapi/openapi.yaml api/openapi/oauth.yaml api/openapi/examples.yaml
 	$(MAKE) sdk/typescript/node_modules
 	cd sdk/typescript && npm run --silent generate
+	$(MAKE) dashboards
+
+tools/dashboards/node_modules: tools/dashboards/package.json tools/dashboards/package-lock.json
+	cd tools/dashboards && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+# Grafana dashboards as code (Grafana foundation SDK, pinned).
+dashboards: tools/dashboards/node_modules
+	cd tools/dashboards && npm run --silent generate
 
 # CI: regenerate and fail if the committed generated files differ.
 check-generated: generate
@@ -89,10 +99,45 @@ tools/qti-check/node_modules: tools/qti-check/package.json
 # (Citolab qti-components, pinned) in Debian's Chromium (apt-get install chromium).
 qti-check: tools/qti-check/node_modules
 	QTI_CHECK=1 $(GO) test -count=1 -run TestIndependentPlayerScoresLikeAssessd ./internal/exchange/
-
 # Validate an exported QTI package with xmllint (apt-get install libxml2-utils)
 # against the IMS QTI 3.0 XSDs in QTI_XSD_DIR (not shipped by any registry
 # package this project can reach).
 qti-xsd:
 	@test -n "$(QTI_XSD_DIR)" || { echo "set QTI_XSD_DIR to the folder holding the IMS QTI 3.0 XSDs"; exit 1; }
 	QTI_XSD_DIR=$(QTI_XSD_DIR) $(GO) test -count=1 -run TestQTIValidatesAgainstIMSXSDs ./internal/exchange/
+# Helm and kubeconform, built from the module proxy like the Temporal CLI
+# (helm takes about 18 minutes cold).
+$(BIN)/helm: tools/helm/go.mod
+	cd tools/helm && GOBIN=$(BIN) nice -n 19 $(GO) install tool
+$(BIN)/kubeconform: tools/kubeconform/go.mod
+	cd tools/kubeconform && GOBIN=$(BIN) $(GO) install tool
+# Strict JSON schemas for kubeconform, generated offline from the
+# Kubernetes OpenAPI document of a pinned release (no schema download).
+KUBERNETES_VERSION := v1.34.1
+K8S_SCHEMAS := tmp/k8s-schemas
+$(K8S_SCHEMAS)/.stamp: tools/kubeconform/k8sschema/main.go
+	dir=$$(cd tools/kubeconform && $(GO) mod download -json k8s.io/kubernetes@$(KUBERNETES_VERSION) | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p'); \
+	cd tools/kubeconform && $(GO) run ./k8sschema $$dir/api/openapi-spec/swagger.json $(CURDIR)/$(K8S_SCHEMAS)
+# The chart rendered with its defaults and with every option on.
+CHART := deploy/helm/assessd
+CHART_ALL_ON := --set serviceMonitor.enabled=true --set temporal.tlsSecret=temporal-tls \
+	--set temporal.apiKeySecret=temporal-api-key --set temporal.serverName=temporal.example.com
+# ServiceMonitor is a Prometheus Operator CRD, not in Kubernetes' OpenAPI
+# document, so kubeconform skips it; its fields follow the operator's v1 API.
+KUBECONFORM := $(BIN)/kubeconform -strict -summary -skip ServiceMonitor \
+	-schema-location '$(K8S_SCHEMAS)/{{ .ResourceKind }}-{{ .Group }}-{{ .ResourceAPIVersion }}.json'
+# Deployment files, checked offline (no Prometheus server, Grafana, Docker
+# or Kubernetes runs here): Prometheus configuration and alert rules with
+# their unit tests (promtool from the Debian prometheus package), the Helm
+# chart (helm lint, helm template validated by kubeconform against strict
+# schemas), and the compose file (compose-go, the loader of docker compose).
+lint-deploy: $(BIN)/helm $(BIN)/kubeconform $(K8S_SCHEMAS)/.stamp
+	promtool check config deploy/prometheus/prometheus.yml
+	promtool check config deploy/prometheus/compose.yml
+	promtool check rules deploy/prometheus/alerts.yml
+	promtool test rules deploy/prometheus/alerts_test.yml
+	$(BIN)/helm lint --strict $(CHART)
+	$(BIN)/helm lint --strict $(CHART) $(CHART_ALL_ON)
+	$(BIN)/helm template assessd $(CHART) | $(KUBECONFORM)
+	$(BIN)/helm template assessd $(CHART) $(CHART_ALL_ON) | $(KUBECONFORM)
+	cd tools/compose && $(GO) run ./composecheck ../../deploy/compose.yaml

@@ -37,20 +37,28 @@ type instrumented struct {
 // reg records into unregistered collectors. Like prometheus.MustRegister,
 // it panics if reg holds a different metric of the same name.
 func Instrument(p Provider, name, region string, reg prometheus.Registerer) Provider {
-	return &instrumented{
+	m := &instrumented{
 		next:     p,
 		provider: name,
 		region:   region,
 		duration: promreg.Register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "assessd_ai_request_duration_seconds",
 			Help:    "AI provider call latency by region, provider and operation.",
-			Buckets: []float64{.05, .1, .25, .5, 1, 2.5, 5, 10, 20, 40, 80},
+			Buckets: []float64{.05, .1, .25, .5, 1, 2.5, 5, 10, 20, 40, 80, 160, 300, 600},
 		}, []string{"region", "provider", "operation"})),
 		requests: promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "assessd_ai_requests_total",
 			Help: "AI provider calls by region, provider, operation and outcome (ok, retryable_error, invalid_request).",
 		}, []string{"region", "provider", "operation", "outcome"})),
 	}
+	// The region's series exist from the start: error ratios are 0, not
+	// absent, before the first call.
+	for _, op := range []string{OperationGrade, OperationGenerate} {
+		for _, outcome := range []string{OutcomeOK, OutcomeRetryableError, OutcomeInvalidRequest} {
+			m.requests.WithLabelValues(region, name, op, outcome)
+		}
+	}
+	return m
 }
 
 var _ Provider = (*instrumented)(nil)

@@ -101,6 +101,7 @@ func (a *App) Start(ctx context.Context) {
 func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	metrics := observability.NewMetrics()
 	metrics.RegisterPool(db)
+	metrics.RegisterOrgInfo(OrgInfoLookup(db))
 	ten := tenancy.NewService(db)
 	prefix, perMinute := cfg.RateLimitPrefix, cfg.RequestsPerMinute
 	if prefix == "" {
@@ -165,6 +166,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 		},
 		Ready:   readiness(db, cfg.Temporal),
 		OpenAPI: openapi.Document,
+		Route:   api.RouteOf(),
 	})
 	return &App{Handler: h, Tenancy: ten, Assessment: content, Identity: idp, Metrics: metrics, limiter: limiter,
 		dispatcher: dispatcher}, nil

@@ -24,11 +24,17 @@ func TestOperationalEndpoints(t *testing.T) {
 		t.Fatal("openapi.yaml does not describe /users/{id}")
 	}
 
+	// Refused before the API runs, yet labelled with its route.
+	e.do("GET", "/users/"+tn.users[tenancy.RoleStudent].ID, "", nil).must(t, http.StatusUnauthorized)
+
 	metrics := string(e.do("GET", "/metrics", "", nil).must(t, http.StatusOK).raw)
 	for _, want := range []string{
 		`assessd_http_requests_total{method="GET",org="` + tn.org.ID + `",route="GET /users/{id}",status="2xx"} 1`,
 		`assessd_http_requests_total{method="GET",org="` + tn.org.ID + `",route="GET /users/{id}",status="4xx"} 1`,
-		`assessd_http_request_duration_seconds_count{method="GET",org="` + tn.org.ID + `",route="GET /users/{id}",status="2xx"} 1`,
+		`assessd_http_request_duration_seconds_count{method="GET",route="GET /users/{id}",status="2xx"} 1`,
+		`assessd_http_requests_total{method="GET",org="_none",route="GET /users/{id}",status="4xx"} 1`,
+		`assessd_org_info{ai_region="global",name="School US",org="` + tn.org.ID + `",plan="pro"} 1`,
+		`assessd_auth_failures_total{reason="rate_limited"} 0`,
 		`assessd_http_requests_total{method="GET",org="_none",route="GET /healthz",status="2xx"} 1`,
 		`assessd_db_pool_total_connections`,
 		`go_goroutines`,

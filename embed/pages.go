@@ -12,6 +12,7 @@ import (
 	"github.com/assessd/assessd/assessment"
 	"github.com/assessd/assessd/errs"
 	"github.com/assessd/assessd/generation"
+	"github.com/assessd/assessd/observability"
 	"github.com/assessd/assessd/tenancy"
 	"github.com/assessd/assessd/web"
 )
@@ -307,6 +308,7 @@ func (s *Service) open(w http.ResponseWriter, r *http.Request) (Session, bool) {
 	sess, err := s.Open(r.Context(), r.PathValue("id"))
 	switch {
 	case err == nil:
+		observability.Info(r.Context()).OrgID = sess.OrgID
 		return sess, true
 	case IsNotFound(err):
 		web.RenderFramed(w, r, http.StatusNotFound, "embed-expired.html", view{TitleKey: "embed.expired.title"}, nil)

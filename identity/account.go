@@ -12,6 +12,7 @@ import (
 
 	"github.com/assessd/assessd/errs"
 	"github.com/assessd/assessd/paging"
+	"github.com/assessd/assessd/observability"
 	"github.com/assessd/assessd/store"
 	"github.com/assessd/assessd/tenancy"
 	"github.com/assessd/assessd/web"
@@ -47,6 +48,7 @@ func (p *Provider) signedIn(h func(http.ResponseWriter, *http.Request, *session)
 			p.failPage(w, r, http.StatusServiceUnavailable, "Try again later", "Your account is unavailable right now.")
 			return
 		}
+		observability.Info(r.Context()).OrgID = s.orgID
 		if r.Method == http.MethodPost && !validCSRF(r.PostFormValue("csrf"), s.csrf) {
 			p.failPage(w, r, http.StatusForbidden, "Request refused", "The form was not sent from this site.")
 			return

@@ -28,5 +28,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	if reg != nil {
 		reg.MustRegister(m.tokensIssued, m.tokenErrors, m.logins)
 	}
+	// Every outcome exists from the start: 0, not absent, on dashboards.
+	for _, outcome := range []string{"success", "failure", "rate_limited"} {
+		m.logins.WithLabelValues(outcome)
+	}
 	return m
 }

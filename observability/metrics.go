@@ -38,19 +38,35 @@ func NewMetrics() *Metrics {
 			Name: "assessd_http_requests_total",
 			Help: "HTTP requests by organization, route template, method and status class.",
 		}, []string{"org", "route", "method", "status"}),
+		// No org label: a histogram has a series per bucket, and per
+		// organization that multiplies into the hundreds of thousands.
+		// Per-tenant traffic and errors come from HTTPRequests.
 		HTTPDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "assessd_http_request_duration_seconds",
-			Help:    "HTTP request latency by organization, route template, method and status class.",
-			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
-		}, []string{"org", "route", "method", "status"}),
+			Help:    "HTTP request latency by route template, method and status class.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"route", "method", "status"}),
 		AuthFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "assessd_auth_failures_total",
 			Help: "Rejected API credentials by reason.",
 		}, []string{"reason"}),
 	}
 	reg.MustRegister(m.HTTPRequests, m.HTTPDuration, m.AuthFailures)
+	// Every reason exists from the start, so ratios and rates are 0
+	// rather than absent before the first failure.
+	for _, reason := range AuthFailureReasons {
+		m.AuthFailures.WithLabelValues(reason)
+	}
 	return m
 }
+
+// LongBuckets are latency buckets in seconds for work that takes from a
+// fraction of a second to half an hour, such as grading a result.
+var LongBuckets = []float64{.1, .25, .5, 1, 2.5, 5, 10, 20, 30, 60, 120, 180, 300, 450, 600, 900, 1200, 1800}
+
+// AuthFailureReasons are the reason label values of
+// assessd_auth_failures_total.
+var AuthFailureReasons = []string{"missing", "malformed", "invalid", "rate_limited"}
 
 // Org returns the org label value for id, bounded by MaxOrgLabels.
 func (m *Metrics) Org(id string) string { return m.orgs.Label(id) }
@@ -60,6 +76,17 @@ func (m *Metrics) Org(id string) string { return m.orgs.Label(id) }
 type OrgLabeler struct {
 	mu   sync.RWMutex
 	seen map[string]struct{}
+}
+
+// Seen returns the organization ids that have their own label.
+func (l *OrgLabeler) Seen() []string {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	ids := make([]string, 0, len(l.seen))
+	for id := range l.seen {
+		ids = append(ids, id)
+	}
+	return ids
 }
 
 // Label returns id while fewer than MaxOrgLabels distinct ids were seen,

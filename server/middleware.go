@@ -87,8 +87,9 @@ func (s *statusRecorder) Flush() {
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 // instrument logs each request and records its metrics, labelled by
-// organization, route template, method and status class.
-func instrument(log *slog.Logger, m *observability.Metrics, next http.Handler) http.Handler {
+// organization, route template, method and status class (latency without
+// the organization). routeOf names requests no handler named.
+func instrument(log *slog.Logger, m *observability.Metrics, routeOf func(*http.Request) string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w}
@@ -99,12 +100,15 @@ func instrument(log *slog.Logger, m *observability.Metrics, next http.Handler) h
 		}
 		info := observability.Info(r.Context())
 		route := info.Route
+		if route == "" && routeOf != nil {
+			route = routeOf(r)
+		}
 		if route == "" {
 			route = "unmatched"
 		}
-		labels := []string{m.Org(info.OrgID), route, r.Method, strconv.Itoa(rec.status/100) + "xx"}
-		m.HTTPRequests.WithLabelValues(labels...).Inc()
-		m.HTTPDuration.WithLabelValues(labels...).Observe(elapsed.Seconds())
+		status := strconv.Itoa(rec.status/100) + "xx"
+		m.HTTPRequests.WithLabelValues(m.Org(info.OrgID), route, r.Method, status).Inc()
+		m.HTTPDuration.WithLabelValues(route, r.Method, status).Observe(elapsed.Seconds())
 		level := slog.LevelInfo
 		if route == "GET /metrics" || route == "GET /healthz" || route == "GET /readyz" {
 			level = slog.LevelDebug

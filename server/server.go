@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -53,6 +54,10 @@ type Config struct {
 	// Quotas, when set, holds authenticated requests to their
 	// organization's quota.
 	Quotas *ratelimit.Quotas
+	// Route names the API route template of a request the API never saw
+	// (refused before it, e.g. unauthenticated), so its metrics and logs
+	// carry the route rather than "unmatched"; "" when none matches.
+	Route func(*http.Request) string
 }
 
 // New returns the root handler.
@@ -75,15 +80,32 @@ func New(cfg Config) http.Handler {
 		mux.Handle(pattern, named(pattern, h))
 	}
 	mux.Handle("/", limitBody(auth.middleware(jsonErrors(cfg.API))))
-	return withRequestInfo(clients.Middleware(recoverer(cfg.Logger, instrument(cfg.Logger, cfg.Metrics, securityHeaders(mux)))))
+	return withRequestInfo(clients.Middleware(recoverer(cfg.Logger, instrument(cfg.Logger, cfg.Metrics, cfg.Route, securityHeaders(mux)))))
 }
 
-// named records the route template of a handler that is not an API route.
-func named(route string, h http.Handler) http.Handler {
+// named records the route template of a handler that is not an API route,
+// in the API's "METHOD /path" format. When h is itself a ServeMux, the
+// pattern it chose (ServeMux records it on the request) is the route, so
+// "/embed/" becomes "GET /embed/{id}".
+func named(pattern string, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		observability.Info(r.Context()).Route = route
+		info := observability.Info(r.Context())
+		info.Route = RouteLabel(r.Method, pattern)
 		h.ServeHTTP(w, r)
+		if r.Pattern != "" {
+			info.Route = RouteLabel(r.Method, r.Pattern)
+		}
 	})
+}
+
+// RouteLabel formats a ServeMux pattern as a route label: the pattern
+// itself when it names a method ("GET /embed/{id}"), else prefixed with
+// the request's method ("POST /oauth/").
+func RouteLabel(method, pattern string) string {
+	if strings.HasPrefix(pattern, "/") {
+		return method + " " + pattern
+	}
+	return pattern
 }
 
 func healthz(w http.ResponseWriter, _ *http.Request) {

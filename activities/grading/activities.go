@@ -46,6 +46,7 @@ type Activities struct {
 
 // Register registers the activities on w under the workflow's names.
 func (a *Activities) Register(w worker.Registry) {
+	a.Metrics.initRegion(a.Region)
 	w.RegisterActivityWithOptions(a.PendingAnswers, activity.RegisterOptions{Name: wf.ActivityPendingAnswers})
 	w.RegisterActivityWithOptions(a.GradeAnswer, activity.RegisterOptions{Name: wf.ActivityGradeAnswer})
 	w.RegisterActivityWithOptions(a.FinishResult, activity.RegisterOptions{Name: wf.ActivityFinishResult})

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/assessd/assessd/observability"
 )
 
 // Metrics are the grading metrics of a worker.
@@ -23,7 +25,7 @@ func NewMetrics(reg prometheus.Registerer, orgLabel func(string) string) *Metric
 		}, []string{"org", "region", "outcome"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "assessd_grading_duration_seconds", Help: "Time from a result's submission to the end of its grading, by region.",
-			Buckets: prometheus.ExponentialBuckets(0.01, 2, 14),
+			Buckets: observability.LongBuckets,
 		}, []string{"region"}),
 		files: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "assessd_grading_files_total", Help: "Grading file inputs fetched or skipped, by region and outcome.",
@@ -40,7 +42,17 @@ func (m *Metrics) fileSkipped(region, reason string) {
 
 func (m *Metrics) fileFetched(region string) { m.files.WithLabelValues(region, "fetched").Inc() }
 
+// initRegion creates region's fetched-files series at zero, so dashboards
+// show 0 rather than nothing before the first file.
+func (m *Metrics) initRegion(region string) { m.files.WithLabelValues(region, "fetched") }
+
 func (m *Metrics) finished(orgID, region, outcome string, d time.Duration) {
-	m.results.WithLabelValues(m.orgLabel(orgID), region, outcome).Inc()
+	org := m.orgLabel(orgID)
+	// Both outcomes of an organization exist from its first result, so
+	// its failure ratio is 0, not absent, while nothing failed.
+	for _, o := range []string{"graded", "failed"} {
+		m.results.WithLabelValues(org, region, o)
+	}
+	m.results.WithLabelValues(org, region, outcome).Inc()
 	m.duration.WithLabelValues(region).Observe(d.Seconds())
 }

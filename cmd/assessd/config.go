@@ -34,6 +34,12 @@ type config struct {
 	LogLevel          string
 	TrustedProxies    string
 	MetricsAddr       string
+
+	// Temporal security: mTLS files, a CA for the server, the server name
+	// to verify, an API key (a secret), and whether to register a missing
+	// namespace.
+	TemporalTLSCert, TemporalTLSKey, TemporalTLSCA, TemporalTLSServerName string
+	TemporalAPIKey, TemporalCreateNamespace                               string
 }
 
 type setting struct {
@@ -51,6 +57,12 @@ func (c *config) settings() []setting {
 		{"REDIS_URL", "Redis URL for embed sessions, e.g. redis://127.0.0.1:6379/0", &c.RedisURL, ""},
 		{"TEMPORAL_ADDRESS", "Temporal frontend host:port", &c.TemporalAddress, ""},
 		{"TEMPORAL_NAMESPACE", "Temporal namespace", &c.TemporalNamespace, "default"},
+		{"TEMPORAL_TLS_CERT", "client certificate file (PEM) for mTLS to Temporal", &c.TemporalTLSCert, ""},
+		{"TEMPORAL_TLS_KEY", "client key file (PEM) for mTLS to Temporal", &c.TemporalTLSKey, ""},
+		{"TEMPORAL_TLS_CA", "CA file (PEM) verifying the Temporal server; turns TLS on", &c.TemporalTLSCA, ""},
+		{"TEMPORAL_TLS_SERVER_NAME", "server name to verify on the Temporal certificate; turns TLS on", &c.TemporalTLSServerName, ""},
+		{"TEMPORAL_API_KEY", "Temporal Cloud API key (secret); turns TLS on", &c.TemporalAPIKey, ""},
+		{"TEMPORAL_CREATE_NAMESPACE", "register the namespace at start-up when it is missing (true or false)", &c.TemporalCreateNamespace, "false"},
 		{"ASSESSD_MEDIA_CDN", "comma-separated URL prefixes of the media CDN (grading files)", &c.MediaCDN, ""},
 		{"ASSESSD_AI_PROVIDER", "builtin or openai", &c.AIProvider, "builtin"},
 		{"ASSESSD_AI_GLOBAL_URL", "OpenAI-compatible base URL of the global region", &c.AIGlobalURL, ""},

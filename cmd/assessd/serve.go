@@ -12,7 +12,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"go.temporal.io/sdk/client"
-	sdklog "go.temporal.io/sdk/log"
 
 	"github.com/assessd/assessd/app"
 	"github.com/assessd/assessd/clientaddr"
@@ -76,7 +75,12 @@ func newProcess(ctx context.Context, cfg config, log *slog.Logger) (*process, er
 	}
 	// Lazy: serve starts while Temporal is away; workflow starts wait in
 	// the outbox until it answers.
-	tc, err := client.NewLazyClient(temporalOptions(cfg, log))
+	opts, err := cfg.temporalOptions(log, nil)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	tc, err := client.NewLazyClient(opts)
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("temporal: %w", err)
@@ -91,16 +95,19 @@ func newProcess(ctx context.Context, cfg config, log *slog.Logger) (*process, er
 	return &process{cfg: cfg, log: log, db: db, temporal: tc, App: a}, nil
 }
 
-// temporalOptions are the client options of the configured Temporal
-// frontend.
-func temporalOptions(cfg config, log *slog.Logger) client.Options {
-	return client.Options{HostPort: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace,
-		Logger: sdklog.NewStructuredLogger(log.With("component", "temporal"))}
-}
-
-// dialTemporal connects to the configured Temporal frontend.
-func dialTemporal(cfg config, log *slog.Logger) (client.Client, error) {
-	c, err := client.Dial(temporalOptions(cfg, log))
+// dialTemporal connects to the configured Temporal frontend and checks
+// (or creates) the namespace; the SDK's metrics go to metrics (nil: none).
+func dialTemporal(cfg config, log *slog.Logger, metrics client.MetricsHandler) (client.Client, error) {
+	opts, err := cfg.temporalOptions(log, metrics)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := cfg.ensureNamespace(ctx, opts); err != nil {
+		return nil, err
+	}
+	c, err := client.Dial(opts)
 	if err != nil {
 		return nil, fmt.Errorf("temporal: %w", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/assessd/assessd/app"
 	"github.com/assessd/assessd/media"
 	"github.com/assessd/assessd/observability"
+	"github.com/assessd/assessd/observability/temporalmetrics"
 )
 
 // runWorker runs one AI region's grading worker: it polls only that
@@ -47,13 +48,14 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer db.Close()
-	tc, err := dialTemporal(cfg, log)
+	metrics := observability.NewMetrics()
+	metrics.RegisterPool(db)
+	metrics.RegisterOrgInfo(app.OrgInfoLookup(db))
+	tc, err := dialTemporal(cfg, log, temporalmetrics.NewHandler(metrics.Registry))
 	if err != nil {
 		return err
 	}
 	defer tc.Close()
-	metrics := observability.NewMetrics()
-	metrics.RegisterPool(db)
 	wcfg, err := workerConfig(cfg, *region, metrics, gradingactivities.NewMetrics(metrics.Registry, metrics.Org))
 	if err != nil {
 		return err
