@@ -82,7 +82,7 @@ func TestHostileInputOverOpenAPI(t *testing.T) {
 		case r.status >= 500:
 			fiveXX++
 		}
-		if problem := check.problem(r); problem != "" && len(failures) < 5000 {
+		if problem := check.problem(r); problem != "" && len(failures) < 40 {
 			failures = append(failures, fmt.Sprintf("%s %s body %.200q: %d %s: %s", method, target, body, r.status, r.raw, problem))
 		}
 	}
