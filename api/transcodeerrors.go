@@ -60,11 +60,20 @@ func ShapeError(ctx context.Context, method, path string, code int, contentType 
 	if m := invalidParameter.FindStringSubmatch(st.Message); m != nil {
 		return parameterError(apiRoutes().match(method, path), m[1])
 	}
-	msg := http.StatusText(code)
+	text := http.StatusText(code)
+	if text == "" {
+		text = "Request failed" // a status net/http has no name for
+	}
+	msg := text
 	if connect.Code(st.Code) != connect.CodeInvalidArgument && st.Message != "" && len(st.Message) <= 300 && !leaksInternals(st.Message) {
 		msg = st.Message
 	}
-	reason := strings.ToUpper(strings.ReplaceAll(http.StatusText(code), " ", "_"))
+	reason := strings.Map(func(r rune) rune {
+		if r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '_'
+	}, strings.ToUpper(text)) // "I'm a teapot" -> I_M_A_TEAPOT
 	if code == http.StatusBadRequest {
 		reason, msg = "INVALID_REQUEST", "the request is malformed"
 	}

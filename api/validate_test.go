@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -96,6 +97,19 @@ func FuzzBodyError(f *testing.F) {
 	})
 }
 
+var upperSnake = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
+
+func reasonOf(ce *connect.Error) string {
+	for _, d := range ce.Details() {
+		if v, err := d.Value(); err == nil {
+			if info, ok := v.(*errdetails.ErrorInfo); ok {
+				return info.Reason
+			}
+		}
+	}
+	return ""
+}
+
 // FuzzShapeError checks that any error response of the REST surface comes
 // out with an ErrorInfo and a message free of internal names.
 func FuzzShapeError(f *testing.F) {
@@ -103,6 +117,7 @@ func FuzzShapeError(f *testing.F) {
 	f.Add("GET", "/audit-logs", 400, "application/json", []byte(`{"code":3,"message":"invalid parameter \"since\" value for type \"message\": \"x\""}`))
 	f.Add("POST", "/users", 500, "application/json", []byte(`{"code":2,"message":"proto: field assessd.v1.CreateUserRequest.name contains invalid UTF-8"}`))
 	f.Add("DELETE", "/exams", 405, "text/plain", []byte("Method Not Allowed\n"))
+	f.Add("GET", "/exams", 418, "text/plain", []byte("I'm a teapot"))
 	f.Add("GET", "/exams/x", 400, "application/json", []byte(`{"code":3,"message":"in field path \"a.b\": field of type assessd.v1.X"}`))
 	f.Fuzz(func(t *testing.T, method, path string, code int, contentType string, body []byte) {
 		if code < 400 || code > 599 {
@@ -119,7 +134,7 @@ func FuzzShapeError(f *testing.F) {
 				info = true
 			}
 		}
-		if !info || ce.Message() == "" || leaksInternals(ce.Message()) || (code >= 500 && ce.Code() != connect.CodeInternal) {
+		if !info || !upperSnake.MatchString(reasonOf(ce)) || ce.Message() == "" || leaksInternals(ce.Message()) || (code >= 500 && ce.Code() != connect.CodeInternal) {
 			t.Fatalf("ShapeError(%q %q %d %q) = %v", method, path, code, body, ce)
 		}
 	})
