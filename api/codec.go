@@ -95,6 +95,16 @@ func appendCompact(base, data []byte, err error) ([]byte, error) {
 var (
 	protojsonPosition = regexp.MustCompile(`^proto:\s*(syntax error\s*)?(\(line \d+:\d+\):\s*)?`)
 	protojsonField    = regexp.MustCompile(`field "?([A-Za-z_][A-Za-z0-9_.]*)"?`)
+	// protojsonTypes names the protobuf types protojson mentions, with the
+	// words a client understands.
+	protojsonTypes = strings.NewReplacer(
+		"google.protobuf.Value", "JSON value",
+		"google.protobuf.Struct", "JSON object",
+		"google.protobuf.ListValue", "JSON array",
+		"google.protobuf.Timestamp", "RFC 3339 time",
+		"google.protobuf.Duration", "duration",
+	)
+	internalName = regexp.MustCompile(`(assessd\.v1|google\.protobuf)\.[A-Za-z0-9_.]+`)
 )
 
 // bodyError rewrites a protojson error ("proto: (line 1:2): unknown field
@@ -104,6 +114,7 @@ func bodyError(err error) error {
 		return nil
 	}
 	msg := protojsonPosition.ReplaceAllString(strings.ReplaceAll(err.Error(), "\u00a0", " "), "")
+	msg = internalName.ReplaceAllString(protojsonTypes.Replace(msg), "value")
 	field := ""
 	if m := protojsonField.FindStringSubmatch(msg); m != nil {
 		field = m[1]

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 
 	"github.com/assessd/assessd/errs"
+	"github.com/assessd/assessd/textcheck"
 )
 
 // ErrorDomain is the ErrorInfo domain of every assessd error.
@@ -54,6 +55,10 @@ func ToConnect(ctx context.Context, err error) *connect.Error {
 // NewError builds a Connect error with an ErrorInfo detail and, when field
 // is set, a BadRequest field violation.
 func NewError(code connect.Code, reason, message, field string, meta map[string]string) *connect.Error {
+	// Messages may quote client input: keep them printable UTF-8 (the
+	// encoder of the error body refuses anything else) and short.
+	message = textcheck.Sanitize(message, 500)
+	field = textcheck.Sanitize(field, 200)
 	ce := connect.NewError(code, errors.New(message))
 	if d, err := connect.NewErrorDetail(&errdetails.ErrorInfo{Reason: reason, Domain: ErrorDomain, Metadata: meta}); err == nil {
 		ce.AddDetail(d)

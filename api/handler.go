@@ -53,7 +53,7 @@ func NewHandler(s Services) (http.Handler, error) {
 	pkg := v1.File_assessd_v1_users_proto.Package()
 	routes := routeTemplates(pkg)
 	opts := []connect.HandlerOption{
-		connect.WithInterceptors(routeInterceptor(routes)),
+		connect.WithInterceptors(routeInterceptor(routes), textInterceptor()),
 		connect.WithReadMaxBytes(MaxBodyBytes),
 		// Small responses are not worth compressing.
 		connect.WithCompressMinBytes(4 << 10),
@@ -114,7 +114,7 @@ func NewHandler(s Services) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return strictBodies(transcoder, passThroughBodies(pkg)), nil
+	return checkURL(strictBodies(transcoder, passThroughBodies(pkg)), apiRoutes()), nil
 }
 
 // passThroughBodies finds the routes whose JSON body the transcoder hands
@@ -150,11 +150,14 @@ func strictBodies(next http.Handler, routes map[string]protoreflect.MessageType)
 			WriteError(w, r, NewError(connect.CodeInvalidArgument, "INVALID_BODY", "could not read the request body", "", nil))
 			return
 		}
-		if len(body) > 0 {
-			if err := codec.Unmarshal(body, mt.New().Interface()); err != nil {
-				WriteError(w, r, ToConnect(r.Context(), err))
-				return
-			}
+		// An empty body is an empty object, as it is on the routes the
+		// transcoder decodes: the domain then names the missing fields.
+		if len(bytes.TrimSpace(body)) == 0 {
+			body = []byte("{}")
+		}
+		if err := codec.Unmarshal(body, mt.New().Interface()); err != nil {
+			WriteError(w, r, ToConnect(r.Context(), err))
+			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		next.ServeHTTP(w, r)

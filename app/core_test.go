@@ -366,7 +366,12 @@ func TestBadInputIsA4xxNamingTheField(t *testing.T) {
 		{"body on GET", "GET", "/users", `{"x":1}`, 400, ""},
 		{"huge body", "POST", "/users", `{"name":"` + strings.Repeat("a", 1<<20) + `"}`, 413, ""},
 		{"unknown route", "GET", "/nowhere", nil, 404, ""},
-		{"audit action", "GET", "/audit-logs?since=yesterday", nil, 400, ""},
+		{"bad time", "GET", "/audit-logs?since=yesterday", nil, 400, "since"},
+		{"non-numeric page size", "GET", "/users?pageSize=ten", nil, 400, "pageSize"},
+		{"NUL in a filter", "GET", "/users?email=a%00", nil, 400, "email"},
+		{"invalid UTF-8 in a path id", "GET", "/users/usr_%FF", nil, 400, "id"},
+		{"NUL in metadata", "POST", "/users", `{"email":"n@x.test","name":"N","metadata":{"a":{"b":"\u0000"}}}`, 400, "metadata.a.b"},
+		{"empty body", "POST", "/users", "", 400, "email"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

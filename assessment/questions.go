@@ -199,12 +199,12 @@ func (s *Service) CreateQuestion(ctx context.Context, examID string, in NewQuest
 	err = s.db.Tx(ctx, func(ctx context.Context) error {
 		q := s.db.Q(ctx)
 		// Locking the exam serializes position allocation.
-		exam, err := s.loadExam(ctx, q, "examId", examID, true)
-		if err != nil {
+		if _, err := s.loadExam(ctx, q, "examId", examID, true); err != nil {
 			return err
 		}
-		if exam.QuestionCount >= maxQuestions {
-			return errs.Conflict("EXAM_FULL", "an exam holds at most %d questions", maxQuestions)
+		position, err := nextPosition(ctx, q, examID)
+		if err != nil {
+			return err
 		}
 		def, err := s.typeForNewQuestion(ctx, q, in.Type)
 		if err != nil {
@@ -218,7 +218,7 @@ func (s *Service) CreateQuestion(ctx context.Context, examID string, in NewQuest
 		if _, err := q.Exec(ctx, `
 			INSERT INTO questions (id, org_id, exam_id, position, builtin_type, type_id, prompt, config, points)
 			VALUES ($1, app_org_id(), $2, $3, $4, $5, $6, $7::jsonb, $8)`,
-			id, examID, exam.QuestionCount+1, builtin, typeID, prompt, store.JSON{V: in.Config}, in.Points); err != nil {
+			id, examID, position, builtin, typeID, prompt, store.JSON{V: in.Config}, in.Points); err != nil {
 			return fmt.Errorf("create question: %w", err)
 		}
 		if out, err = s.loadQuestion(ctx, q, examID, id, false); err != nil {
@@ -227,6 +227,24 @@ func (s *Service) CreateQuestion(ctx context.Context, examID string, in NewQuest
 		return s.audit(ctx, caller, "question.created", "question", id, nil, questionSnapshot(out))
 	})
 	return out, err
+}
+
+// nextPosition returns the position after an exam's last question; the
+// caller holds the exam's row lock. It must be its own statement: the
+// statement that took the lock read the questions as of its start, before
+// a concurrent create that held the lock committed, so a count taken there
+// repeats a position under concurrency (read committed gives each new
+// statement a fresh snapshot).
+func nextPosition(ctx context.Context, q store.Querier, examID string) (int, error) {
+	var count, last int
+	if err := q.QueryRow(ctx, `SELECT count(*), coalesce(max(position), 0) FROM questions
+		 WHERE org_id = app_org_id() AND exam_id = $1`, examID).Scan(&count, &last); err != nil {
+		return 0, fmt.Errorf("next question position: %w", err)
+	}
+	if count >= maxQuestions {
+		return 0, errs.Conflict("EXAM_FULL", "an exam holds at most %d questions", maxQuestions)
+	}
+	return last + 1, nil
 }
 
 func typeColumnsOf(def TypeDef) (builtin, typeID *string) {

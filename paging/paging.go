@@ -5,6 +5,8 @@ package paging
 
 import (
 	"encoding/base64"
+	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/assessd/assessd/errs"
@@ -27,25 +29,37 @@ type Page struct {
 
 const tokenVersion = "v1:"
 
-// Parse validates pageSize and pageToken.
+// Parse validates pageSize and pageToken. Errors carry the reasons
+// INVALID_PAGE_SIZE and INVALID_PAGE_TOKEN, as do the transcoder's errors
+// for values that are not numbers at all.
 func Parse(size int32, token string) (Page, error) {
 	p := Page{Size: int(size)}
 	switch {
 	case size == 0:
 		p.Size = DefaultSize
 	case size < 0 || size > MaxSize:
-		return Page{}, errs.Invalid("pageSize", "must be between 1 and %d", MaxSize)
+		return Page{}, invalid("pageSize", "INVALID_PAGE_SIZE", fmt.Sprintf("must be between 1 and %d", MaxSize))
 	}
 	if token == "" {
 		return p, nil
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(token)
 	after, ok := strings.CutPrefix(string(raw), tokenVersion)
-	if err != nil || !ok || after == "" {
-		return Page{}, errs.Invalid("pageToken", "is not a token returned by this list")
+	if err != nil || !ok || !cursor.MatchString(after) {
+		return Page{}, invalid("pageToken", "INVALID_PAGE_TOKEN", "is not a token returned by this list")
 	}
 	p.After = after
 	return p, nil
+}
+
+// cursor is the shape of what a token may point after: an id, or the key
+// of a built-in question type. Anything else never reaches a query.
+var cursor = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+func invalid(field, reason, msg string) error {
+	e := errs.Invalid(field, "%s", msg)
+	e.Reason = reason
+	return e
 }
 
 // Limit is the row count to query: one more than the page, to learn

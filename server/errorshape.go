@@ -6,54 +6,49 @@ import (
 	"net/http"
 	"strings"
 
-	"connectrpc.com/connect"
-
 	"github.com/assessd/assessd/api"
 )
 
-// statusCodes maps the HTTP statuses that routing answers with itself to
-// the Connect code of the JSON error body.
-var statusCodes = map[int]connect.Code{
-	http.StatusNotFound:             connect.CodeNotFound,
-	http.StatusMethodNotAllowed:     connect.CodeUnimplemented,
-	http.StatusUnsupportedMediaType: connect.CodeInvalidArgument,
-	http.StatusRequestURITooLong:    connect.CodeInvalidArgument,
-}
-
-// jsonErrors rewrites the plain-text errors that routing produces (405
-// Method Not Allowed, 415, ...) into the API's google.rpc.Status JSON shape,
-// so clients see one error format everywhere. Headers such as Allow are
-// kept.
+// jsonErrors gives every error of the REST surface the API's
+// google.rpc.Status shape: it holds back error responses and lets
+// api.ShapeError rewrite those that lack it (plain-text routing errors such
+// as 405 and 415, and the transcoder's errors for undecodable path and
+// query values). Connect and gRPC calls keep their protocol's errors.
+// Headers such as Allow are kept.
 func jsonErrors(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if api.IsRPC(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		method, path := r.Method, r.URL.Path
 		jw := &jsonErrorWriter{ResponseWriter: w}
 		next.ServeHTTP(jw, r)
 		if jw.status == 0 {
 			return
 		}
-		code, ok := statusCodes[jw.status]
-		if !ok {
-			code = connect.CodeUnknown
+		ce := api.ShapeError(r.Context(), method, path, jw.status, w.Header().Get("Content-Type"), jw.body.Bytes())
+		if ce == nil {
+			w.WriteHeader(jw.status)
+			_, _ = w.Write(jw.body.Bytes())
+			return
 		}
-		msg := strings.TrimSpace(jw.body.String())
-		if msg == "" || len(msg) > 300 {
-			msg = http.StatusText(jw.status)
-		}
-		reason := strings.ToUpper(strings.ReplaceAll(http.StatusText(jw.status), " ", "_"))
 		w.Header().Del("Content-Length")
-		api.WriteErrorStatus(w, jw.status, api.NewError(code, reason, msg, "", nil))
+		api.WriteErrorStatus(w, jw.status, ce)
 	})
 }
 
+// jsonErrorWriter holds back an error response (status and body) for
+// jsonErrors to inspect; other responses pass straight through.
 type jsonErrorWriter struct {
 	http.ResponseWriter
-	status int // set when the response is being rewritten
+	status int // set when the response is held back
 	body   bytes.Buffer
 	passed bool
 }
 
 func (w *jsonErrorWriter) WriteHeader(code int) {
-	if !w.passed && w.status == 0 && code >= 400 && !structured(w.Header().Get("Content-Type")) {
+	if !w.passed && w.status == 0 && code >= 400 && restOrPlain(w.Header().Get("Content-Type")) {
 		w.status = code
 		return
 	}
@@ -77,10 +72,9 @@ func (w *jsonErrorWriter) Flush() {
 
 func (w *jsonErrorWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// structured reports whether a response's content type already carries a
-// machine-readable error (JSON, or an RPC protocol's encoding).
-func structured(contentType string) bool {
+// restOrPlain reports whether an error response is JSON or plain text,
+// the two forms the REST surface can produce; RPC encodings pass through.
+func restOrPlain(contentType string) bool {
 	mt, _, _ := mime.ParseMediaType(contentType)
-	return strings.HasSuffix(mt, "json") || strings.HasPrefix(mt, "application/grpc") ||
-		strings.HasPrefix(mt, "application/connect") || mt == "application/proto"
+	return !strings.HasPrefix(mt, "application/grpc") && !strings.HasPrefix(mt, "application/connect") && mt != "application/proto"
 }

@@ -1,0 +1,149 @@
+package api
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+
+	"connectrpc.com/connect"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	v1 "github.com/assessd/assessd/api/gen/assessd/v1"
+)
+
+// apiRoutes is the route index of the API's package, built once.
+var apiRoutes = sync.OnceValue(func() *routeIndex {
+	return newRouteIndex(v1.File_assessd_v1_users_proto.Package())
+})
+
+// invalidParameter matches the transcoder's errors for path and query
+// values it cannot decode: `invalid parameter "page_size" value for type
+// "int32": abc` and `invalid parameter "page_size": <cause>`.
+var invalidParameter = regexp.MustCompile(`^invalid parameter "([^"]+)"`)
+
+// IsRPC reports whether r is a Connect or gRPC call (their errors have
+// their own protocol's shape), rather than a REST request.
+func IsRPC(r *http.Request) bool {
+	return strings.HasPrefix(r.URL.Path, "/"+string(v1.File_assessd_v1_users_proto.Package())+".")
+}
+
+// ShapeError is the one place that turns an error response of the REST
+// surface which lacks the API's shape into one that has it: an ErrorInfo
+// with a stable reason, a message and a field violation naming the public
+// field. The transcoder writes such errors for path and query values it
+// cannot decode, and routing writes plain-text ones (405, 415). It returns
+// nil when the response is already shaped. method and path are the
+// request's as the client sent them (the transcoder rewrites the path);
+// contentType and body are the original response's. Server errors never
+// pass their text on.
+func ShapeError(ctx context.Context, method, path string, code int, contentType string, body []byte) *connect.Error {
+	st := &status.Status{}
+	if strings.Contains(contentType, "json") && protojson.Unmarshal(body, st) == nil {
+		for _, d := range st.Details {
+			if d.MessageIs(&errdetails.ErrorInfo{}) {
+				return nil
+			}
+		}
+	} else {
+		st = &status.Status{Code: int32(statusCode(code)), Message: strings.TrimSpace(string(body))}
+	}
+	if code >= 500 {
+		slog.ErrorContext(ctx, "unshaped server error", "status", code, "message", st.Message)
+		return NewError(connect.CodeInternal, "INTERNAL", "internal error", "", nil)
+	}
+	if m := invalidParameter.FindStringSubmatch(st.Message); m != nil {
+		return parameterError(apiRoutes().match(method, path), m[1])
+	}
+	text := http.StatusText(code)
+	if text == "" {
+		text = "Request failed" // a status net/http has no name for
+	}
+	msg := text
+	if connect.Code(st.Code) != connect.CodeInvalidArgument && st.Message != "" && len(st.Message) <= 300 && !leaksInternals(st.Message) {
+		msg = st.Message
+	}
+	reason := strings.Map(func(r rune) rune {
+		if r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '_'
+	}, strings.ToUpper(text)) // "I'm a teapot" -> I_M_A_TEAPOT
+	if code == http.StatusBadRequest {
+		reason, msg = "INVALID_REQUEST", "the request is malformed"
+	}
+	return NewError(statusCode(code), reason, msg, "", nil)
+}
+
+// statusCodes maps the HTTP statuses that routing answers with itself to
+// the Connect code of the JSON error body.
+var statusCodes = map[int]connect.Code{
+	http.StatusBadRequest:            connect.CodeInvalidArgument,
+	http.StatusNotFound:              connect.CodeNotFound,
+	http.StatusMethodNotAllowed:      connect.CodeUnimplemented,
+	http.StatusUnsupportedMediaType:  connect.CodeInvalidArgument,
+	http.StatusRequestURITooLong:     connect.CodeInvalidArgument,
+	http.StatusRequestEntityTooLarge: connect.CodeResourceExhausted,
+}
+
+func statusCode(code int) connect.Code {
+	if c, ok := statusCodes[code]; ok {
+		return c
+	}
+	return connect.CodeUnknown
+}
+
+// leaksInternals reports whether a message names protobuf types or the
+// libraries underneath.
+func leaksInternals(msg string) bool {
+	for _, s := range []string{"assessd.v1", "google.", "proto", "codec", "field path"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// parameterError describes a path or query value of the wrong type.
+func parameterError(rt *route, param string) *connect.Error {
+	field := rt.publicName(param)
+	reason := "INVALID_ARGUMENT"
+	switch field {
+	case "pageSize":
+		reason = "INVALID_PAGE_SIZE"
+	case "pageToken":
+		reason = "INVALID_PAGE_TOKEN"
+	}
+	return NewError(connect.CodeInvalidArgument, reason, field+": "+expectation(rt.field(param)), field, nil)
+}
+
+// expectation says what a value of field's type looks like.
+func expectation(fd protoreflect.FieldDescriptor) string {
+	if fd == nil {
+		return "has an invalid value"
+	}
+	switch fd.Kind() {
+	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind:
+		return "must be a whole number between -2147483648 and 2147483647"
+	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind:
+		return "must be a whole number between 0 and 4294967295"
+	case protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind, protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
+		return "must be a whole number"
+	case protoreflect.DoubleKind, protoreflect.FloatKind:
+		return "must be a number"
+	case protoreflect.BoolKind:
+		return "must be true or false"
+	case protoreflect.EnumKind:
+		return "is not one of the allowed values"
+	case protoreflect.MessageKind:
+		if fd.Message().FullName() == "google.protobuf.Timestamp" {
+			return "must be an RFC 3339 time, e.g. 2026-01-31T12:00:00Z"
+		}
+	}
+	return "has an invalid value"
+}

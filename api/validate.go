@@ -1,0 +1,194 @@
+package api
+
+import (
+	"context"
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/assessd/assessd/textcheck"
+)
+
+// maxValueDepth bounds the nesting of free-form JSON (metadata, config,
+// answers): deeper documents are refused before they reach jsonb.
+const maxValueDepth = 32
+
+// textInterceptor holds every request message to textcheck's rule,
+// whichever protocol carried it: each string (fields, map keys and the
+// strings inside free-form Struct/Value content), each number finite, and
+// free-form content at most maxValueDepth deep. The violation names the
+// public lowerCamelCase field path ("metadata.color", "answers[0].value").
+func textInterceptor() connect.UnaryInterceptorFunc {
+	return func(next connect.UnaryFunc) connect.UnaryFunc {
+		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+			if msg, ok := req.Any().(proto.Message); ok {
+				if field, problem := messageProblem(msg.ProtoReflect(), "", 0); problem != "" {
+					return nil, invalidField(field, problem)
+				}
+			}
+			return next(ctx, req)
+		}
+	}
+}
+
+func invalidField(field, problem string) *connect.Error {
+	return NewError(connect.CodeInvalidArgument, "INVALID_ARGUMENT", field+": "+problem, field, nil)
+}
+
+// messageProblem returns the first field of m that breaks the rule, and
+// what is wrong with it.
+func messageProblem(m protoreflect.Message, path string, depth int) (field, problem string) {
+	switch m.Descriptor().FullName() {
+	case "google.protobuf.Struct", "google.protobuf.Value", "google.protobuf.ListValue":
+		return valueProblem(m, path, depth)
+	}
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		field, problem = fieldProblem(fd, v, join(path, fd.JSONName()), depth)
+		return problem == ""
+	})
+	return field, problem
+}
+
+func fieldProblem(fd protoreflect.FieldDescriptor, v protoreflect.Value, path string, depth int) (string, string) {
+	switch {
+	case fd.IsList():
+		l := v.List()
+		for i := range l.Len() {
+			if f, p := scalarProblem(fd, l.Get(i), path+"["+strconv.Itoa(i)+"]", depth); p != "" {
+				return f, p
+			}
+		}
+	case fd.IsMap():
+		var field, problem string
+		v.Map().Range(func(k protoreflect.MapKey, mv protoreflect.Value) bool {
+			key := k.String()
+			if problem = textcheck.Problem(key); problem != "" {
+				field, problem = path, "keys "+problem
+				return false
+			}
+			field, problem = scalarProblem(fd.MapValue(), mv, join(path, key), depth)
+			return problem == ""
+		})
+		return field, problem
+	default:
+		return scalarProblem(fd, v, path, depth)
+	}
+	return "", ""
+}
+
+func scalarProblem(fd protoreflect.FieldDescriptor, v protoreflect.Value, path string, depth int) (string, string) {
+	switch fd.Kind() {
+	case protoreflect.StringKind:
+		if p := textcheck.Problem(v.String()); p != "" {
+			return path, p
+		}
+	case protoreflect.DoubleKind, protoreflect.FloatKind:
+		if f := v.Float(); math.IsNaN(f) || math.IsInf(f, 0) {
+			return path, "must be a finite number"
+		}
+	case protoreflect.MessageKind, protoreflect.GroupKind:
+		return messageProblem(v.Message(), path, depth)
+	}
+	return "", ""
+}
+
+// valueProblem walks free-form JSON, naming its paths as the client wrote
+// them (config.choices[1]) rather than through Struct's inner fields.
+func valueProblem(m protoreflect.Message, path string, depth int) (string, string) {
+	if depth > maxValueDepth {
+		return path, "must be nested at most " + strconv.Itoa(maxValueDepth) + " levels deep"
+	}
+	fields := m.Descriptor().Fields()
+	switch m.Descriptor().FullName() {
+	case "google.protobuf.Struct":
+		var field, problem string
+		m.Get(fields.ByName("fields")).Map().Range(func(k protoreflect.MapKey, v protoreflect.Value) bool {
+			key := k.String()
+			if problem = textcheck.Problem(key); problem != "" {
+				field, problem = path, "keys "+problem
+				return false
+			}
+			field, problem = valueProblem(v.Message(), join(path, key), depth+1)
+			return problem == ""
+		})
+		return field, problem
+	case "google.protobuf.ListValue":
+		l := m.Get(fields.ByName("values")).List()
+		for i := range l.Len() {
+			if f, p := valueProblem(l.Get(i).Message(), path+"["+strconv.Itoa(i)+"]", depth+1); p != "" {
+				return f, p
+			}
+		}
+		return "", ""
+	}
+	// google.protobuf.Value: one of null, number, string, bool, struct, list.
+	od := m.Descriptor().Oneofs().ByName("kind")
+	fd := m.WhichOneof(od)
+	if fd == nil {
+		return "", ""
+	}
+	v := m.Get(fd)
+	switch fd.Kind() {
+	case protoreflect.MessageKind:
+		return valueProblem(v.Message(), path, depth)
+	default:
+		return scalarProblem(fd, v, path, depth)
+	}
+}
+
+func join(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}
+
+// checkURL applies textcheck's rule to the path and query before the
+// transcoder decodes them: it cannot represent invalid UTF-8 in a string
+// field and would answer 500. Parameters with an empty name are dropped,
+// like unknown ones.
+func checkURL(next http.Handler, routes *routeIndex) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rt := routes.match(r.Method, r.URL.Path)
+		for i, seg := range strings.Split(r.URL.Path, "/") {
+			if p := textcheck.Problem(seg); p != "" {
+				field := "path"
+				if name := rt.variable(i); name != "" {
+					field = name
+				}
+				WriteError(w, r, invalidField(field, p))
+				return
+			}
+		}
+		if r.URL.RawQuery == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		query, err := url.ParseQuery(r.URL.RawQuery)
+		if err != nil {
+			WriteError(w, r, NewError(connect.CodeInvalidArgument, "INVALID_QUERY", "the query string is not valid URL encoding", "", nil))
+			return
+		}
+		delete(query, "")
+		for name, values := range query {
+			if p := textcheck.Problem(name); p != "" {
+				WriteError(w, r, NewError(connect.CodeInvalidArgument, "INVALID_QUERY", "query parameter names "+p, "", nil))
+				return
+			}
+			for _, v := range values {
+				if p := textcheck.Problem(v); p != "" {
+					WriteError(w, r, invalidField(rt.publicName(name), p))
+					return
+				}
+			}
+		}
+		r.URL.RawQuery = query.Encode()
+		next.ServeHTTP(w, r)
+	})
+}
