@@ -11,8 +11,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/assessd/assessd/errs"
-	"github.com/assessd/assessd/paging"
 	"github.com/assessd/assessd/observability"
+	"github.com/assessd/assessd/paging"
 	"github.com/assessd/assessd/store"
 	"github.com/assessd/assessd/tenancy"
 	"github.com/assessd/assessd/web"

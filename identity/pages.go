@@ -14,8 +14,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/crypto/bcrypt"
 
-	"github.com/assessd/assessd/clientaddr"
 	"github.com/assessd/assessd/audit"
+	"github.com/assessd/assessd/clientaddr"
 	"github.com/assessd/assessd/ratelimit"
 	"github.com/assessd/assessd/store"
 	"github.com/assessd/assessd/tenancy"
