@@ -70,6 +70,9 @@ func TestDashboardsQueryRealMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	handler = a.Handler
+	run, stop := context.WithCancel(ctx)
+	t.Cleanup(stop)
+	a.Start(run) // the outbox dispatcher starts the grading workflows
 	workers := map[string]string{}
 	for _, region := range []string{"eu", "global"} {
 		workers[region] = startWorker(t, tc, db, region)
