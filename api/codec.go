@@ -37,9 +37,21 @@ func newRESTJSON(res vanguard.TypeResolver) vanguard.Codec {
 }
 
 func (c restJSON) MarshalAppend(base []byte, msg proto.Message) ([]byte, error) {
+	if msg.ProtoReflect().Descriptor().FullName().Parent() == errorPackage {
+		// Error bodies carry only what is set: an ErrorInfo without
+		// metadata or a violation without a reason is not a list of empty
+		// fields.
+		opts := c.JSONCodec.MarshalOptions
+		opts.EmitUnpopulated = false
+		data, err := opts.Marshal(msg)
+		return appendCompact(base, data, err)
+	}
 	data, err := c.JSONCodec.MarshalAppend(nil, msg)
 	return appendCompact(base, data, err)
 }
+
+// errorPackage holds google.rpc.Status and the error details.
+const errorPackage protoreflect.FullName = "google.rpc"
 
 func (c restJSON) MarshalAppendField(base []byte, msg proto.Message, field protoreflect.FieldDescriptor) ([]byte, error) {
 	data, err := c.JSONCodec.MarshalAppendField(nil, msg, field)

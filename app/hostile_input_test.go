@@ -478,5 +478,8 @@ func (c shapeChecker) problem(r response) string {
 	if r.status == http.StatusBadRequest && r.reason() == "INVALID_ARGUMENT" && r.field() == "" {
 		return "an INVALID_ARGUMENT without a field violation"
 	}
+	if bytes.Contains(r.raw, []byte(`"localizedMessage"`)) || bytes.Contains(r.raw, []byte(`"reason":""`)) {
+		return "empty error detail fields"
+	}
 	return ""
 }
