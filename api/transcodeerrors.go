@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"regexp"
@@ -15,6 +16,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	v1 "github.com/assessd/assessd/api/gen/assessd/v1"
+	"github.com/assessd/assessd/paging"
 )
 
 // apiRoutes is the route index of the API's package, built once.
@@ -112,14 +114,15 @@ func leaksInternals(msg string) bool {
 // parameterError describes a path or query value of the wrong type.
 func parameterError(rt *route, param string) *connect.Error {
 	field := rt.publicName(param)
-	reason := "INVALID_ARGUMENT"
+	reason, expected := "INVALID_ARGUMENT", expectation(rt.field(param))
 	switch field {
 	case "pageSize":
-		reason = "INVALID_PAGE_SIZE"
+		// The same words as paging.Parse uses for an out-of-range size.
+		reason, expected = "INVALID_PAGE_SIZE", fmt.Sprintf("must be a whole number between 1 and %d", paging.MaxSize)
 	case "pageToken":
 		reason = "INVALID_PAGE_TOKEN"
 	}
-	return NewError(connect.CodeInvalidArgument, reason, field+": "+expectation(rt.field(param)), field, nil)
+	return NewError(connect.CodeInvalidArgument, reason, field+": "+expected, field, nil)
 }
 
 // expectation says what a value of field's type looks like.

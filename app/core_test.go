@@ -384,6 +384,13 @@ func TestBadInputIsA4xxNamingTheField(t *testing.T) {
 			}
 		})
 	}
+	// An out-of-range and a non-numeric page size read alike.
+	for _, size := range []string{"500", "ten"} {
+		r := e.do("GET", "/users?pageSize="+size, key, nil).must(t, http.StatusBadRequest)
+		if msg, _ := r.body["message"].(string); r.reason() != "INVALID_PAGE_SIZE" || !strings.Contains(msg, "between 1 and 200") {
+			t.Errorf("pageSize=%s: %s", size, r.raw)
+		}
+	}
 }
 
 func TestRemovedAndUnknownMethods(t *testing.T) {
