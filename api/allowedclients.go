@@ -8,8 +8,8 @@ import (
 
 	v1 "github.com/assessd/assessd/api/gen/assessd/v1"
 	"github.com/assessd/assessd/api/gen/assessd/v1/assessdv1connect"
-	"github.com/assessd/assessd/identity"
-	"github.com/assessd/assessd/paging"
+	"github.com/assessd/assessd/internal/identity"
+	"github.com/assessd/assessd/internal/platform/paging"
 )
 
 // AllowedClients is what the API needs of the OAuth provider to manage the

@@ -8,8 +8,8 @@ import (
 
 	v1 "github.com/assessd/assessd/api/gen/assessd/v1"
 	"github.com/assessd/assessd/api/gen/assessd/v1/assessdv1connect"
-	"github.com/assessd/assessd/assessment"
-	"github.com/assessd/assessd/paging"
+	"github.com/assessd/assessd/internal/assessment"
+	"github.com/assessd/assessd/internal/platform/paging"
 )
 
 // list parses the page request, runs fetch and converts the items; it is

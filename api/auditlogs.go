@@ -7,8 +7,8 @@ import (
 
 	v1 "github.com/assessd/assessd/api/gen/assessd/v1"
 	"github.com/assessd/assessd/api/gen/assessd/v1/assessdv1connect"
-	"github.com/assessd/assessd/audit"
-	"github.com/assessd/assessd/paging"
+	"github.com/assessd/assessd/internal/audit"
+	"github.com/assessd/assessd/internal/platform/paging"
 	"github.com/assessd/assessd/tenancy"
 )
 

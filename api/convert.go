@@ -7,7 +7,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	v1 "github.com/assessd/assessd/api/gen/assessd/v1"
-	"github.com/assessd/assessd/audit"
+	"github.com/assessd/assessd/internal/audit"
 	"github.com/assessd/assessd/tenancy"
 )
 

@@ -4,7 +4,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	v1 "github.com/assessd/assessd/api/gen/assessd/v1"
-	"github.com/assessd/assessd/assessment"
+	"github.com/assessd/assessd/internal/assessment"
 )
 
 func folderToProto(f assessment.Folder) *v1.Folder {

@@ -7,16 +7,16 @@ import (
 
 	v1 "github.com/assessd/assessd/api/gen/assessd/v1"
 	"github.com/assessd/assessd/api/gen/assessd/v1/assessdv1connect"
-	"github.com/assessd/assessd/embed"
+	"github.com/assessd/assessd/internal/embedflow"
 )
 
-type embedServer struct{ svc *embed.Service }
+type embedServer struct{ svc *embedflow.Service }
 
 var _ assessdv1connect.EmbedServiceHandler = embedServer{}
 
 func (s embedServer) CreateEmbedSession(ctx context.Context, req *connect.Request[v1.CreateEmbedSessionRequest]) (*connect.Response[v1.EmbedSession], error) {
 	m := req.Msg
-	in := embed.NewSession{Flow: m.Flow, ActorID: m.Actor, ExamID: m.ExamId, ResultID: m.ResultId,
+	in := embedflow.NewSession{Flow: m.Flow, ActorID: m.Actor, ExamID: m.ExamId, ResultID: m.ResultId,
 		Presets: fromStruct(m.Presets), ExpiresIn: m.ExpiresIn, AllowedOrigins: m.AllowedOrigins}
 	if m.Theme != nil {
 		in.Strings = m.Theme.Strings

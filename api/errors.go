@@ -8,8 +8,8 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 
-	"github.com/assessd/assessd/errs"
-	"github.com/assessd/assessd/textcheck"
+	"github.com/assessd/assessd/internal/platform/errs"
+	"github.com/assessd/assessd/internal/platform/textcheck"
 )
 
 // ErrorDomain is the ErrorInfo domain of every assessd error.

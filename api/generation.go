@@ -7,7 +7,7 @@ import (
 
 	v1 "github.com/assessd/assessd/api/gen/assessd/v1"
 	"github.com/assessd/assessd/api/gen/assessd/v1/assessdv1connect"
-	"github.com/assessd/assessd/generation"
+	"github.com/assessd/assessd/internal/generation"
 )
 
 type generationServer struct{ svc *generation.Service }

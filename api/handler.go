@@ -21,9 +21,9 @@ import (
 
 	v1 "github.com/assessd/assessd/api/gen/assessd/v1"
 	"github.com/assessd/assessd/api/gen/assessd/v1/assessdv1connect"
-	"github.com/assessd/assessd/assessment"
-	"github.com/assessd/assessd/embed"
-	"github.com/assessd/assessd/generation"
+	"github.com/assessd/assessd/internal/assessment"
+	"github.com/assessd/assessd/internal/embedflow"
+	"github.com/assessd/assessd/internal/generation"
 	"github.com/assessd/assessd/observability"
 	"github.com/assessd/assessd/tenancy"
 )
@@ -41,7 +41,7 @@ type Services struct {
 	// Generation starts and reads AI exam generations.
 	Generation *generation.Service
 	// Embed creates embed sessions.
-	Embed *embed.Service
+	Embed *embedflow.Service
 	// AllowedClients manages the OAuth clients an organization allowed
 	// extra scopes.
 	AllowedClients AllowedClients

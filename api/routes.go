@@ -6,7 +6,7 @@ import (
 	"google.golang.org/genproto/googleapis/api/annotations"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
-	"github.com/assessd/assessd/textcheck"
+	"github.com/assessd/assessd/internal/platform/textcheck"
 )
 
 // routeIndex finds the REST route of a request by its literal path

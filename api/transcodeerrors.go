@@ -16,7 +16,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	v1 "github.com/assessd/assessd/api/gen/assessd/v1"
-	"github.com/assessd/assessd/paging"
+	"github.com/assessd/assessd/internal/platform/paging"
 )
 
 // apiRoutes is the route index of the API's package, built once.

@@ -12,7 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
-	"github.com/assessd/assessd/textcheck"
+	"github.com/assessd/assessd/internal/platform/textcheck"
 )
 
 // maxValueDepth bounds the nesting of free-form JSON (metadata, config,

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/assessd/assessd/ai/promreg/promregtest"
 	"github.com/assessd/assessd/observability"
+	"github.com/assessd/assessd/observability/promreg/promregtest"
 )
 
 // assessd_org_info lists the labelled organizations with their facts,

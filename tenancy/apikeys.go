@@ -14,10 +14,10 @@ import (
 
 	"github.com/hashicorp/golang-lru/v2/expirable"
 
-	"github.com/assessd/assessd/audit"
-	"github.com/assessd/assessd/errs"
-	"github.com/assessd/assessd/ids"
-	"github.com/assessd/assessd/store"
+	"github.com/assessd/assessd/internal/audit"
+	"github.com/assessd/assessd/internal/platform/errs"
+	"github.com/assessd/assessd/internal/platform/ids"
+	"github.com/assessd/assessd/internal/store"
 )
 
 // An API key reads "ak_<key ulid>_<secret>": the ulid names the key row

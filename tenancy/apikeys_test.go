@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/assessd/assessd/errs"
-	"github.com/assessd/assessd/store/storetest"
+	"github.com/assessd/assessd/internal/platform/errs"
+	"github.com/assessd/assessd/internal/testkit/storetest"
 	"github.com/assessd/assessd/tenancy"
 )
 

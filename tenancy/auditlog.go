@@ -3,9 +3,9 @@ package tenancy
 import (
 	"context"
 
-	"github.com/assessd/assessd/audit"
-	"github.com/assessd/assessd/errs"
-	"github.com/assessd/assessd/paging"
+	"github.com/assessd/assessd/internal/audit"
+	"github.com/assessd/assessd/internal/platform/errs"
+	"github.com/assessd/assessd/internal/platform/paging"
 )
 
 // AuditLogs returns one page of the organization's audit log, newest first.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"slices"
 
-	"github.com/assessd/assessd/errs"
+	"github.com/assessd/assessd/internal/platform/errs"
 )
 
 // Permission is what an operation demands of its caller: a scope on the

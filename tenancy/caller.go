@@ -7,7 +7,7 @@ import (
 	"context"
 	"slices"
 
-	"github.com/assessd/assessd/store"
+	"github.com/assessd/assessd/internal/store"
 )
 
 // Kind is how a caller authenticated.

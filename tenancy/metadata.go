@@ -3,7 +3,7 @@ package tenancy
 import (
 	"unicode/utf8"
 
-	"github.com/assessd/assessd/errs"
+	"github.com/assessd/assessd/internal/platform/errs"
 )
 
 // Metadata bounds (documented in docs/decisions/0003-user-metadata.md).

@@ -9,10 +9,10 @@ import (
 
 	"golang.org/x/text/language"
 
-	"github.com/assessd/assessd/audit"
-	"github.com/assessd/assessd/errs"
-	"github.com/assessd/assessd/ids"
-	"github.com/assessd/assessd/store"
+	"github.com/assessd/assessd/internal/audit"
+	"github.com/assessd/assessd/internal/platform/errs"
+	"github.com/assessd/assessd/internal/platform/ids"
+	"github.com/assessd/assessd/internal/store"
 )
 
 // AI regions of settings.aiRegion.

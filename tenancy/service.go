@@ -6,8 +6,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/assessd/assessd/audit"
-	"github.com/assessd/assessd/store"
+	"github.com/assessd/assessd/internal/audit"
+	"github.com/assessd/assessd/internal/store"
 )
 
 // Service implements organizations, users, API keys and the audit log API

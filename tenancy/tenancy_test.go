@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/assessd/assessd/errs"
+	"github.com/assessd/assessd/internal/platform/errs"
 )
 
 func TestMetadataApply(t *testing.T) {

@@ -10,11 +10,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/crypto/bcrypt"
 
-	"github.com/assessd/assessd/audit"
-	"github.com/assessd/assessd/errs"
-	"github.com/assessd/assessd/ids"
-	"github.com/assessd/assessd/paging"
-	"github.com/assessd/assessd/store"
+	"github.com/assessd/assessd/internal/audit"
+	"github.com/assessd/assessd/internal/platform/errs"
+	"github.com/assessd/assessd/internal/platform/ids"
+	"github.com/assessd/assessd/internal/platform/paging"
+	"github.com/assessd/assessd/internal/store"
 )
 
 // User is a person in one organization.

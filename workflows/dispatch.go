@@ -14,8 +14,8 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
-	"github.com/assessd/assessd/outbox"
-	"github.com/assessd/assessd/store"
+	"github.com/assessd/assessd/internal/outbox"
+	"github.com/assessd/assessd/internal/store"
 )
 
 // Route says how an outbox kind becomes a workflow.

@@ -12,9 +12,9 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/assessd/assessd/activities"
-	"github.com/assessd/assessd/ai"
-	"github.com/assessd/assessd/generation"
-	"github.com/assessd/assessd/store"
+	"github.com/assessd/assessd/internal/ai"
+	"github.com/assessd/assessd/internal/generation"
+	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/workflows"
 	wf "github.com/assessd/assessd/workflows/generation"
 )

@@ -14,10 +14,10 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/assessd/assessd/activities"
-	"github.com/assessd/assessd/ai"
-	"github.com/assessd/assessd/assessment"
-	"github.com/assessd/assessd/media"
-	"github.com/assessd/assessd/store"
+	"github.com/assessd/assessd/internal/ai"
+	"github.com/assessd/assessd/internal/assessment"
+	"github.com/assessd/assessd/internal/media"
+	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/workflows"
 	wf "github.com/assessd/assessd/workflows/grading"
 )

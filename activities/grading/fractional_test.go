@@ -9,11 +9,11 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/assessd/assessd/activities/grading"
-	"github.com/assessd/assessd/ai"
-	"github.com/assessd/assessd/assessment"
-	"github.com/assessd/assessd/media"
-	"github.com/assessd/assessd/store"
-	"github.com/assessd/assessd/store/storetest"
+	"github.com/assessd/assessd/internal/ai"
+	"github.com/assessd/assessd/internal/assessment"
+	"github.com/assessd/assessd/internal/media"
+	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/internal/testkit/storetest"
 	"github.com/assessd/assessd/tenancy"
 	wf "github.com/assessd/assessd/workflows/grading"
 )

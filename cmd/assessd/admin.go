@@ -10,8 +10,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/assessd/assessd/identity"
-	"github.com/assessd/assessd/store"
+	"github.com/assessd/assessd/internal/identity"
+	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/tenancy"
 )
 

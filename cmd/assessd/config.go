@@ -12,7 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/assessd/assessd/ai"
+	"github.com/assessd/assessd/internal/ai"
 )
 
 // config is the process configuration: environment variables, overridden

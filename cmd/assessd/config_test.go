@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/assessd/assessd/store/storetest"
+	"github.com/assessd/assessd/internal/testkit/storetest"
 )
 
 // captureLogs sends the default logger, which libraries use, to a buffer

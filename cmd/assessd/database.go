@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 
-	"github.com/assessd/assessd/store"
+	"github.com/assessd/assessd/internal/store"
 )
 
 // openDatabase opens the database pool and refuses to run when tenant

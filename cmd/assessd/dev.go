@@ -11,8 +11,8 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 
-	"github.com/assessd/assessd/devenv"
-	"github.com/assessd/assessd/store"
+	"github.com/assessd/assessd/internal/devenv"
+	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/tenancy"
 )
 

@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/assessd/assessd/devenv"
-	"github.com/assessd/assessd/store/storetest"
+	"github.com/assessd/assessd/internal/devenv"
+	"github.com/assessd/assessd/internal/testkit/storetest"
 )
 
 // runJSON runs the command line and decodes its JSON output.

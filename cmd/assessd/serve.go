@@ -13,10 +13,10 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.temporal.io/sdk/client"
 
-	"github.com/assessd/assessd/app"
-	"github.com/assessd/assessd/clientaddr"
+	"github.com/assessd/assessd/internal/app"
+	"github.com/assessd/assessd/internal/platform/clientaddr"
+	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/observability"
-	"github.com/assessd/assessd/store"
 )
 
 func newLogger(w io.Writer, level slog.Level) *slog.Logger {

@@ -21,7 +21,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/assessd/assessd/devenv"
+	"github.com/assessd/assessd/internal/devenv"
 )
 
 var discard = slog.New(slog.NewTextHandler(io.Discard, nil))

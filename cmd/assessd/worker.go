@@ -14,8 +14,8 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	gradingactivities "github.com/assessd/assessd/activities/grading"
-	"github.com/assessd/assessd/app"
-	"github.com/assessd/assessd/media"
+	"github.com/assessd/assessd/internal/app"
+	"github.com/assessd/assessd/internal/media"
 	"github.com/assessd/assessd/observability"
 	"github.com/assessd/assessd/observability/temporalmetrics"
 )

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/assessd/assessd/devenv"
-	"github.com/assessd/assessd/store/storetest"
+	"github.com/assessd/assessd/internal/devenv"
+	"github.com/assessd/assessd/internal/testkit/storetest"
 )
 
 // TestServeAndWorkerShareAnEnvironment starts serve and a worker with the

@@ -23,10 +23,10 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/assessd/assessd/app"
-	"github.com/assessd/assessd/ids"
-	"github.com/assessd/assessd/store"
-	"github.com/assessd/assessd/store/storetest"
+	"github.com/assessd/assessd/internal/app"
+	"github.com/assessd/assessd/internal/platform/ids"
+	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/internal/testkit/storetest"
 	"github.com/assessd/assessd/tenancy"
 )
 

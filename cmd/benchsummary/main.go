@@ -21,10 +21,10 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/assessd/assessd/app"
-	"github.com/assessd/assessd/assessment"
-	"github.com/assessd/assessd/store"
-	"github.com/assessd/assessd/store/storetest"
+	"github.com/assessd/assessd/internal/app"
+	"github.com/assessd/assessd/internal/assessment"
+	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/internal/testkit/storetest"
 	"github.com/assessd/assessd/tenancy"
 )
 

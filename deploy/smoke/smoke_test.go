@@ -31,15 +31,15 @@ import (
 	"go.temporal.io/sdk/client"
 
 	gradingactivities "github.com/assessd/assessd/activities/grading"
-	"github.com/assessd/assessd/ai"
-	"github.com/assessd/assessd/app"
-	"github.com/assessd/assessd/assessment"
-	"github.com/assessd/assessd/devenv/devenvtest"
-	"github.com/assessd/assessd/media"
+	"github.com/assessd/assessd/internal/ai"
+	"github.com/assessd/assessd/internal/app"
+	"github.com/assessd/assessd/internal/assessment"
+	"github.com/assessd/assessd/internal/media"
+	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/internal/testkit/devenvtest"
+	"github.com/assessd/assessd/internal/testkit/storetest"
 	"github.com/assessd/assessd/observability"
 	"github.com/assessd/assessd/observability/temporalmetrics"
-	"github.com/assessd/assessd/store"
-	"github.com/assessd/assessd/store/storetest"
 	"github.com/assessd/assessd/tenancy"
 )
 

@@ -14,8 +14,8 @@ import (
 
 	"github.com/go-pdf/fpdf"
 
-	"github.com/assessd/assessd/ids"
 	"github.com/assessd/assessd/internal/answersheet"
+	"github.com/assessd/assessd/internal/platform/ids"
 )
 
 func encodedPNG(t testing.TB, w, h int) []byte {

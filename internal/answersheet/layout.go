@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/assessd/assessd/assessment"
-	"github.com/assessd/assessd/ids"
+	"github.com/assessd/assessd/internal/assessment"
+	"github.com/assessd/assessd/internal/platform/ids"
 )
 
 // Kind is how a question is answered on paper.

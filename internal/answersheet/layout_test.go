@@ -6,9 +6,9 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/assessd/assessd/assessment"
-	"github.com/assessd/assessd/ids"
 	"github.com/assessd/assessd/internal/answersheet"
+	"github.com/assessd/assessd/internal/assessment"
+	"github.com/assessd/assessd/internal/platform/ids"
 )
 
 // longExam has more questions than fit on one page.

@@ -17,9 +17,9 @@ import (
 
 	"github.com/disintegration/imaging"
 
-	"github.com/assessd/assessd/assessment"
-	"github.com/assessd/assessd/ids"
 	"github.com/assessd/assessd/internal/answersheet"
+	"github.com/assessd/assessd/internal/assessment"
+	"github.com/assessd/assessd/internal/platform/ids"
 )
 
 // fixture is an exam with every built-in type and the marks a student made.

@@ -9,8 +9,8 @@ import (
 	"golang.org/x/image/font/gofont/gobold"
 	"golang.org/x/image/font/gofont/goregular"
 
-	"github.com/assessd/assessd/assessment"
-	"github.com/assessd/assessd/ids"
+	"github.com/assessd/assessd/internal/assessment"
+	"github.com/assessd/assessd/internal/platform/ids"
 )
 
 // Student is whom a printed sheet is for.

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/assessd/assessd/ids"
+	"github.com/assessd/assessd/internal/platform/ids"
 )
 
 // SheetID is what a sheet's QR code says: which exam, which student (none on

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/assessd/assessd/ids"
 	"github.com/assessd/assessd/internal/answersheet"
+	"github.com/assessd/assessd/internal/platform/ids"
 )
 
 func TestSheetIDRoundTrip(t *testing.T) {

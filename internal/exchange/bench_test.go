@@ -7,7 +7,7 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/assessd/assessd/assessment"
+	"github.com/assessd/assessd/internal/assessment"
 	"github.com/assessd/assessd/internal/exchange"
 )
 

@@ -3,7 +3,7 @@ package exchange
 import (
 	"fmt"
 
-	"github.com/assessd/assessd/errs"
+	"github.com/assessd/assessd/internal/platform/errs"
 )
 
 // Reasons of the errors import returns; all have kind errs.KindInvalid and

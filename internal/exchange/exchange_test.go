@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/assessd/assessd/assessment"
+	"github.com/assessd/assessd/internal/assessment"
 	"github.com/assessd/assessd/internal/exchange"
 )
 

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/assessd/assessd/errs"
 	"github.com/assessd/assessd/internal/exchange"
+	"github.com/assessd/assessd/internal/platform/errs"
 )
 
 // fuzzLimits keep each fuzz run cheap.

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/assessd/assessd/assessment"
-	"github.com/assessd/assessd/errs"
+	"github.com/assessd/assessd/internal/assessment"
 	"github.com/assessd/assessd/internal/exchange"
+	"github.com/assessd/assessd/internal/platform/errs"
 )
 
 // zipDir packs a testdata folder as a content package.

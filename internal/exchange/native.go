@@ -14,7 +14,7 @@ import (
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 
-	"github.com/assessd/assessd/assessment"
+	"github.com/assessd/assessd/internal/assessment"
 )
 
 // NativeSchema identifies version 1 of the native document. A reader

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/assessd/assessd/assessment"
+	"github.com/assessd/assessd/internal/assessment"
 )
 
 // Plan is what an import would create, in no particular storage: the

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/assessd/assessd/assessment"
+	"github.com/assessd/assessd/internal/assessment"
 )
 
 // option is one option of a choice question's config.

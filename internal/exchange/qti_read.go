@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/assessd/assessd/assessment"
-	"github.com/assessd/assessd/errs"
+	"github.com/assessd/assessd/internal/assessment"
+	"github.com/assessd/assessd/internal/platform/errs"
 )
 
 // defaultLanguage is the exam language when a package names none.

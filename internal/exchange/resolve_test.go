@@ -4,7 +4,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/assessd/assessd/assessment"
+	"github.com/assessd/assessd/internal/assessment"
 	"github.com/assessd/assessd/internal/exchange"
 )
 

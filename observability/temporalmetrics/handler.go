@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
 
-	"github.com/assessd/assessd/ai/promreg"
+	"github.com/assessd/assessd/observability/promreg"
 )
 
 // labelNames are the SDK's metric tags that become labels, the same for

@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/assessd/assessd/devenv/devenvtest"
+	"github.com/assessd/assessd/internal/testkit/devenvtest"
 	"github.com/assessd/assessd/observability/temporalmetrics"
 )
 

@@ -16,8 +16,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/assessd/assessd/ai"
-	"github.com/assessd/assessd/outbox"
+	"github.com/assessd/assessd/internal/ai"
+	"github.com/assessd/assessd/internal/outbox"
 	"github.com/assessd/assessd/workflows"
 )
 

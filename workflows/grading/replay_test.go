@@ -19,8 +19,8 @@ import (
 	"go.temporal.io/sdk/worker"
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"github.com/assessd/assessd/devenv"
-	"github.com/assessd/assessd/outbox"
+	"github.com/assessd/assessd/internal/devenv"
+	"github.com/assessd/assessd/internal/outbox"
 	"github.com/assessd/assessd/workflows"
 )
 

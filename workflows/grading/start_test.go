@@ -9,8 +9,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/assessd/assessd/devenv/devenvtest"
-	"github.com/assessd/assessd/outbox"
+	"github.com/assessd/assessd/internal/outbox"
+	"github.com/assessd/assessd/internal/testkit/devenvtest"
 	"github.com/assessd/assessd/workflows"
 )
 

@@ -18,7 +18,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/assessd/assessd/outbox"
+	"github.com/assessd/assessd/internal/outbox"
 	"github.com/assessd/assessd/workflows"
 )
 

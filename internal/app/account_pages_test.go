@@ -1,0 +1,143 @@
+package app_test
+
+import (
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/assessd/assessd/internal/identity"
+	"github.com/assessd/assessd/tenancy"
+)
+
+// signIn signs the browser in on the login page.
+func (e *env) signIn(b *browser, a *oauthApp) page {
+	e.t.Helper()
+	login := b.get(e.srv.URL + "/login")
+	p := b.post(e.srv.URL+"/login", url.Values{"csrf": {login.field("csrf")}, "email": {a.email}, "password": {a.password}})
+	if p.status != http.StatusOK || !strings.Contains(p.body, "Account settings") {
+		e.t.Fatalf("sign-in did not land on the account page: %d\n%s", p.status, p.body)
+	}
+	return p
+}
+
+var codeTag = regexp.MustCompile(`<code>([^<]+)</code>`)
+
+func TestAccountPage(t *testing.T) {
+	e := newEnv(t)
+	tn := e.newTenant("US", "pro")
+	a := e.newOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{Name: "Gradebook"})
+	b := e.newBrowser()
+	account := e.signIn(b, a)
+	csrf := account.field("csrf")
+
+	// Profile name.
+	if p := b.post(e.srv.URL+"/account/profile", url.Values{"csrf": {csrf}, "name": {"Renamed Teacher"}}); !strings.Contains(p.body, `value="Renamed Teacher"`) {
+		t.Fatalf("profile update: %d", p.status)
+	}
+	// API key: shown once, works, revocable.
+	created := b.post(e.srv.URL+"/account/api-keys", url.Values{"csrf": {csrf}, "name": {"export"}})
+	m := codeTag.FindStringSubmatch(created.body)
+	if m == nil || !strings.HasPrefix(m[1], "ak_") {
+		t.Fatalf("new key not shown:\n%s", created.body)
+	}
+	key := m[1]
+	e.do("GET", "/me", key, nil).must(t, http.StatusOK)
+	if strings.Contains(b.get(e.srv.URL+"/account").body, key) {
+		t.Fatal("the API key is shown again after creation")
+	}
+	keyID := regexp.MustCompile(`/account/api-keys/(key_[0-9A-Z]+)/revoke`).FindStringSubmatch(b.get(e.srv.URL + "/account").body)
+	if keyID == nil {
+		t.Fatal("no revoke button for the key")
+	}
+	b.post(e.srv.URL+"/account/api-keys/"+keyID[1]+"/revoke", url.Values{"csrf": {csrf}})
+	e.do("GET", "/me", key, nil).must(t, http.StatusUnauthorized)
+
+	// Connected apps: listed with scopes, revocable at once.
+	a.conf.Scopes = []string{"profile", "users:read"}
+	tok := e.token(a)
+	e.do("GET", "/users", tok.AccessToken, nil).must(t, http.StatusOK)
+	page := b.get(e.srv.URL + "/account")
+	if !strings.Contains(page.body, "Gradebook") || !strings.Contains(page.body, "users:read") {
+		t.Fatalf("connected app not listed:\n%s", page.body)
+	}
+	b.post(e.srv.URL+"/account/apps/"+a.client.ID+"/revoke", url.Values{"csrf": {csrf}})
+	e.do("GET", "/users", tok.AccessToken, nil).must(t, http.StatusUnauthorized)
+
+	// Forms without the session's CSRF token are refused.
+	if p := b.post(e.srv.URL+"/account/api-keys", url.Values{"name": {"x"}}); p.status != http.StatusForbidden {
+		t.Fatalf("key creation without CSRF: %d", p.status)
+	}
+	// Signed out, the account redirects to the login page.
+	if p := e.newBrowser().get(e.srv.URL + "/account"); !strings.Contains(p.body, `name="password"`) {
+		t.Fatal("account page reachable without signing in")
+	}
+}
+
+func TestDeveloperArea(t *testing.T) {
+	e := newEnv(t)
+	tn := e.newTenant("US", "pro")
+	admin := e.newOAuthApp(tn, tenancy.RoleAdmin, identity.ClientInput{})
+	b := e.newBrowser()
+	csrf := e.signIn(b, admin).field("csrf")
+
+	created := b.post(e.srv.URL+"/developer/clients", url.Values{"csrf": {csrf}, "name": {"Roster Sync"},
+		"description": {"Keeps rosters in sync"}, "redirectUris": {"https://roster.example/cb\nhttp://localhost:8000/cb"}})
+	codes := codeTag.FindAllStringSubmatch(created.body, -1)
+	if len(codes) < 2 || !strings.HasPrefix(codes[0][1], "cli_") || !strings.HasPrefix(codes[1][1], "cs_") {
+		t.Fatalf("client ID and secret not shown on save:\n%s", created.body)
+	}
+	clientID, secret := codes[0][1], codes[1][1]
+	list := b.get(e.srv.URL + "/developer")
+	if !strings.Contains(list.body, "Roster Sync") || strings.Contains(list.body, secret) {
+		t.Fatal("the list lacks the client or shows its secret again")
+	}
+	bad := b.post(e.srv.URL+"/developer/clients", url.Values{"csrf": {csrf}, "name": {"X"}, "redirectUris": {"http://evil.example/cb"}})
+	if bad.status != http.StatusBadRequest || !strings.Contains(bad.body, "https") {
+		t.Fatalf("invalid redirect URI: %d", bad.status)
+	}
+
+	edited := b.post(e.srv.URL+"/developer/clients/"+clientID, url.Values{"csrf": {csrf}, "name": {"Roster Sync 2"},
+		"redirectUris": {"https://roster.example/cb"}})
+	if !strings.Contains(edited.body, "Roster Sync 2") {
+		t.Fatalf("edit: %d", edited.status)
+	}
+	rotated := b.post(e.srv.URL+"/developer/clients/"+clientID+"/rotate", url.Values{"csrf": {csrf}})
+	m := regexp.MustCompile(`<code>(cs_[^<]+)</code>`).FindStringSubmatch(rotated.body)
+	if m == nil || m[1] == secret {
+		t.Fatal("rotation did not show a new secret")
+	}
+	if got := e.clientAuthStatus(clientID, secret); got == http.StatusOK {
+		t.Fatal("the old secret still authenticates after rotation")
+	}
+	if got := e.clientAuthStatus(clientID, m[1]); got != http.StatusOK {
+		t.Fatalf("the new secret does not authenticate: %d", got)
+	}
+	b.post(e.srv.URL+"/developer/clients/"+clientID+"/delete", url.Values{"csrf": {csrf}})
+	if strings.Contains(b.get(e.srv.URL+"/developer").body, clientID) {
+		t.Fatal("deleted client still listed")
+	}
+
+	teacher := e.newOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
+	tb := e.newBrowser()
+	e.signIn(tb, teacher)
+	if p := tb.get(e.srv.URL + "/developer"); p.status != http.StatusForbidden {
+		t.Fatalf("teacher in the developer area: %d", p.status)
+	}
+}
+
+// clientAuthStatus is the introspection endpoint's status for a client's
+// credentials: 200 when they authenticate.
+func (e *env) clientAuthStatus(clientID, secret string) int {
+	e.t.Helper()
+	req, _ := http.NewRequest("POST", e.srv.URL+"/oauth/introspect", strings.NewReader("token=none"))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.SetBasicAuth(clientID, secret)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	res.Body.Close()
+	return res.StatusCode
+}

@@ -1,0 +1,185 @@
+// Package app wires the domain services, the API and the HTTP surface into
+// one handler. The command line and the end-to-end tests both build the
+// server through it, so tests exercise exactly what runs.
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.temporal.io/sdk/client"
+
+	"github.com/assessd/assessd/api"
+	"github.com/assessd/assessd/api/openapi"
+	"github.com/assessd/assessd/internal/assessment"
+	"github.com/assessd/assessd/internal/embedflow"
+	"github.com/assessd/assessd/internal/generation"
+	"github.com/assessd/assessd/internal/identity"
+	"github.com/assessd/assessd/internal/platform/clientaddr"
+	"github.com/assessd/assessd/internal/platform/ratelimit"
+	"github.com/assessd/assessd/internal/server"
+	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/internal/web"
+	"github.com/assessd/assessd/observability"
+	"github.com/assessd/assessd/tenancy"
+	"github.com/assessd/assessd/workflows"
+)
+
+// Config is what the application needs beyond its database.
+type Config struct {
+	// BaseURL is the public URL and OIDC issuer.
+	BaseURL string
+	Logger  *slog.Logger
+	// Now is the clock of token lifetimes; nil means time.Now.
+	Now func() time.Time
+	// Temporal runs the grading and generation workflows; nil leaves them
+	// waiting in the outbox (tests of everything else).
+	Temporal client.Client
+	// Dispatch tunes the outbox dispatcher; zero values take the defaults.
+	Dispatch workflows.DispatchOptions
+	// Redis holds the embed sessions and shares rate limits across
+	// instances.
+	Redis *redis.Client
+	// TrustedProxies finds clients behind the load balancer; nil trusts no
+	// proxy (ASSESSD_TRUSTED_PROXIES).
+	TrustedProxies *clientaddr.Resolver
+	// RateLimitPrefix namespaces the rate limits' Redis keys; "" means
+	// "assessd:rl:". Tests give each server its own.
+	RateLimitPrefix string
+	// RequestsPerMinute is the request quota of a plan; nil means
+	// tenancy.RequestsPerMinute. Benchmarks raise it.
+	RequestsPerMinute func(plan string) int
+}
+
+// App is the wired server.
+type App struct {
+	Handler http.Handler
+	Tenancy *tenancy.Service
+	// Assessment holds folders, exams, questions, question types and results.
+	Assessment *assessment.Service
+	Identity   *identity.Provider
+	Metrics    *observability.Metrics
+	limiter    *ratelimit.Limiter
+	// dispatcher starts the outbox's workflows; nil without Temporal.
+	dispatcher *workflows.Dispatcher
+}
+
+// Close releases what the App holds beyond its database: the rate
+// limiter's Redis connections.
+func (a *App) Close() error { return a.limiter.Close() }
+
+// readiness lists the dependencies /readyz checks.
+// Redis is left out on purpose: without it only embed sessions stop (503),
+// and the rest of the API must keep serving.
+func readiness(db *store.DB, temporal client.Client) map[string]func(context.Context) error {
+	checks := map[string]func(context.Context) error{"postgres": db.Ping}
+	if temporal != nil {
+		checks["temporal"] = func(ctx context.Context) error {
+			_, err := temporal.CheckHealth(ctx, &client.CheckHealthRequest{})
+			return err
+		}
+	}
+	return checks
+}
+
+// Start runs the application's background work until ctx ends: the watch
+// that keeps cached credentials consistent across instances, and the
+// outbox dispatcher that starts workflows.
+func (a *App) Start(ctx context.Context) {
+	go a.Tenancy.WatchCredentialChanges(ctx)
+	if a.dispatcher != nil {
+		go a.dispatcher.Run(ctx)
+	}
+}
+
+// New wires an App on db.
+func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
+	metrics := observability.NewMetrics()
+	metrics.RegisterPool(db)
+	metrics.RegisterOrgInfo(OrgInfoLookup(db))
+	ten := tenancy.NewService(db)
+	prefix, perMinute := cfg.RateLimitPrefix, cfg.RequestsPerMinute
+	if prefix == "" {
+		prefix = "assessd:rl:"
+	}
+	if perMinute == nil {
+		perMinute = tenancy.RequestsPerMinute
+	}
+	metrics.RegisterCredentialListener(ten.CredentialListenerUp)
+	limiter := ratelimit.New(ratelimit.Options{Redis: cfg.Redis, Prefix: prefix, Registerer: metrics.Registry,
+		OrgLabel: metrics.Org, Logger: cfg.Logger})
+	idp, err := identity.New(ctx, identity.Config{Issuer: cfg.BaseURL, Now: cfg.Now, Registerer: metrics.Registry, Logger: cfg.Logger,
+		Limiter: limiter}, db, ten)
+	if err != nil {
+		limiter.Close()
+		return nil, err
+	}
+	content := assessment.NewService(db)
+	gen := generation.NewService(db, content)
+	var dispatcher *workflows.Dispatcher
+	if cfg.Temporal != nil {
+		dispatcher = NewDispatcher(cfg.Temporal, db, metrics.Registry, cfg.Dispatch)
+	}
+	embeds := embedflow.NewService(embedflow.NewStore(cfg.Redis), ten, content, gen, cfg.BaseURL, metrics.Registry, metrics.Org)
+	apiHandler, err := api.NewHandler(api.Services{Tenancy: ten, Assessment: content, Generation: gen, Embed: embeds, AllowedClients: idp})
+	if err != nil {
+		limiter.Close()
+		return nil, fmt.Errorf("api: %w", err)
+	}
+	docs := web.Docs()
+	pages := http.NewServeMux()
+	idp.Routes(pages)
+	embeds.Routes(pages)
+	h := server.New(server.Config{
+		Logger:  cfg.Logger,
+		Metrics: metrics,
+		API:     apiHandler,
+		Credentials: []server.Credential{
+			{Match: func(t string) bool { return strings.HasPrefix(t, "ak_") }, Authenticate: ten.AuthenticateAPIKey, Subject: tenancy.APIKeyID},
+			{Match: identity.IsJWT, Authenticate: idp.AuthenticateJWT, Subject: identity.JWTSubject},
+			{Match: func(string) bool { return true }, Authenticate: idp.AuthenticateAccessToken, Subject: idp.AccessTokenSubject},
+		},
+		ClientAddrs: cfg.TrustedProxies,
+		Limiter:     limiter,
+		// While an organization's plan cannot be read, the most generous
+		// plan's quota applies: the outage must not turn into 429s.
+		Quotas: limiter.Quotas(planQuota(ten, perMinute),
+			ratelimit.PerWindow(tenancy.PlanEnterprise, perMinute(tenancy.PlanEnterprise), time.Minute)),
+		Pages: map[string]http.Handler{
+			"/.well-known/openid-configuration": idp.Handler(),
+			"/oauth/":                           idp.Handler(),
+			"/login":                            pages,
+			"/consent":                          pages,
+			"/logout":                           pages,
+			"/account":                          pages,
+			"/account/":                         pages,
+			"/developer":                        pages,
+			"/developer/":                       pages,
+			"/docs":                             docs,
+			"/docs/":                            docs,
+			"/embed/":                           pages,
+		},
+		Ready:   readiness(db, cfg.Temporal),
+		OpenAPI: openapi.Document,
+		Route:   api.RouteOf(),
+	})
+	return &App{Handler: h, Tenancy: ten, Assessment: content, Identity: idp, Metrics: metrics, limiter: limiter,
+		dispatcher: dispatcher}, nil
+}
+
+// planQuota returns each organization's request quota: its plan's
+// requests per minute, under a policy named after the plan.
+func planQuota(ten *tenancy.Service, perMinute func(plan string) int) func(context.Context, string) (ratelimit.Limit, error) {
+	return func(ctx context.Context, orgID string) (ratelimit.Limit, error) {
+		org, err := ten.Org(tenancy.WithCaller(ctx, tenancy.SystemCaller(orgID)))
+		if err != nil {
+			return ratelimit.Limit{}, err
+		}
+		return ratelimit.PerWindow(org.Plan, perMinute(org.Plan), time.Minute), nil
+	}
+}

@@ -1,0 +1,528 @@
+package app_test
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+	"github.com/zitadel/oidc/v3/pkg/oidc"
+	"golang.org/x/oauth2"
+
+	"github.com/assessd/assessd/internal/identity"
+	"github.com/assessd/assessd/tenancy"
+)
+
+func TestDiscovery(t *testing.T) {
+	e := newEnv(t)
+	res, err := http.Get(e.srv.URL + "/.well-known/openid-configuration")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var d map[string]any
+	if err := json.NewDecoder(res.Body).Decode(&d); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"issuer": e.srv.URL, "authorization_endpoint": e.srv.URL + "/oauth/authorize", "token_endpoint": e.srv.URL + "/oauth/token",
+		"revocation_endpoint": e.srv.URL + "/oauth/revoke", "introspection_endpoint": e.srv.URL + "/oauth/introspect",
+		"userinfo_endpoint": e.srv.URL + "/oauth/userinfo", "jwks_uri": e.srv.URL + "/oauth/keys",
+	}
+	for k, v := range want {
+		if d[k] != v {
+			t.Errorf("%s = %v, want %s", k, d[k], v)
+		}
+	}
+	if !strings.Contains(toJSON(d["code_challenge_methods_supported"]), "S256") || !strings.Contains(toJSON(d["scopes_supported"]), "audit-logs:write") {
+		t.Errorf("discovery lacks S256 or the API scopes: %v", d)
+	}
+	keys := e.do("GET", "/oauth/keys", "", nil).must(t, http.StatusOK)
+	if n := len(keys.body["keys"].([]any)); n < 1 {
+		t.Fatalf("JWKS has %d keys", n)
+	}
+}
+
+func toJSON(v any) string { b, _ := json.Marshal(v); return string(b) }
+
+func TestDenyAndRedirectMismatch(t *testing.T) {
+	e := newEnv(t)
+	tn := e.newTenant("US", "pro")
+	a := e.newOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
+	a.conf.Scopes = []string{"openid", "profile"}
+
+	back := e.authorize(e.newBrowser(), a, "deny", oauth2.S256ChallengeOption(oauth2.GenerateVerifier()))
+	if back.Query().Get("error") != "access_denied" || back.Query().Get("state") != "state-123" || back.Query().Get("code") != "" {
+		t.Fatalf("deny redirected to %s", back)
+	}
+
+	// An unregistered redirect URI gets an error page, never a redirect.
+	evil := *a.conf
+	evil.RedirectURL = "https://evil.example/callback"
+	p := e.newBrowser().get(evil.AuthCodeURL("s", oauth2.S256ChallengeOption(oauth2.GenerateVerifier())))
+	if p.status < 400 || p.location != "" || strings.HasPrefix(p.url.String(), "https://evil.example") {
+		t.Fatalf("redirect mismatch: status %d, location %q, url %s", p.status, p.location, p.url)
+	}
+}
+
+// token runs the browser flow with PKCE and exchanges the code.
+func (e *env) token(a *oauthApp) *oauth2.Token {
+	e.t.Helper()
+	verifier := oauth2.GenerateVerifier()
+	tok, err := a.conf.Exchange(context.Background(), e.codeFor(a, oauth2.S256ChallengeOption(verifier)), oauth2.VerifierOption(verifier))
+	if err != nil {
+		e.t.Fatalf("exchange: %v", err)
+	}
+	return tok
+}
+
+// codeFor runs the browser flow and returns a fresh authorization code.
+func (e *env) codeFor(a *oauthApp, opts ...oauth2.AuthCodeOption) string {
+	e.t.Helper()
+	return e.authorize(e.newBrowser(), a, "approve", opts...).Query().Get("code")
+}
+
+func TestCodeAndRefreshReplay(t *testing.T) {
+	e := newEnv(t)
+	tn := e.newTenant("US", "pro")
+	a := e.newOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
+	a.conf.Scopes = []string{"profile", "offline_access"}
+	ctx := context.Background()
+
+	verifier := oauth2.GenerateVerifier()
+	code := e.codeFor(a, oauth2.S256ChallengeOption(verifier))
+	tok, err := a.conf.Exchange(ctx, code, oauth2.VerifierOption(verifier))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok.Extra("id_token") != nil {
+		t.Fatalf("id_token issued without openid: %v", tok.Extra("id_token"))
+	}
+	e.do("GET", "/me", tok.AccessToken, nil).must(t, http.StatusOK)
+	// Reusing the code fails and revokes what it produced.
+	if _, err := a.conf.Exchange(ctx, code, oauth2.VerifierOption(verifier)); oauthError(err) != "invalid_grant" {
+		t.Fatalf("code reuse: %v", err)
+	}
+	e.do("GET", "/me", tok.AccessToken, nil).must(t, http.StatusUnauthorized)
+
+	// Reusing a rotated refresh token revokes the whole family.
+	tok = e.token(a)
+	next, err := a.conf.TokenSource(ctx, &oauth2.Token{RefreshToken: tok.RefreshToken}).Token()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.conf.TokenSource(ctx, &oauth2.Token{RefreshToken: tok.RefreshToken}).Token(); oauthError(err) != "invalid_grant" {
+		t.Fatalf("refresh reuse: %v", err)
+	}
+	e.do("GET", "/me", next.AccessToken, nil).must(t, http.StatusUnauthorized)
+	if _, err := a.conf.TokenSource(ctx, &oauth2.Token{RefreshToken: next.RefreshToken}).Token(); oauthError(err) != "invalid_grant" {
+		t.Fatalf("refresh of a revoked family: %v", err)
+	}
+}
+
+func TestPKCERules(t *testing.T) {
+	e := newEnv(t)
+	tn := e.newTenant("US", "pro")
+	a := e.newOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
+	a.conf.Scopes = []string{"profile"}
+	ctx := context.Background()
+
+	verifier := oauth2.GenerateVerifier()
+	code := e.codeFor(a, oauth2.S256ChallengeOption(verifier))
+	if _, err := a.conf.Exchange(ctx, code, oauth2.VerifierOption(oauth2.GenerateVerifier())); oauthError(err) != "invalid_grant" {
+		t.Fatalf("wrong verifier: %v", err)
+	}
+	code = e.codeFor(a, oauth2.S256ChallengeOption(verifier))
+	if _, err := a.conf.Exchange(ctx, code); oauthError(err) != "invalid_grant" {
+		t.Fatalf("missing verifier: %v", err)
+	}
+
+	// A public client has no secret and must use PKCE.
+	pub := e.newOAuthApp(e.newTenant("FR", "pro"), tenancy.RoleStudent, identity.ClientInput{Name: "Mobile", Public: true})
+	pub.conf.Scopes = []string{"openid", "profile"}
+	if pub.conf.ClientSecret != "" {
+		t.Fatal("public client got a secret")
+	}
+	p := e.newBrowser().get(pub.conf.AuthCodeURL("s"))
+	if loc, _ := url.Parse(p.location); p.status != http.StatusFound || loc == nil || loc.Query().Get("error") != "invalid_request" {
+		t.Fatalf("public client without PKCE: %d %s", p.status, p.location)
+	}
+	p = e.newBrowser().get(pub.conf.AuthCodeURL("s", oauth2.SetAuthURLParam("code_challenge", "abc"), oauth2.SetAuthURLParam("code_challenge_method", "plain")))
+	if loc, _ := url.Parse(p.location); loc == nil || loc.Query().Get("error") != "invalid_request" {
+		t.Fatalf("plain PKCE: %d %s", p.status, p.location)
+	}
+	verifier = oauth2.GenerateVerifier()
+	tok, err := pub.conf.Exchange(ctx, e.codeFor(pub, oauth2.S256ChallengeOption(verifier)), oauth2.VerifierOption(verifier))
+	if err != nil {
+		t.Fatalf("public client exchange: %v", err)
+	}
+	e.do("GET", "/me", tok.AccessToken, nil).must(t, http.StatusOK)
+}
+
+func TestExpiredAccessToken(t *testing.T) {
+	now := time.Now()
+	e := newEnvWithClock(t, func() time.Time { return now })
+	tn := e.newTenant("US", "pro")
+	a := e.newOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
+	a.conf.Scopes = []string{"profile", "offline_access"}
+	tok := e.token(a)
+	now = now.Add(identity.AccessTokenTTL - time.Minute)
+	e.do("GET", "/me", tok.AccessToken, nil).must(t, http.StatusOK)
+	now = now.Add(2 * time.Minute)
+	e.do("GET", "/me", tok.AccessToken, nil).must(t, http.StatusUnauthorized)
+	// The refresh token (30 days) replaces it.
+	fresh, err := a.conf.TokenSource(context.Background(), &oauth2.Token{RefreshToken: tok.RefreshToken}).Token()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.do("GET", "/me", fresh.AccessToken, nil).must(t, http.StatusOK)
+	now = now.Add(identity.RefreshTokenTTL)
+	if _, err := a.conf.TokenSource(context.Background(), &oauth2.Token{RefreshToken: fresh.RefreshToken}).Token(); oauthError(err) != "invalid_grant" {
+		t.Fatalf("expired refresh token: %v", err)
+	}
+}
+
+func TestAuditLogWriteByCallerKind(t *testing.T) {
+	e := newEnv(t)
+	tn := e.newTenant("US", "pro")
+	entry := `{"action":"grade.synced","target":{"type":"exam","id":"exm_42"},"reason":"nightly sync","after":{"grades":12}}`
+
+	// An app its organization allowed receives audit-logs:write and may write.
+	a := e.newOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{Scopes: []string{"profile", "audit-logs:write"}, AllowAuditLogsWrite: true})
+	a.conf.Scopes = []string{"profile", "audit-logs:write"}
+	tok := e.token(a)
+	if !strings.Contains(tok.Extra("scope").(string), "audit-logs:write") {
+		t.Fatalf("allowed client was not granted audit-logs:write: %v", tok.Extra("scope"))
+	}
+	r := e.do("POST", "/audit-logs", tok.AccessToken, entry).must(t, http.StatusOK)
+	actor := r.body["actor"].(map[string]any)
+	if r.body["origin"] != "app" || actor["id"] != a.user.ID || actor["clientId"] != a.client.ID || actor["kind"] != "user" {
+		t.Fatalf("app entry = %s", r.raw)
+	}
+	listed := e.do("GET", "/audit-logs?action=grade.synced", tn.keys[tenancy.RoleOwner], nil).must(t, http.StatusOK)
+	if n := len(listed.body["auditLogs"].([]any)); n != 1 {
+		t.Fatalf("the app's entry is not in the timeline: %s", listed.raw)
+	}
+	e.do("POST", "/audit-logs", tok.AccessToken, `{"action":"Bad Action","target":{"type":"exam","id":"x"}}`).must(t, http.StatusBadRequest)
+	e.do("POST", "/audit-logs", tok.AccessToken, `{"action":"grade.synced"}`).must(t, http.StatusBadRequest)
+
+	// An API key is refused; so is a service account's JWT.
+	if r := e.do("POST", "/audit-logs", tn.keys[tenancy.RoleOwner], entry).must(t, http.StatusForbidden); r.reason() != "CALLER_KIND_NOT_ALLOWED" {
+		t.Fatalf("API key: %s", r.raw)
+	}
+	jwt := e.serviceAccountToken(tn, tenancy.RoleAdmin, "")
+	if r := e.do("POST", "/audit-logs", jwt, entry).must(t, http.StatusForbidden); r.reason() != "CALLER_KIND_NOT_ALLOWED" {
+		t.Fatalf("JWT caller: %s", r.raw)
+	}
+}
+
+// serviceAccountToken creates a service account with a fresh key and
+// exchanges a signed assertion for a JWT access token (RFC 7523).
+func (e *env) serviceAccountToken(tn tenant, role tenancy.Role, scope string) string {
+	e.t.Helper()
+	ctx := tenancy.WithCaller(context.Background(), tenancy.SystemCaller(tn.org.ID))
+	sa, err := e.app.Identity.CreateServiceAccount(ctx, "sync bot", role)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	key, _ := rsa.GenerateKey(rand.Reader, 2048)
+	der, _ := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	keyID, err := e.app.Identity.AddServiceAccountKey(ctx, sa.ID, string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	signer, _ := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: key}, (&jose.SignerOptions{}).WithHeader("kid", keyID))
+	now := time.Now()
+	claims, _ := json.Marshal(map[string]any{"iss": sa.ID, "sub": sa.ID, "aud": e.srv.URL, "iat": now.Unix(), "exp": now.Add(5 * time.Minute).Unix()})
+	sig, _ := signer.Sign(claims)
+	assertion, _ := sig.CompactSerialize()
+	form := url.Values{"grant_type": {string(oidc.GrantTypeBearer)}, "assertion": {assertion}}
+	if scope != "" {
+		form.Set("scope", scope)
+	}
+	res, err := http.PostForm(e.srv.URL+"/oauth/token", form)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var out map[string]any
+	_ = json.NewDecoder(res.Body).Decode(&out)
+	tok, _ := out["access_token"].(string)
+	if res.StatusCode != http.StatusOK || tok == "" {
+		e.t.Fatalf("jwt-bearer grant: %d %v", res.StatusCode, out)
+	}
+	return tok
+}
+
+func TestServiceAccountJWT(t *testing.T) {
+	e := newEnv(t)
+	tn, other := e.newTenant("US", "pro"), e.newTenant("DE", "pro")
+	jwt := e.serviceAccountToken(tn, tenancy.RoleTeacher, "users:read exams:read")
+	if parts := strings.Split(jwt, "."); len(parts) != 3 {
+		t.Fatalf("service account token is not a JWT: %q", jwt)
+	}
+	list := e.do("GET", "/users", jwt, nil).must(t, http.StatusOK)
+	if n := len(list.body["users"].([]any)); n != 4 {
+		t.Fatalf("service account sees %d users, want its organization's 4", n)
+	}
+	e.do("GET", "/users/"+other.users[tenancy.RoleOwner].ID, jwt, nil).must(t, http.StatusNotFound)
+	if r := e.do("GET", "/org", jwt, nil).must(t, http.StatusForbidden); r.reason() != "INSUFFICIENT_SCOPE" {
+		t.Fatalf("scope not requested: %s", r.raw)
+	}
+	if r := e.do("GET", "/me", jwt, nil).must(t, http.StatusForbidden); r.reason() != "INSUFFICIENT_SCOPE" && r.reason() != "CALLER_KIND_NOT_ALLOWED" {
+		t.Fatalf("GET /me as a service account: %s", r.raw)
+	}
+	tampered := jwt[:len(jwt)-4] + "AAAA"
+	e.do("GET", "/users", tampered, nil).must(t, http.StatusUnauthorized)
+}
+
+func TestIntrospectionAndUserinfo(t *testing.T) {
+	e := newEnv(t)
+	tn := e.newTenant("US", "pro")
+	a := e.newOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
+	a.conf.Scopes = []string{"openid", "profile"}
+	tok := e.token(a)
+	introspect := func(token, clientID, secret string) map[string]any {
+		req, _ := http.NewRequest("POST", e.srv.URL+"/oauth/introspect", strings.NewReader(url.Values{"token": {token}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.SetBasicAuth(clientID, secret)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var out map[string]any
+		_ = json.NewDecoder(res.Body).Decode(&out)
+		out["_status"] = res.StatusCode
+		return out
+	}
+	got := introspect(tok.AccessToken, a.conf.ClientID, a.conf.ClientSecret)
+	if got["active"] != true || got["sub"] != a.user.ID || got["client_id"] != a.client.ID || got["org_id"] != tn.org.ID {
+		t.Fatalf("introspection of a live token = %v", got)
+	}
+	if got := introspect(tok.AccessToken, a.conf.ClientID, "wrong"); got["_status"] != http.StatusUnauthorized && got["active"] == true {
+		t.Fatalf("introspection with a wrong secret = %v", got)
+	}
+	if got := introspect("garbage", a.conf.ClientID, a.conf.ClientSecret); got["active"] == true {
+		t.Fatalf("introspection of garbage = %v", got)
+	}
+
+	req, _ := http.NewRequest("GET", e.srv.URL+"/oauth/userinfo", nil)
+	req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info map[string]any
+	_ = json.NewDecoder(res.Body).Decode(&info)
+	res.Body.Close()
+	if info["sub"] != a.user.ID || info["name"] != "Signing In" || info["email"] != nil {
+		t.Fatalf("userinfo with openid profile = %v (email must need the email scope)", info)
+	}
+}
+
+func TestLoginPageProtections(t *testing.T) {
+	e := newEnv(t)
+	tn := e.newTenant("US", "pro")
+	a := e.newOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
+	b := e.newBrowser()
+	login := b.get(e.srv.URL + "/login")
+	if login.status != http.StatusOK || !strings.Contains(login.body, `name="email"`) || !strings.Contains(login.body, `name="password"`) {
+		t.Fatalf("login page: %d", login.status)
+	}
+	// Without the CSRF token the form is refused.
+	if p := b.post(e.srv.URL+"/login", url.Values{"email": {a.email}, "password": {a.password}}); p.status != http.StatusForbidden {
+		t.Fatalf("login without CSRF token: %d", p.status)
+	}
+	// Repeated failures from one address are slowed down.
+	var last page
+	for range 12 {
+		page := b.get(e.srv.URL + "/login")
+		last = b.post(e.srv.URL+"/login", url.Values{"csrf": {page.field("csrf")}, "email": {a.email}, "password": {"wrong password"}})
+	}
+	if last.status != http.StatusTooManyRequests {
+		t.Fatalf("after 12 failed logins: %d", last.status)
+	}
+	res, _ := http.Get(e.srv.URL + "/login")
+	res.Body.Close()
+	if res.Header.Get("X-Frame-Options") != "DENY" || !strings.Contains(res.Header.Get("Content-Security-Policy"), "frame-ancestors 'none'") {
+		t.Fatalf("login page can be framed: %v", res.Header)
+	}
+}
+
+func TestTokenScopesPerEndpointFamily(t *testing.T) {
+	e := newEnv(t)
+	tn := e.newTenant("US", "pro")
+	a := e.newOAuthApp(tn, tenancy.RoleAdmin, identity.ClientInput{})
+	token := func(scopes ...string) string {
+		a.conf.Scopes = scopes
+		return e.token(a).AccessToken
+	}
+	profileOnly := token("profile")
+	tests := []struct {
+		method, path, scope string
+		body                any
+	}{
+		{"GET", "/users", "users:read", nil},
+		{"POST", "/users", "users:write", `{"email":"n@x.test","name":"N"}`},
+		{"GET", "/org", "orgs:read", nil},
+		{"PATCH", "/org", "orgs:write", `{"name":"Renamed"}`},
+		{"GET", "/audit-logs", "audit-logs:read", nil},
+	}
+	for _, tt := range tests {
+		r := e.do(tt.method, tt.path, profileOnly, tt.body).must(t, http.StatusForbidden)
+		if !strings.Contains(r.header.Get("WWW-Authenticate"), `scope="`+tt.scope+`"`) {
+			t.Errorf("%s %s without %s: WWW-Authenticate %q", tt.method, tt.path, tt.scope, r.header.Get("WWW-Authenticate"))
+		}
+		granted := token(tt.scope)
+		if r := e.do(tt.method, tt.path, granted, tt.body); r.status >= 400 {
+			t.Errorf("%s %s with %s: %d %s", tt.method, tt.path, tt.scope, r.status, r.raw)
+		}
+	}
+}
+
+func TestTokenEndpointDetails(t *testing.T) {
+	e := newEnv(t)
+	tn := e.newTenant("US", "pro")
+	a := e.newOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
+	a.conf.Scopes = []string{"profile", "offline_access"}
+	ctx := context.Background()
+
+	// client_secret_post works as well as client_secret_basic.
+	a.conf.Endpoint.AuthStyle = oauth2.AuthStyleInParams
+	verifier := oauth2.GenerateVerifier()
+	tok, err := a.conf.Exchange(ctx, e.codeFor(a, oauth2.S256ChallengeOption(verifier)), oauth2.VerifierOption(verifier))
+	if err != nil {
+		t.Fatalf("client_secret_post: %v", err)
+	}
+	// A wrong secret is invalid_client.
+	wrong := *a.conf
+	wrong.ClientSecret = "cs_wrong"
+	verifier = oauth2.GenerateVerifier()
+	if _, err := wrong.Exchange(ctx, e.codeFor(a, oauth2.S256ChallengeOption(verifier)), oauth2.VerifierOption(verifier)); oauthError(err) != "invalid_client" && oauthError(err) != "unauthorized_client" {
+		t.Fatalf("wrong secret: %v", err)
+	}
+
+	// Revoking the refresh token ends the grant's access tokens too.
+	res, err := http.PostForm(e.srv.URL+"/oauth/revoke", url.Values{"token": {tok.RefreshToken}, "token_type_hint": {"refresh_token"},
+		"client_id": {a.conf.ClientID}, "client_secret": {a.conf.ClientSecret}})
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("revoke refresh token: %v %v", res, err)
+	}
+	res.Body.Close()
+	if res.Header.Get("Cache-Control") != "no-store" {
+		t.Errorf("revocation response Cache-Control %q", res.Header.Get("Cache-Control"))
+	}
+	e.do("GET", "/me", tok.AccessToken, nil).must(t, http.StatusUnauthorized)
+
+	// Guessing at the token endpoint is slowed down.
+	var last *http.Response
+	for range 40 {
+		last, err = http.PostForm(e.srv.URL+"/oauth/token", url.Values{"grant_type": {"authorization_code"}, "code": {"guess"},
+			"client_id": {a.conf.ClientID}, "client_secret": {"cs_guess"}, "redirect_uri": {testRedirect}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		last.Body.Close()
+	}
+	if last.StatusCode != http.StatusTooManyRequests || last.Header.Get("Retry-After") == "" {
+		t.Fatalf("after 40 failed token requests: %d", last.StatusCode)
+	}
+}
+
+func TestJWTBearerMetrics(t *testing.T) {
+	e := newEnv(t)
+	tn := e.newTenant("US", "pro")
+	e.serviceAccountToken(tn, tenancy.RoleTeacher, "users:read")
+	metrics := string(e.do("GET", "/metrics", "", nil).raw)
+	if !strings.Contains(metrics, `grant_type="jwt_bearer",org="`+tn.org.ID+`"} 1`) {
+		t.Fatalf("no jwt_bearer token counted for %s", tn.org.ID)
+	}
+}
+
+// TestRefreshTokenWithoutOfflineAccess checks spec 2.8: the code exchange
+// returns a 30-day refresh token whether or not offline_access was asked
+// for, and that refresh token works.
+func TestRefreshTokenWithoutOfflineAccess(t *testing.T) {
+	e := newEnv(t)
+	tn := e.newTenant("US", "pro")
+	a := e.newOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
+	a.conf.Scopes = []string{"profile", "users:read"}
+	tok := e.token(a)
+	if tok.RefreshToken == "" {
+		t.Fatalf("no refresh token without offline_access: %+v", tok)
+	}
+	if scope, _ := tok.Extra("scope").(string); !strings.Contains(scope, "offline_access") || !strings.Contains(scope, "users:read") {
+		t.Fatalf("granted scope %q does not say offline access was granted", scope)
+	}
+	next, err := a.conf.TokenSource(context.Background(), &oauth2.Token{RefreshToken: tok.RefreshToken}).Token()
+	if err != nil || next.AccessToken == "" || next.RefreshToken == "" {
+		t.Fatalf("refresh: %v %+v", err, next)
+	}
+	e.do("GET", "/me", next.AccessToken, nil).must(t, http.StatusOK)
+}
+
+// TestDiscoveryAdvertisesAcceptedGrants posts every grant type discovery
+// advertises to the token endpoint (none may be unsupported_grant_type),
+// and checks grants the endpoint refuses (unsupported, or not allowed to
+// any client) are not advertised.
+func TestDiscoveryAdvertisesAcceptedGrants(t *testing.T) {
+	e := newEnv(t)
+	var d struct {
+		Grants        []string `json:"grant_types_supported"`
+		ResponseTypes []string `json:"response_types_supported"`
+	}
+	res, err := http.Get(e.srv.URL + "/.well-known/openid-configuration")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if err := json.NewDecoder(res.Body).Decode(&d); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(d.ResponseTypes, " ") != "code" {
+		t.Errorf("response_types_supported = %v, want only code", d.ResponseTypes)
+	}
+	// A registered client authenticates, so only the grant type decides.
+	a := e.newOAuthApp(e.newTenant("US", "pro"), tenancy.RoleTeacher, identity.ClientInput{})
+	tokenError := func(grant string) string {
+		res, err := http.PostForm(e.srv.URL+"/oauth/token", url.Values{"grant_type": {grant},
+			"client_id": {a.conf.ClientID}, "client_secret": {a.conf.ClientSecret}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var body struct {
+			Error string `json:"error"`
+		}
+		_ = json.NewDecoder(res.Body).Decode(&body)
+		return body.Error
+	}
+	for _, g := range []string{"authorization_code", "refresh_token", string(oidc.GrantTypeBearer)} {
+		if !slices.Contains(d.Grants, g) {
+			t.Errorf("grant %s is accepted but not advertised: %v", g, d.Grants)
+		}
+	}
+	for _, g := range d.Grants {
+		if got := tokenError(g); got == "unsupported_grant_type" || got == "" {
+			t.Errorf("advertised grant %s: token endpoint error %q", g, got)
+		}
+	}
+	for _, g := range []string{"implicit", "client_credentials", string(oidc.GrantTypeTokenExchange), string(oidc.GrantTypeDeviceCode)} {
+		if slices.Contains(d.Grants, g) {
+			t.Errorf("grant %s is advertised", g)
+		}
+		if got := tokenError(g); got != "unsupported_grant_type" && got != "unauthorized_client" {
+			t.Errorf("grant %s: token endpoint error %q, want it refused", g, got)
+		}
+	}
+}

@@ -1,0 +1,248 @@
+package app_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"go.temporal.io/sdk/client"
+
+	gradingactivities "github.com/assessd/assessd/activities/grading"
+	"github.com/assessd/assessd/internal/ai"
+	"github.com/assessd/assessd/internal/app"
+	"github.com/assessd/assessd/internal/assessment"
+	"github.com/assessd/assessd/internal/devenv"
+	"github.com/assessd/assessd/internal/media"
+	"github.com/assessd/assessd/internal/testkit/storetest"
+	"github.com/assessd/assessd/tenancy"
+	"github.com/assessd/assessd/workflows"
+)
+
+// countingProvider is the builtin provider, counting its calls.
+type countingProvider struct {
+	ai.Provider
+	grades, generations atomic.Int32
+}
+
+func (p *countingProvider) Grade(ctx context.Context, req ai.GradeRequest) (ai.Grade, error) {
+	p.grades.Add(1)
+	return p.Provider.Grade(ctx, req)
+}
+
+func (p *countingProvider) GenerateQuestions(ctx context.Context, req ai.GenerateRequest) ([]ai.GeneratedQuestion, error) {
+	p.generations.Add(1)
+	return p.Provider.GenerateQuestions(ctx, req)
+}
+
+// temporalServer is a dev server that can be stopped and started again on
+// the same address, as a Temporal outage would look to assessd.
+type temporalServer struct {
+	t       *testing.T
+	address string
+	server  *devenv.Temporal
+}
+
+func (s *temporalServer) start() {
+	s.t.Helper()
+	server, err := devenv.StartTemporalAt(context.Background(), s.address, io.Discard)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.server, s.address = server, server.Address
+}
+
+func (s *temporalServer) stop() {
+	s.t.Helper()
+	if err := s.server.Stop(); err != nil {
+		s.t.Fatal(err)
+	}
+	s.server = nil
+}
+
+// TestWorkflowStartsSurviveATemporalOutage submits a result needing AI
+// grading and requests an exam generation while Temporal is down: the API
+// answers, both wait in the outbox, and once a dev server is back on the
+// same address the app's client reconnects and both finish, each graded or
+// generated exactly once. Then a workflow is lost with its server (a new,
+// empty dev server replaces it) and the reconciler starts it again.
+func TestWorkflowStartsSurviveATemporalOutage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Temporal dev servers")
+	}
+	temporal := &temporalServer{t: t}
+	temporal.start()
+	t.Cleanup(func() {
+		if temporal.server != nil {
+			_ = temporal.server.Stop()
+		}
+	})
+	// Lazy, like serve: no connection is needed to build the app.
+	tc, err := client.NewLazyClient(client.Options{HostPort: temporal.address})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tc.Close)
+
+	db := storetest.New(t)
+	var handler http.Handler
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
+	t.Cleanup(srv.Close)
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
+	t.Cleanup(func() { rdb.Close() })
+	a, err := app.New(context.Background(), db, app.Config{
+		BaseURL: srv.URL, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Redis: rdb, Temporal: tc,
+		Dispatch: workflows.DispatchOptions{Sweep: 200 * time.Millisecond, StartTimeout: 2 * time.Second, MaxDelay: time.Second,
+			Reconcile: 500 * time.Millisecond, Quiet: time.Second},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	handler = a.Handler
+	a.Start(t.Context())
+	e := &env{t: t, srv: srv, app: a}
+
+	tn := e.newTenant("US", tenancy.PlanPro)
+	teacher := tn.keys[tenancy.RoleTeacher]
+	staff := tenancy.WithCaller(context.Background(), tenancy.SystemCaller(tn.org.ID))
+	exam, err := a.Assessment.CreateExam(staff, assessment.NewExam{Name: "Essays", Language: "en"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	essay, err := a.Assessment.CreateQuestion(staff, exam.ID, assessment.NewQuestion{Type: assessment.TypeEssay,
+		Prompt: "Describe photosynthesis.", Points: 4, Config: map[string]any{"rubric": "light chlorophyll sugar"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	submit := func() string {
+		t.Helper()
+		r := e.do("POST", "/exams/"+exam.ID+"/results", teacher, map[string]any{"userId": tn.users[tenancy.RoleStudent].ID,
+			"answers": []any{map[string]any{"questionId": essay.ID, "value": "Plants use light and chlorophyll to make sugar."}}}).must(t, 200)
+		if r.body["status"] != "grading" {
+			t.Fatalf("submitted result %s", r.raw)
+		}
+		return r.body["id"].(string)
+	}
+	provider := &countingProvider{Provider: ai.NewBuiltin()}
+	startWorkers := func() func() {
+		t.Helper()
+		wc, err := devenv.DialTemporal(temporal.address)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stops []func()
+		for _, region := range []string{"eu", "global"} {
+			w, err := app.NewWorker(wc, db, app.WorkerConfig{Region: region, Provider: provider, Fetcher: media.NewFetcher(nil, media.Options{}),
+				Metrics: gradingactivities.NewMetrics(prometheus.NewRegistry(), func(s string) string { return s })})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Start(); err != nil {
+				t.Fatal(err)
+			}
+			stops = append(stops, w.Stop)
+		}
+		return func() {
+			for _, stop := range stops {
+				stop()
+			}
+			wc.Close()
+		}
+	}
+
+	// Temporal goes away. The API still takes the work.
+	temporal.stop()
+	first := submit()
+	gen := e.do("POST", "/exam-generations", teacher, map[string]any{"subject": "Photosynthesis", "count": 3}).must(t, 200)
+	if gen.body["status"] != "running" {
+		t.Fatalf("generation %s", gen.raw)
+	}
+	genID := gen.body["id"].(string)
+	waitMetric(t, e, `assessd_outbox_dispatches_total{kind="grading",outcome="retried"}`, func(v float64) bool { return v >= 1 })
+	waitMetric(t, e, `assessd_outbox_dispatches_total{kind="generation",outcome="retried"}`, func(v float64) bool { return v >= 1 })
+	waitMetric(t, e, `assessd_outbox_pending{kind="grading"}`, func(v float64) bool { return v == 1 })
+	waitMetric(t, e, `assessd_outbox_pending{kind="generation"}`, func(v float64) bool { return v == 1 })
+	if r := e.do("GET", "/exams/"+exam.ID+"/results/"+first, teacher, nil).must(t, 200); r.body["status"] != "grading" {
+		t.Fatalf("result while Temporal is down: %s", r.raw)
+	}
+
+	// Temporal is back on the same address: the app's client reconnects.
+	temporal.start()
+	stopWorkers := startWorkers()
+	waitStatus(t, e, "/exams/"+exam.ID+"/results/"+first, teacher, "graded")
+	ready := waitStatus(t, e, "/exam-generations/"+genID, teacher, "ready")
+	if provider.grades.Load() != 1 || provider.generations.Load() != 1 {
+		t.Fatalf("provider graded %d times and generated %d times, want once each", provider.grades.Load(), provider.generations.Load())
+	}
+	exams := items(e.do("GET", "/exams", teacher, nil).must(t, 200).body, "exams")
+	if len(exams) != 2 || ready.body["examId"] == "" {
+		t.Fatalf("%d exams after one generation (want the essay exam and the generated one); generation %s", len(exams), ready.raw)
+	}
+	waitMetric(t, e, `assessd_outbox_pending{kind="grading"}`, func(v float64) bool { return v == 0 })
+
+	// A workflow is lost with its server: no worker runs it, and a new,
+	// empty dev server takes the old one's place.
+	stopWorkers()
+	second := submit()
+	waitMetric(t, e, `assessd_outbox_dispatches_total{kind="grading",outcome="started"}`, func(v float64) bool { return v >= 2 })
+	temporal.stop()
+	temporal.start()
+	defer startWorkers()()
+	waitMetric(t, e, `assessd_outbox_dispatches_total{kind="grading",outcome="restarted"}`, func(v float64) bool { return v >= 1 })
+	waitStatus(t, e, "/exams/"+exam.ID+"/results/"+second, teacher, "graded")
+	if got := provider.grades.Load(); got != 2 {
+		t.Fatalf("provider graded %d times for two results", got)
+	}
+}
+
+// waitStatus polls path until its status is want (or fails the test on
+// a failed one or after a minute).
+func waitStatus(t *testing.T, e *env, path, key, want string) response {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		r := e.do("GET", path, key, nil).must(t, 200)
+		switch r.body["status"] {
+		case want:
+			return r
+		case "failed":
+			t.Fatalf("%s failed: %s", path, r.raw)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still %v after a minute", path, r.body["status"])
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// waitMetric polls /metrics until the sample named series satisfies ok.
+func waitMetric(t *testing.T, e *env, series string, ok func(float64) bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		r := e.do("GET", "/metrics", "", nil).must(t, 200)
+		var value float64
+		var found bool
+		for line := range strings.SplitSeq(string(r.raw), "\n") {
+			if rest, has := strings.CutPrefix(line, series+" "); has {
+				value, _ = strconv.ParseFloat(rest, 64)
+				found = true
+			}
+		}
+		if found && ok(value) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s is %v (found %v) after a minute", series, value, found)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

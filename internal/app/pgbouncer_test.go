@@ -1,0 +1,189 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/internal/testkit/storetest"
+	"github.com/assessd/assessd/tenancy"
+)
+
+// TestIsolationBehindTransactionPooling runs two instances through a
+// transaction-pooling PgBouncer with three server connections, so
+// consecutive statements of one request land on connections another
+// organization used last. Hundreds of concurrent reads and writes by two
+// organizations must never see a foreign row, and a key revoked on one
+// instance must be refused by the other within a second (its listener is
+// on the direct URL).
+func TestIsolationBehindTransactionPooling(t *testing.T) {
+	direct := storetest.NewURL(t)
+	pooled := storetest.PgBouncer(t, direct, 3)
+	ctx := context.Background()
+	open := func() *store.DB {
+		db, err := store.Open(ctx, pooled+"&pool_max_conns=6", store.WithDirectURL(direct))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(db.Close)
+		if err := db.CheckIsolation(ctx); err != nil {
+			t.Fatalf("through PgBouncer: %v", err)
+		}
+		return db
+	}
+	a, b := newEnvOn(t, open(), nil), newEnvOn(t, open(), nil)
+	tenants := []tenant{a.newTenant("US", "pro"), b.newTenant("DE", "pro")}
+
+	const requests = 600
+	var sent, foreign, failed atomic.Int64
+	var firstFailure sync.Once
+	var failure string
+	var wg sync.WaitGroup
+	jobs := make(chan int)
+	for range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				e, tn := []*env{a, b}[i%2], tenants[(i/2)%2]
+				n, err := checkedRequest(e, tn, i)
+				sent.Add(1)
+				foreign.Add(int64(n))
+				if err != nil {
+					failed.Add(1)
+					firstFailure.Do(func() { failure = err.Error() })
+				}
+			}
+		}()
+	}
+	for i := range requests {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	t.Logf("requests sent: %d through PgBouncer (3 server connections), foreign rows seen: %d, failed: %d",
+		sent.Load(), foreign.Load(), failed.Load())
+	if foreign.Load() != 0 || failed.Load() != 0 {
+		t.Fatalf("%d foreign rows seen, %d requests failed; first failure: %s", foreign.Load(), failed.Load(), failure)
+	}
+
+	// Revocation: instance b caches the teacher's key, instance a revokes it.
+	key := tenants[0].keys[tenancy.RoleTeacher]
+	deadline := time.Now().Add(5 * time.Second)
+	for !a.app.Tenancy.CredentialListenerUp() || !b.app.Tenancy.CredentialListenerUp() {
+		if time.Now().After(deadline) {
+			t.Fatal("credential listeners did not connect")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	b.do("GET", "/me", key, nil).must(t, http.StatusOK)
+	sys := tenancy.WithCaller(ctx, tenancy.SystemCaller(tenants[0].org.ID))
+	keys, err := a.app.Tenancy.ListAPIKeys(sys, tenants[0].users[tenancy.RoleTeacher].ID)
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("ListAPIKeys = %v, %v", keys, err)
+	}
+	if err := a.app.Tenancy.RevokeAPIKey(sys, keys[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	revoked := time.Now()
+	for {
+		status := b.do("GET", "/me", key, nil).status
+		if status == http.StatusUnauthorized {
+			break
+		}
+		if status != http.StatusOK {
+			t.Fatalf("GET /me with the revoked key: status %d", status)
+		}
+		if time.Since(revoked) > time.Second {
+			t.Fatalf("instance b still accepts a key revoked on instance a after %v", time.Since(revoked))
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	t.Logf("revocation on instance a refused by instance b after %v", time.Since(revoked).Round(time.Millisecond))
+}
+
+// checkedRequest sends request i of a mix of reads and writes as a member
+// of tn and returns how many rows of another organization it saw, and an
+// error for any other wrong answer.
+func checkedRequest(e *env, tn tenant, i int) (int, error) {
+	own := map[string]bool{}
+	for _, u := range tn.users {
+		own[u.ID] = true
+	}
+	switch i % 3 {
+	case 0: // list every user: exactly the organization's own
+		var body struct {
+			Users []struct{ ID, OrgID string }
+		}
+		if err := call(e, "GET", "/users", tn.keys[tenancy.RoleAdmin], nil, &body); err != nil {
+			return 0, err
+		}
+		foreign := 0
+		for _, u := range body.Users {
+			if !own[u.ID] || u.OrgID != tn.org.ID {
+				foreign++
+			}
+		}
+		if foreign == 0 && len(body.Users) != len(own) {
+			return 0, fmt.Errorf("GET /users listed %d users, want %d", len(body.Users), len(own))
+		}
+		return foreign, nil
+	case 1: // read the caller
+		var me struct{ ID, OrgID string }
+		if err := call(e, "GET", "/me", tn.keys[tenancy.RoleTeacher], nil, &me); err != nil {
+			return 0, err
+		}
+		if me.ID != tn.users[tenancy.RoleTeacher].ID || me.OrgID != tn.org.ID {
+			return 1, nil
+		}
+		return 0, nil
+	default: // write: rename the caller
+		var me struct{ ID, OrgID, Name string }
+		name := fmt.Sprintf("Student %d", i)
+		if err := call(e, "PATCH", "/me", tn.keys[tenancy.RoleStudent], map[string]any{"name": name}, &me); err != nil {
+			return 0, err
+		}
+		if me.ID != tn.users[tenancy.RoleStudent].ID || me.OrgID != tn.org.ID {
+			return 1, nil
+		}
+		return 0, nil
+	}
+}
+
+// call sends one request and decodes its 200 answer into out; unlike
+// env.do it is safe in goroutines other than the test's.
+func call(e *env, method, path, key string, body, out any) error {
+	var data []byte
+	if body != nil {
+		var err error
+		if data, err = json.Marshal(body); err != nil {
+			return err
+		}
+	}
+	req, err := http.NewRequest(method, e.srv.URL+path, bytes.NewReader(data))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := e.srv.Client().Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	var raw bytes.Buffer
+	_, _ = raw.ReadFrom(res.Body)
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s %s: status %d: %s", method, path, res.StatusCode, raw.String())
+	}
+	return json.Unmarshal(raw.Bytes(), out)
+}

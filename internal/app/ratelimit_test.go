@@ -1,0 +1,185 @@
+package app_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/assessd/assessd/internal/app"
+	"github.com/assessd/assessd/internal/identity"
+	"github.com/assessd/assessd/internal/platform/clientaddr"
+	"github.com/assessd/assessd/tenancy"
+)
+
+func forwardedFor(addr string) http.Header { return http.Header{"X-Forwarded-For": {addr}} }
+
+// guessAt is an API key with key's id and a wrong secret.
+func guessAt(key string) string { return key[:strings.LastIndex(key, "_")+1] + "wrong" }
+
+// metricLine reports whether the server's /metrics has a sample line
+// starting with prefix.
+func (e *env) metricLine(prefix string) string {
+	for _, line := range strings.Split(string(e.do("GET", "/metrics", "", nil).raw), "\n") {
+		if strings.HasPrefix(line, prefix) {
+			return line
+		}
+	}
+	return ""
+}
+
+// TestTenantsBehindOneProxy runs assessd behind a trusted load balancer
+// (the loopback peer): clients are told apart by X-Forwarded-For, and an
+// attacker guessing at one tenant's key locks out neither that tenant's
+// user elsewhere nor another tenant sharing the attacker's address.
+func TestTenantsBehindOneProxy(t *testing.T) {
+	trusted, err := clientaddr.Parse("127.0.0.0/8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvWithConfig(t, func(c *app.Config) { c.TrustedProxies = trusted })
+	a, b := e.newTenant("US", "free"), e.newTenant("DE", "pro")
+	attacker := forwardedFor("198.51.100.66")
+	var last response
+	for range 25 {
+		last = e.doWith("GET", "/me", guessAt(a.keys[tenancy.RoleOwner]), nil, attacker)
+	}
+	last.must(t, http.StatusTooManyRequests)
+	e.doWith("GET", "/me", a.keys[tenancy.RoleOwner], nil, attacker).must(t, http.StatusTooManyRequests)
+	e.doWith("GET", "/me", a.keys[tenancy.RoleOwner], nil, forwardedFor("203.0.113.5")).must(t, http.StatusOK)
+	e.doWith("GET", "/me", b.keys[tenancy.RoleOwner], nil, attacker).must(t, http.StatusOK)
+	e.do("GET", "/me", a.keys[tenancy.RoleTeacher], nil).must(t, http.StatusOK)
+	if line := e.metricLine(`assessd_rate_limited_requests_total{limit="api_auth_failures",org="_none"}`); line == "" {
+		t.Error("throttled authentications not counted")
+	}
+}
+
+// TestUntrustedForwardedForIsIgnored: without trusted proxies a client
+// cannot escape its limit by inventing X-Forwarded-For values.
+func TestUntrustedForwardedForIsIgnored(t *testing.T) {
+	e := newEnv(t)
+	tn := e.newTenant("US", "free")
+	var last response
+	for i := range 25 {
+		last = e.doWith("GET", "/me", guessAt(tn.keys[tenancy.RoleOwner]), nil, forwardedFor(fmt.Sprintf("198.51.100.%d", i)))
+	}
+	last.must(t, http.StatusTooManyRequests)
+}
+
+var rateLimitField = regexp.MustCompile(`^"(\w+)";r=(\d+);t=(\d+)$`)
+
+// TestRequestQuotas holds each organization to its plan's quota, shown in
+// the RateLimit headers, and answers 429 with Retry-After beyond it.
+func TestRequestQuotas(t *testing.T) {
+	e := newEnvWithConfig(t, func(c *app.Config) {
+		c.RequestsPerMinute = func(plan string) int {
+			if plan == tenancy.PlanFree {
+				return 3
+			}
+			return 100
+		}
+	})
+	free, pro := e.newTenant("US", "free"), e.newTenant("US", "pro")
+	for i := range 3 {
+		r := e.do("GET", "/me", free.keys[tenancy.RoleOwner], nil).must(t, http.StatusOK)
+		if got := r.header.Get("RateLimit-Policy"); got != `"free";q=3;w=60` {
+			t.Fatalf("RateLimit-Policy = %q", got)
+		}
+		m := rateLimitField.FindStringSubmatch(r.header.Get("RateLimit"))
+		if m == nil || m[1] != "free" || m[2] != strconv.Itoa(2-i) {
+			t.Fatalf("request %d: RateLimit = %q", i, r.header.Get("RateLimit"))
+		}
+	}
+	// The quota is the organization's: another key of it shares it.
+	r := e.do("GET", "/users", free.keys[tenancy.RoleAdmin], nil).must(t, http.StatusTooManyRequests)
+	retry, err := strconv.Atoi(r.header.Get("Retry-After"))
+	if err != nil || retry < 1 || retry > 60 || r.reason() != "RATE_LIMITED" || r.body["code"] != float64(8) {
+		t.Fatalf("over quota: Retry-After %q, body %s", r.header.Get("Retry-After"), r.raw)
+	}
+	if m := rateLimitField.FindStringSubmatch(r.header.Get("RateLimit")); m == nil || m[2] != "0" {
+		t.Fatalf("over quota: RateLimit = %q", r.header.Get("RateLimit"))
+	}
+	r = e.do("GET", "/me", pro.keys[tenancy.RoleOwner], nil).must(t, http.StatusOK)
+	if got := r.header.Get("RateLimit-Policy"); got != `"pro";q=100;w=60` {
+		t.Fatalf("pro RateLimit-Policy = %q", got)
+	}
+	if line := e.metricLine(`assessd_rate_limited_requests_total{limit="org_quota",org="` + free.org.ID + `"}`); !strings.HasSuffix(line, " 1") {
+		t.Fatalf("throttled requests of %s: %q", free.org.ID, line)
+	}
+	// Requests without a caller carry no quota headers.
+	if h := e.do("GET", "/healthz", "", nil).header.Get("RateLimit"); h != "" {
+		t.Errorf("/healthz RateLimit = %q", h)
+	}
+}
+
+// TestRedisDownLimitsPerProcess points the limits at a closed port: the
+// API keeps serving, limits hold per process, and the fallback is counted.
+func TestRedisDownLimitsPerProcess(t *testing.T) {
+	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	t.Cleanup(func() { down.Close() })
+	e := newEnvWithConfig(t, func(c *app.Config) {
+		c.Redis = down
+		c.RequestsPerMinute = func(string) int { return 3 }
+	})
+	tn := e.newTenant("US", "free")
+	for range 3 {
+		r := e.do("GET", "/me", tn.keys[tenancy.RoleOwner], nil).must(t, http.StatusOK)
+		if r.header.Get("RateLimit") == "" {
+			t.Fatal("no RateLimit header while Redis is down")
+		}
+	}
+	e.do("GET", "/me", tn.keys[tenancy.RoleOwner], nil).must(t, http.StatusTooManyRequests)
+	var last response
+	for range 25 {
+		last = e.do("GET", "/me", "ak_guess", nil)
+	}
+	last.must(t, http.StatusTooManyRequests)
+	line := e.metricLine("assessd_rate_limit_local_decisions_total ")
+	if n, _ := strconv.Atoi(strings.Fields(line + " 0")[1]); n < 29 {
+		t.Fatalf("local decisions: %q", line)
+	}
+}
+
+// TestDatabaseDownIsUnavailableForEveryCallerKind: when credentials
+// cannot be checked the answer is 503, never 401, for API keys, OAuth
+// access tokens and service-account JWTs, and for the login form.
+func TestDatabaseDownIsUnavailableForEveryCallerKind(t *testing.T) {
+	now := time.Now()
+	e := newEnvWithClock(t, func() time.Time { return now })
+	tn := e.newTenant("US", "pro")
+	oauth := e.newOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
+	oauth.conf.Scopes = []string{"profile", "users:read"}
+	callers := map[string]string{
+		"api key":      tn.keys[tenancy.RoleTeacher], // never used, so not cached
+		"access token": e.token(oauth).AccessToken,
+		"jwt":          e.serviceAccountToken(tn, tenancy.RoleTeacher, "users:read"),
+	}
+	b := e.newBrowser()
+	login := b.get(e.srv.URL + "/login")
+
+	e.db.Close()
+	check := func(kind, token string) {
+		t.Helper()
+		r := e.do("GET", "/users", token, nil)
+		if r.status != http.StatusServiceUnavailable || r.reason() != "DATABASE_UNAVAILABLE" || r.header.Get("WWW-Authenticate") != "" {
+			t.Errorf("%s with the database down: %d %s (WWW-Authenticate %q)", kind, r.status, r.raw, r.header.Get("WWW-Authenticate"))
+		}
+	}
+	for kind, token := range callers {
+		check(kind, token)
+	}
+	// Once the cached signing keys are due for a reload, reading them fails too.
+	now = now.Add(2 * time.Minute)
+	check("jwt after the key cache expired", callers["jwt"])
+
+	p := b.post(e.srv.URL+"/login", url.Values{"csrf": {login.field("csrf")}, "email": {oauth.email}, "password": {oauth.password}})
+	if p.status != http.StatusServiceUnavailable {
+		t.Errorf("login with the database down: %d", p.status)
+	}
+}

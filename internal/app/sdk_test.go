@@ -1,0 +1,38 @@
+package app_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/assessd/assessd/internal/identity"
+	"github.com/assessd/assessd/tenancy"
+)
+
+// TestTypeScriptSDK runs the SDK's own tests (node --test) against this
+// server; `make sdk` builds the SDK first.
+func TestTypeScriptSDK(t *testing.T) {
+	sdk, _ := filepath.Abs("../../sdk/typescript")
+	if _, err := os.Stat(filepath.Join(sdk, "dist", "esm", "index.js")); err != nil {
+		t.Skip("the SDK is not built: run make sdk")
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed")
+	}
+	e := newEnv(t)
+	tn := e.newTenant("US", "pro")
+	a := e.newOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
+	cmd := exec.Command(node, "--test", "test/")
+	cmd.Dir = sdk
+	cmd.Env = append(os.Environ(),
+		"ASSESSD_URL="+e.srv.URL, "ASSESSD_API_KEY="+tn.keys[tenancy.RoleOwner],
+		"ASSESSD_CLIENT_ID="+a.conf.ClientID, "ASSESSD_CLIENT_SECRET="+a.conf.ClientSecret,
+		"ASSESSD_REDIRECT_URI="+testRedirect, "ASSESSD_LOGIN_EMAIL="+a.email, "ASSESSD_LOGIN_PASSWORD="+a.password)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("SDK tests failed: %v\n%s", err, out)
+	}
+	t.Logf("%s", out)
+}

@@ -1,0 +1,58 @@
+package app
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+
+	generationactivities "github.com/assessd/assessd/activities/generation"
+	gradingactivities "github.com/assessd/assessd/activities/grading"
+	"github.com/assessd/assessd/internal/ai"
+	"github.com/assessd/assessd/internal/assessment"
+	"github.com/assessd/assessd/internal/generation"
+	"github.com/assessd/assessd/internal/media"
+	"github.com/assessd/assessd/internal/outbox"
+	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/workflows"
+	generationworkflow "github.com/assessd/assessd/workflows/generation"
+	gradingworkflow "github.com/assessd/assessd/workflows/grading"
+)
+
+// WorkerConfig is what one region's worker needs: that region's AI
+// provider, the media CDN fetcher and the grading metrics.
+type WorkerConfig struct {
+	Region   string
+	Provider ai.Provider
+	Fetcher  *media.Fetcher
+	Metrics  *gradingactivities.Metrics
+}
+
+// NewWorker returns a worker that polls only cfg.Region's task queue and
+// runs the grading and generation workflows with that region's provider.
+// An unknown region is an error.
+func NewWorker(c client.Client, db *store.DB, cfg WorkerConfig) (worker.Worker, error) {
+	queue, err := workflows.RegionTaskQueue(cfg.Region)
+	if err != nil {
+		return nil, err
+	}
+	w := worker.New(c, queue, worker.Options{MaxConcurrentActivityExecutionSize: 32})
+	w.RegisterWorkflow(gradingworkflow.GradeResult)
+	w.RegisterWorkflow(generationworkflow.GenerateExam)
+	content := assessment.NewService(db)
+	grading := &gradingactivities.Activities{Results: content, Provider: cfg.Provider, Fetcher: cfg.Fetcher, Region: cfg.Region, Metrics: cfg.Metrics}
+	grading.Register(w)
+	gen := &generationactivities.Activities{Generations: generation.NewService(db, content), Provider: cfg.Provider, Region: cfg.Region}
+	gen.Register(w)
+	return w, nil
+}
+
+// NewDispatcher returns the outbox dispatcher, the one starter of the
+// grading and generation workflows, with c; its metrics go to reg.
+func NewDispatcher(c client.Client, db *store.DB, reg prometheus.Registerer, opts workflows.DispatchOptions) *workflows.Dispatcher {
+	content := assessment.NewService(db)
+	gen := generation.NewService(db, content)
+	return workflows.NewDispatcher(c, outbox.NewStore(db), map[outbox.Kind]workflows.Route{
+		outbox.KindGrading:    gradingworkflow.Route(content.FailGrading),
+		outbox.KindGeneration: generationworkflow.Route(gen.Finish),
+	}, reg, opts)
+}

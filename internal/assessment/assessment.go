@@ -1,0 +1,82 @@
+// Package assessment owns the content of an organization's assessments:
+// folders, exams, questions, question type definitions, submitted results
+// and the statistics computed from them. Every operation authorizes its
+// caller with tenancy.Authorize and runs tenant-scoped SQL (store.DB), so
+// ids of other organizations are simply not found.
+package assessment
+
+import (
+	"errors"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/assessd/assessd/internal/platform/errs"
+	"github.com/assessd/assessd/internal/platform/ids"
+	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/tenancy"
+)
+
+// Service implements the assessment API on PostgreSQL.
+type Service struct {
+	db *store.DB
+}
+
+// NewService returns a Service using db.
+func NewService(db *store.DB) *Service { return &Service{db: db} }
+
+var (
+	anyRole = []tenancy.Role(nil)
+	staff   = []tenancy.Role{tenancy.RoleOwner, tenancy.RoleAdmin, tenancy.RoleTeacher}
+)
+
+// The permissions of this package (decision 0020). Students may read exams
+// and folders and their own results; question content (which carries the
+// answer key) and statistics are for staff.
+var (
+	ReadExams          = tenancy.Permission{Scope: tenancy.ScopeExamsRead, Roles: anyRole}
+	WriteExams         = tenancy.Permission{Scope: tenancy.ScopeExamsWrite, Roles: staff}
+	ReadQuestions      = tenancy.Permission{Scope: tenancy.ScopeExamsRead, Roles: staff}
+	ReadResults        = tenancy.Permission{Scope: tenancy.ScopeResultsRead, Roles: anyRole}
+	WriteResults       = tenancy.Permission{Scope: tenancy.ScopeResultsWrite, Roles: anyRole}
+	ReadSummaries      = tenancy.Permission{Scope: tenancy.ScopeResultsRead, Roles: staff}
+	ReadQuestionTypes  = tenancy.Permission{Scope: tenancy.ScopeQuestionTypesRead, Roles: staff}
+	WriteQuestionTypes = tenancy.Permission{Scope: tenancy.ScopeQuestionTypesWrite, Roles: staff}
+)
+
+func isNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }
+
+func isUniqueViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505"
+}
+
+// checkID validates an id's form; a malformed id is a 400 naming field.
+func checkID(field string, p ids.Prefix, id, what string) error {
+	if !ids.Valid(p, id) {
+		return errs.Invalid(field, "must be %s id (%s...)", what, p)
+	}
+	return nil
+}
+
+// text trims s and checks it is present (when required) and at most max
+// characters long.
+func text(field, s string, required bool, max int) (string, error) {
+	s = strings.TrimSpace(s)
+	if required && s == "" {
+		return "", errs.Invalid(field, "is required")
+	}
+	if utf8.RuneCountInString(s) > max {
+		return "", errs.Invalid(field, "must be at most %d characters", max)
+	}
+	return s, nil
+}
+
+// failedPrecondition reports a resource that is not in a usable state.
+func failedPrecondition(reason, format string, args ...any) *errs.Error {
+	e := errs.Conflict(reason, format, args...)
+	e.Kind = errs.KindFailedPrecondition
+	return e
+}

@@ -1,0 +1,179 @@
+package assessment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/assessd/assessd/internal/assessment/expr"
+	"github.com/assessd/assessd/internal/store"
+)
+
+// The methods in this file are the write-back side of AI grading, for the
+// grading workflow's activities. They run for the organization in ctx
+// (store.WithOrg) and check no caller permission: the workflow acts for
+// the platform. Every write is conditional on the current state, so a
+// retried activity changes nothing twice.
+
+// PendingAnswers returns the question ids of a result's answers that await
+// AI grading, in exam order.
+func (s *Service) PendingAnswers(ctx context.Context, resultID string) ([]string, error) {
+	rows, err := s.db.Q(ctx).Query(ctx, `
+		SELECT question_id FROM result_answers
+		 WHERE org_id = app_org_id() AND result_id = $1 AND status = 'pending' ORDER BY position`, resultID)
+	if err != nil {
+		return nil, fmt.Errorf("pending answers: %w", err)
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// GradingInput is what AI grading needs of one pending answer.
+type GradingInput struct {
+	QuestionType string
+	Prompt       string
+	Config       map[string]any
+	Answer       any
+	Points       float64
+	// FileURLs are what the type's grading.fileInputs resolved to.
+	FileURLs []string
+}
+
+// ErrCannotGrade marks answers that can never be graded (question deleted,
+// type no longer shared, fileInputs failing): the workflow fails them
+// without retrying.
+var ErrCannotGrade = errors.New("the answer cannot be graded")
+
+// GradingInput loads a pending answer with its question and resolved type,
+// and evaluates the type's grading.fileInputs with the answer and the
+// question configuration in scope.
+func (s *Service) GradingInput(ctx context.Context, resultID, questionID string) (GradingInput, error) {
+	q := s.db.Q(ctx)
+	var in GradingInput
+	var examID string
+	var files []string
+	err := q.QueryRow(ctx, `SELECT exam_id, value, files, max_score FROM result_answers
+		WHERE org_id = app_org_id() AND result_id = $1 AND question_id = $2`, resultID, questionID).
+		Scan(&examID, &in.Answer, &files, &in.Points)
+	if isNoRows(err) {
+		return in, fmt.Errorf("%w: the answer no longer exists", ErrCannotGrade)
+	}
+	if err != nil {
+		return in, fmt.Errorf("load answer: %w", err)
+	}
+	qu, err := scanQuestion(q.QueryRow(ctx, `SELECT `+questionColumns+` FROM questions WHERE org_id = app_org_id() AND exam_id = $1 AND id = $2`, examID, questionID))
+	if isNoRows(err) {
+		return in, fmt.Errorf("%w: the question was deleted", ErrCannotGrade)
+	}
+	if err != nil {
+		return in, fmt.Errorf("load question: %w", err)
+	}
+	qs := []Question{qu}
+	if err := s.resolve(ctx, q, qs); err != nil {
+		return in, err
+	}
+	def := qs[0].Def
+	if def == nil {
+		return in, fmt.Errorf("%w: %s", ErrCannotGrade, Unresolved.Message)
+	}
+	in.QuestionType, in.Prompt, in.Config = def.Key, qu.Prompt, qu.Config
+	if def.FileInputs == "" {
+		return in, nil
+	}
+	e, err := expr.Compile(def.FileInputs)
+	if err != nil {
+		return in, fmt.Errorf("%w: grading.fileInputs %s", ErrCannotGrade, err)
+	}
+	fileList := make([]any, len(files))
+	for i, f := range files {
+		fileList[i] = f
+	}
+	out, err := e.Eval(ctx, map[string]any{"answer": map[string]any{"value": in.Answer, "files": fileList}, "config": qu.Config})
+	switch {
+	case errors.Is(err, expr.ErrUndefined):
+		return in, nil
+	case err != nil:
+		return in, fmt.Errorf("%w: grading.fileInputs could not be evaluated: %s", ErrCannotGrade, err)
+	}
+	switch v := out.(type) {
+	case string:
+		in.FileURLs = []string{v}
+	case []any:
+		for _, item := range v {
+			if u, ok := item.(string); ok {
+				in.FileURLs = append(in.FileURLs, u)
+			}
+		}
+	}
+	return in, nil
+}
+
+// RecordGrade stores the AI grade of a pending answer: score (clamped to
+// the answer's points), feedback and the grading details (rationale,
+// region, files attached and skipped). An answer that is no longer pending
+// is left as it is, which makes a retry harmless.
+func (s *Service) RecordGrade(ctx context.Context, resultID, questionID string, score float64, feedback string, details map[string]any) error {
+	if math.IsNaN(score) {
+		score = 0
+	}
+	_, err := s.db.Q(ctx).Exec(ctx, `
+		UPDATE result_answers SET score = least(greatest($3::float8, 0), max_score), feedback = $4, grading = $5::jsonb, status = 'graded', graded_at = now()
+		 WHERE org_id = app_org_id() AND result_id = $1 AND question_id = $2 AND status = 'pending'`,
+		resultID, questionID, score, feedback, store.JSON{V: details})
+	if err != nil {
+		return fmt.Errorf("record grade: %w", err)
+	}
+	return nil
+}
+
+// FinishResult closes a result that is grading: answers in failures (by
+// question id, with a reason) are marked failed, the score becomes the sum
+// of the answers' scores, and the status graded, or failed when any answer
+// failed. A result already finished is returned unchanged.
+func (s *Service) FinishResult(ctx context.Context, resultID string, failures map[string]string) (Result, error) {
+	var r Result
+	err := s.db.Tx(ctx, func(ctx context.Context) error {
+		q := s.db.Q(ctx)
+		for questionID, reason := range failures {
+			if _, err := q.Exec(ctx, `
+				UPDATE result_answers SET status = 'failed', feedback = $3, graded_at = now()
+				 WHERE org_id = app_org_id() AND result_id = $1 AND question_id = $2 AND status = 'pending'`,
+				resultID, questionID, reason); err != nil {
+				return fmt.Errorf("finish result: %w", err)
+			}
+		}
+		tag, err := q.Exec(ctx, `
+			UPDATE results r SET score = a.score, graded_at = now(),
+			       status = CASE WHEN a.failed > 0 THEN 'failed' ELSE 'graded' END,
+			       reason = CASE WHEN a.failed > 0 THEN a.failed || ' answer(s) could not be graded' ELSE '' END
+			  FROM (SELECT coalesce(sum(score), 0) AS score, count(*) FILTER (WHERE status <> 'graded') AS failed
+			          FROM result_answers WHERE org_id = app_org_id() AND result_id = $1) a
+			 WHERE r.org_id = app_org_id() AND r.id = $1 AND r.status = 'grading'`, resultID)
+		if err != nil {
+			return fmt.Errorf("finish result: %w", err)
+		}
+		if r, err = s.loadResult(ctx, q, "", resultID); err != nil || tag.RowsAffected() == 0 {
+			return err
+		}
+		return s.auditGraded(ctx, r)
+	})
+	return r, err
+}
+
+// FailGrading finishes a result whose grading cannot run at all: every
+// answer still pending fails with reason. A finished result is left as it
+// is.
+func (s *Service) FailGrading(ctx context.Context, resultID, reason string) error {
+	pending, err := s.PendingAnswers(ctx, resultID)
+	if err != nil {
+		return err
+	}
+	failures := make(map[string]string, len(pending))
+	for _, questionID := range pending {
+		failures[questionID] = reason
+	}
+	_, err = s.FinishResult(ctx, resultID, failures)
+	return err
+}

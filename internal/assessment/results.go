@@ -1,0 +1,485 @@
+package assessment
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/assessd/assessd/internal/assessment/expr"
+	"github.com/assessd/assessd/internal/outbox"
+	"github.com/assessd/assessd/internal/platform/errs"
+	"github.com/assessd/assessd/internal/platform/ids"
+	"github.com/assessd/assessd/internal/platform/paging"
+	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/tenancy"
+)
+
+// Result and answer states.
+const (
+	StatusGrading = "grading" // some answer awaits AI grading
+	StatusGraded  = "graded"
+	StatusFailed  = "failed"
+
+	AnswerPending = "pending" // awaits AI grading
+	AnswerGraded  = "graded"
+	AnswerFailed  = "failed"
+)
+
+// Result is one student's submission to an exam.
+type Result struct {
+	ID       string
+	ExamID   string
+	UserID   string
+	Status   string
+	Score    float64
+	MaxScore float64
+	Reason   string
+	// Region is the AI region grading runs in: the organization's
+	// aiRegion when the result was submitted.
+	Region      string
+	SubmittedAt time.Time
+	GradedAt    time.Time
+	Answers     []Answer
+}
+
+// Answer is the answer to one question of the exam, in exam order. Every
+// question has one, answered or not.
+type Answer struct {
+	QuestionID string
+	Value      any // nil when unanswered
+	Files      []string
+	Status     string
+	Score      float64
+	MaxScore   float64
+	Feedback   string
+	// Grading holds the AI grading details: rationale, region, and the
+	// files attached and skipped (with the reason); nil for rule scoring.
+	Grading  map[string]any
+	GradedAt time.Time
+}
+
+// NewAnswer is one submitted answer.
+type NewAnswer struct {
+	QuestionID string
+	Value      any
+	Files      []string
+}
+
+// NewResult is the input of SubmitResult. UserID defaults to the caller.
+type NewResult struct {
+	UserID  string
+	Answers []NewAnswer
+}
+
+// ResultFilter narrows Results.
+type ResultFilter struct {
+	UserID string
+	Status string
+}
+
+// Bounds of a submitted answer.
+const (
+	maxValueBytes = 64 << 10
+	maxFiles      = 20
+	maxURLLen     = 2000
+)
+
+// SubmitResult stores a submission and scores what rules can score: answers
+// to questions whose type has a responseProcessing.condition are scored
+// now; answers to AI-graded types stay pending, and the result is then
+// "grading" until the grading workflow finishes it (decision 0023).
+func (s *Service) SubmitResult(ctx context.Context, examID string, in NewResult) (Result, error) {
+	caller, err := tenancy.Authorize(ctx, WriteResults)
+	if err != nil {
+		return Result{}, err
+	}
+	if in.UserID == "" {
+		in.UserID = caller.UserID
+	}
+	if caller.Role == tenancy.RoleStudent && in.UserID != caller.UserID {
+		return Result{}, errs.Forbidden("ROLE_NOT_ALLOWED", "students may submit only their own results")
+	}
+	if err := checkID("userId", ids.User, in.UserID, "a user"); err != nil {
+		return Result{}, err
+	}
+	var r Result
+	err = s.db.Tx(ctx, func(ctx context.Context) error {
+		q := s.db.Q(ctx)
+		if _, err := s.loadExam(ctx, q, "examId", examID, false); err != nil {
+			return err
+		}
+		var known bool
+		if err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM users WHERE org_id = app_org_id() AND id = $1)`, in.UserID).Scan(&known); err != nil {
+			return fmt.Errorf("submit result: %w", err)
+		}
+		if !known {
+			return errs.Invalid("userId", "names no user of this organization")
+		}
+		questions, _, err := s.listQuestions(ctx, examID, paging.Page{Size: maxQuestions})
+		if err != nil {
+			return err
+		}
+		given, err := indexAnswers(questions, in.Answers)
+		if err != nil {
+			return err
+		}
+		r = Result{ID: ids.New(ids.Result), ExamID: examID, UserID: in.UserID}
+		for _, qu := range questions {
+			a := score(ctx, qu, given[qu.ID])
+			r.Answers = append(r.Answers, a)
+			r.Score += a.Score
+			r.MaxScore += a.MaxScore
+		}
+		r.Status, r.Reason = resultStatus(r.Answers)
+		region, err := s.insertResult(ctx, q, r, questions)
+		if err != nil {
+			return err
+		}
+		if err := s.auditSubmission(ctx, caller, r); err != nil || r.Status != StatusGrading {
+			return err
+		}
+		// Grading is asked for in the same transaction (decision 0045): the
+		// dispatcher starts it after commit, whenever the workflow engine
+		// answers, on the region recorded with the result.
+		return outbox.Add(ctx, q, outbox.KindGrading, r.ID, region)
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	return s.loadResult(ctx, s.db.Q(ctx), examID, r.ID)
+}
+
+// auditSubmission records a submitted result and, when rules scored every
+// answer at once, its grading.
+func (s *Service) auditSubmission(ctx context.Context, caller *tenancy.Caller, r Result) error {
+	if err := s.audit(ctx, caller, "result.submitted", "result", r.ID, nil,
+		map[string]any{"examId": r.ExamID, "userId": r.UserID, "status": r.Status}); err != nil {
+		return err
+	}
+	if r.Status == StatusGrading {
+		return nil
+	}
+	return s.auditGraded(ctx, r)
+}
+
+// auditGraded records that grading finished a result: result.graded, or
+// result.grading_failed when an answer could not be graded.
+func (s *Service) auditGraded(ctx context.Context, r Result) error {
+	action := "result.graded"
+	if r.Status == StatusFailed {
+		action = "result.grading_failed"
+	}
+	return s.auditAs(ctx, gradingActor, action, "result", r.ID, nil,
+		map[string]any{"examId": r.ExamID, "userId": r.UserID, "score": r.Score, "maxScore": r.MaxScore})
+}
+
+// indexAnswers validates the submitted answers and maps them by question.
+func indexAnswers(questions []Question, answers []NewAnswer) (map[string]*NewAnswer, error) {
+	inExam := map[string]bool{}
+	for _, q := range questions {
+		inExam[q.ID] = true
+	}
+	given := map[string]*NewAnswer{}
+	for i := range answers {
+		a := &answers[i]
+		field := fmt.Sprintf("answers.%d", i)
+		switch {
+		case !ids.Valid(ids.Question, a.QuestionID):
+			return nil, errs.Invalid(field+".questionId", "must be a question id (qst_...)")
+		case !inExam[a.QuestionID]:
+			return nil, errs.Invalid(field+".questionId", "names no question of this exam")
+		case given[a.QuestionID] != nil:
+			return nil, errs.Invalid(field+".questionId", "answers the same question twice")
+		}
+		if b, _ := json.Marshal(a.Value); len(b) > maxValueBytes {
+			return nil, errs.Invalid(field+".value", "must be at most %d bytes of JSON", maxValueBytes)
+		}
+		if len(a.Files) > maxFiles {
+			return nil, errs.Invalid(field+".files", "may list at most %d files", maxFiles)
+		}
+		for j, f := range a.Files {
+			u, err := url.Parse(f)
+			if err != nil || len(f) > maxURLLen || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+				return nil, errs.Invalid(fmt.Sprintf("%s.files.%d", field, j), "must be an absolute http(s) URL")
+			}
+		}
+		given[a.QuestionID] = a
+	}
+	return given, nil
+}
+
+// score scores one question's answer (nil when unanswered).
+func score(ctx context.Context, q Question, in *NewAnswer) Answer {
+	a := Answer{QuestionID: q.ID, MaxScore: q.Points, Status: AnswerGraded, Files: []string{}}
+	if in != nil {
+		a.Value = in.Value
+		if in.Files != nil {
+			a.Files = in.Files
+		}
+	}
+	switch {
+	case q.Def == nil:
+		a.Status, a.Feedback = AnswerFailed, Unresolved.Message
+	case a.Value == nil && len(a.Files) == 0:
+		a.Feedback = "not answered"
+	case q.Def.GradingEnabled:
+		a.Status = AnswerPending
+	default:
+		frac, err := evaluate(ctx, q.Def.Condition, a, q.Config)
+		switch {
+		case errors.Is(err, expr.ErrTimeout):
+			a.Status, a.Feedback = AnswerFailed, "the scoring rule took too long to evaluate"
+		case err != nil:
+			a.Feedback = "the answer could not be scored: " + err.Error()
+		default:
+			a.Score = roundScore(frac * q.Points)
+		}
+	}
+	return a
+}
+
+// evaluate runs a condition with the answer and config in scope. true is
+// full credit, false none, a number from 0 to 1 that fraction of the points.
+func evaluate(ctx context.Context, condition string, a Answer, config map[string]any) (float64, error) {
+	e, err := expr.Compile(condition)
+	if err != nil {
+		return 0, err
+	}
+	files := make([]any, len(a.Files))
+	for i, f := range a.Files {
+		files[i] = f
+	}
+	v, err := e.Eval(ctx, map[string]any{
+		"answer": map[string]any{"value": jsonValue(a.Value), "files": files},
+		"config": jsonValue(config),
+	})
+	if errors.Is(err, expr.ErrUndefined) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	switch v := v.(type) {
+	case bool:
+		if v {
+			return 1, nil
+		}
+		return 0, nil
+	case float64:
+		if v >= 0 && v <= 1 {
+			return v, nil
+		}
+	case int:
+		if v == 0 || v == 1 {
+			return float64(v), nil
+		}
+	}
+	return 0, errors.New("the scoring rule must yield true, false or a number from 0 to 1")
+}
+
+// jsonValue converts v to plain JSON values (maps, slices, float64), the
+// form the evaluator expects, whatever decoded it.
+func jsonValue(v any) any {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	var out any
+	_ = json.Unmarshal(b, &out)
+	return out
+}
+
+func roundScore(v float64) float64 { return math.Round(v*1e6) / 1e6 }
+
+func resultStatus(answers []Answer) (status, reason string) {
+	status = StatusGraded
+	for _, a := range answers {
+		switch a.Status {
+		case AnswerPending:
+			return StatusGrading, ""
+		case AnswerFailed:
+			status, reason = StatusFailed, "answer to "+a.QuestionID+" could not be graded: "+a.Feedback
+		}
+	}
+	return status, reason
+}
+
+// insertResult stores r and its answers and returns the AI region recorded
+// with it: the organization's aiRegion now.
+func (s *Service) insertResult(ctx context.Context, q store.Querier, r Result, questions []Question) (region string, err error) {
+	if err := q.QueryRow(ctx, `
+		INSERT INTO results (id, org_id, exam_id, user_id, status, score, max_score, reason, region, graded_at)
+		VALUES ($1, app_org_id(), $2, $3, $4, $5, $6, $7, (SELECT ai_region FROM orgs WHERE id = app_org_id()),
+		        CASE WHEN $4 = 'grading' THEN NULL ELSE now() END)
+		RETURNING region`,
+		r.ID, r.ExamID, r.UserID, r.Status, r.Score, r.MaxScore, r.Reason).Scan(&region); err != nil {
+		return "", fmt.Errorf("submit result: %w", err)
+	}
+	n := len(r.Answers)
+	qids, positions, values, files, statuses := make([]string, n), make([]int32, n), make([]*string, n), make([]string, n), make([]string, n)
+	scores, maxes, feedback := make([]float64, n), make([]float64, n), make([]string, n)
+	for i, a := range r.Answers {
+		qids[i], positions[i], statuses[i] = a.QuestionID, int32(questions[i].Position), a.Status
+		scores[i], maxes[i], feedback[i] = a.Score, a.MaxScore, a.Feedback
+		if a.Value != nil {
+			b, _ := json.Marshal(a.Value)
+			v := string(b)
+			values[i] = &v
+		}
+		b, _ := json.Marshal(a.Files)
+		files[i] = string(b)
+	}
+	_, err = q.Exec(ctx, `
+		INSERT INTO result_answers (result_id, question_id, org_id, exam_id, position, value, files, status,
+		                            score, max_score, feedback, graded_at)
+		SELECT $1, a.qid, app_org_id(), $2, a.pos, a.val::jsonb, a.files::jsonb, a.status, a.score, a.max, a.fb,
+		       CASE WHEN a.status = 'pending' THEN NULL ELSE now() END
+		  FROM unnest($3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::float8[], $9::float8[], $10::text[])
+		       AS a(qid, pos, val, files, status, score, max, fb)`,
+		r.ID, r.ExamID, qids, positions, values, files, statuses, scores, maxes, feedback)
+	if err != nil {
+		return "", fmt.Errorf("submit result answers: %w", err)
+	}
+	return region, nil
+}
+
+const resultColumns = `id, exam_id, user_id, status, score, max_score, reason, region, submitted_at, graded_at`
+
+func scanResult(row pgx.Row) (Result, error) {
+	var r Result
+	var graded *time.Time
+	err := row.Scan(&r.ID, &r.ExamID, &r.UserID, &r.Status, &r.Score, &r.MaxScore, &r.Reason, &r.Region, &r.SubmittedAt, &graded)
+	if graded != nil {
+		r.GradedAt = *graded
+	}
+	return r, err
+}
+
+// Results lists an exam's results, oldest first. Students see only their
+// own.
+func (s *Service) Results(ctx context.Context, examID string, f ResultFilter, p paging.Page) ([]Result, string, error) {
+	caller, err := tenancy.Authorize(ctx, ReadResults)
+	if err != nil {
+		return nil, "", err
+	}
+	if f.UserID != "" {
+		if err := checkID("userId", ids.User, f.UserID, "a user"); err != nil {
+			return nil, "", err
+		}
+	}
+	switch f.Status {
+	case "", StatusGrading, StatusGraded, StatusFailed:
+	default:
+		return nil, "", errs.Invalid("status", "must be grading, graded or failed")
+	}
+	own := ""
+	if caller.Role == tenancy.RoleStudent {
+		own = caller.UserID
+	}
+	q := s.db.Q(ctx)
+	if _, err := s.loadExam(ctx, q, "examId", examID, false); err != nil {
+		return nil, "", err
+	}
+	rows, err := q.Query(ctx, `
+		SELECT `+resultColumns+` FROM results
+		 WHERE org_id = app_org_id() AND exam_id = $1
+		   AND ($2 = '' OR user_id = $2) AND ($3 = '' OR user_id = $3) AND ($4 = '' OR status = $4)
+		   AND id > $5
+		 ORDER BY id LIMIT $6`, examID, f.UserID, own, f.Status, p.After, p.Limit())
+	if err != nil {
+		return nil, "", fmt.Errorf("list results: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Result, error) { return scanResult(r) })
+	if err != nil {
+		return nil, "", fmt.Errorf("list results: %w", err)
+	}
+	out, next := paging.Trim(p, out, func(r Result) string { return r.ID })
+	return out, next, s.attachAnswers(ctx, q, out)
+}
+
+// Result returns one result; examID, when set, must be its exam.
+func (s *Service) Result(ctx context.Context, examID, id string) (Result, error) {
+	caller, err := tenancy.Authorize(ctx, ReadResults)
+	if err != nil {
+		return Result{}, err
+	}
+	if examID != "" {
+		if err := checkID("examId", ids.Exam, examID, "an exam"); err != nil {
+			return Result{}, err
+		}
+	}
+	r, err := s.loadResult(ctx, s.db.Q(ctx), examID, id)
+	if err == nil && caller.Role == tenancy.RoleStudent && r.UserID != caller.UserID {
+		return Result{}, errs.NotFound("result")
+	}
+	return r, err
+}
+
+func (s *Service) loadResult(ctx context.Context, q store.Querier, examID, id string) (Result, error) {
+	if err := checkID("id", ids.Result, id, "a result"); err != nil {
+		return Result{}, err
+	}
+	r, err := scanResult(q.QueryRow(ctx, `SELECT `+resultColumns+` FROM results
+		 WHERE org_id = app_org_id() AND id = $1 AND ($2 = '' OR exam_id = $2)`, id, examID))
+	if isNoRows(err) {
+		return Result{}, errs.NotFound("result")
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("load result: %w", err)
+	}
+	rs := []Result{r}
+	err = s.attachAnswers(ctx, q, rs)
+	return rs[0], err
+}
+
+func (s *Service) attachAnswers(ctx context.Context, q store.Querier, rs []Result) error {
+	if len(rs) == 0 {
+		return nil
+	}
+	idx := map[string]int{}
+	resultIDs := make([]string, len(rs))
+	for i, r := range rs {
+		idx[r.ID], resultIDs[i] = i, r.ID
+	}
+	rows, err := q.Query(ctx, `
+		SELECT result_id, question_id, value, files, status, score, max_score, feedback, grading, graded_at
+		  FROM result_answers WHERE org_id = app_org_id() AND result_id = ANY($1)
+		 ORDER BY result_id, position`, resultIDs)
+	if err != nil {
+		return fmt.Errorf("load answers: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var resultID string
+		var a Answer
+		var graded *time.Time
+		if err := rows.Scan(&resultID, &a.QuestionID, &a.Value, &a.Files, &a.Status, &a.Score, &a.MaxScore, &a.Feedback, &a.Grading, &graded); err != nil {
+			return fmt.Errorf("load answers: %w", err)
+		}
+		if graded != nil {
+			a.GradedAt = *graded
+		}
+		rs[idx[resultID]].Answers = append(rs[idx[resultID]].Answers, a)
+	}
+	return rows.Err()
+}
+
+// ResultStudent returns the user who submitted result id. Like ExamExists
+// it serves other services and checks no permission itself.
+func (s *Service) ResultStudent(ctx context.Context, id string) (string, error) {
+	if err := checkID("resultId", ids.Result, id, "a result"); err != nil {
+		return "", err
+	}
+	var userID string
+	err := s.db.Q(ctx).QueryRow(ctx, `SELECT user_id FROM results WHERE org_id = app_org_id() AND id = $1`, id).Scan(&userID)
+	if isNoRows(err) {
+		return "", errs.NotFound("result")
+	}
+	return userID, err
+}

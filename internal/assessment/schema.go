@@ -1,0 +1,107 @@
+package assessment
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+
+	"github.com/assessd/assessd/internal/platform/errs"
+)
+
+// Bounds on customer JSON: a schema, a question's config.
+const (
+	maxSchemaBytes = 64 << 10
+	maxConfigBytes = 64 << 10
+)
+
+// noLoader refuses every external reference: a customer's schema must not
+// make the server read files or fetch URLs.
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("external schema references are not supported (%s)", url)
+}
+
+// compileSchema compiles a JSON Schema (draft 2020-12 unless the schema
+// says otherwise). The error is fit for a 400.
+func compileSchema(field string, schema map[string]any) (*jsonschema.Schema, error) {
+	if schema == nil {
+		return nil, errs.Invalid(field, "is required (a JSON Schema object)")
+	}
+	if b, _ := json.Marshal(schema); len(b) > maxSchemaBytes {
+		return nil, errs.Invalid(field, "must be at most %d bytes of JSON", maxSchemaBytes)
+	}
+	c := jsonschema.NewCompiler()
+	c.UseLoader(noLoader{})
+	const loc = "urn:assessd:config-schema"
+	if err := c.AddResource(loc, normalize(schema)); err != nil {
+		return nil, errs.Invalid(field, "is not a valid JSON Schema")
+	}
+	sch, err := c.Compile(loc)
+	if err != nil {
+		return nil, errs.Invalid(field, "is not a valid JSON Schema: %s", schemaMessage(err))
+	}
+	return sch, nil
+}
+
+// validateConfig checks a question's config against its type's schema and
+// names the offending part ("config.options.0.text").
+func validateConfig(sch *jsonschema.Schema, config map[string]any) error {
+	if b, _ := json.Marshal(config); len(b) > maxConfigBytes {
+		return errs.Invalid("config", "must be at most %d bytes of JSON", maxConfigBytes)
+	}
+	err := sch.Validate(normalize(config))
+	if err == nil {
+		return nil
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return errs.Invalid("config", "does not match the question type's config schema")
+	}
+	leaf := ve
+	for len(leaf.Causes) > 0 {
+		leaf = leaf.Causes[0]
+	}
+	field := strings.Join(append([]string{"config"}, leaf.InstanceLocation...), ".")
+	return errs.Invalid(field, "%s", leaf.ErrorKind.LocalizedString(printer))
+}
+
+var printer = message.NewPrinter(language.English)
+
+func schemaMessage(err error) string {
+	var ve *jsonschema.ValidationError
+	if errors.As(err, &ve) {
+		leaf := ve
+		for len(leaf.Causes) > 0 {
+			leaf = leaf.Causes[0]
+		}
+		where := "/" + strings.Join(leaf.InstanceLocation, "/")
+		return fmt.Sprintf("at %s: %s", where, leaf.ErrorKind.LocalizedString(printer))
+	}
+	var se *jsonschema.SchemaValidationError
+	if errors.As(err, &se) {
+		return schemaMessage(se.Err)
+	}
+	// Other compile errors (unsupported references, bad patterns) carry
+	// only schema-local text.
+	return err.Error()
+}
+
+// normalize round-trips v through JSON so numbers have the form the
+// validator expects (json.Number) whatever built v.
+func normalize(v any) any {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	out, err := jsonschema.UnmarshalJSON(strings.NewReader(string(b)))
+	if err != nil {
+		return v
+	}
+	return out
+}

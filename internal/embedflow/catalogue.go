@@ -1,0 +1,73 @@
+package embedflow
+
+import "sort"
+
+// Catalogue is every UI string of the embedded flows by translation key.
+// Form labels use keys of the form account.attributes.<label>-name (spec
+// 2.6); a host overrides any of them with theme.strings, and labels it does
+// not override keep this wording.
+var Catalogue = map[string]string{
+	"account.attributes.subject-name":       "Subject",
+	"account.attributes.studentLevel-name":  "Student level",
+	"account.attributes.duration-name":      "Duration (minutes)",
+	"account.attributes.taxonomy-name":      "Taxonomy",
+	"account.attributes.questionTypes-name": "Question types",
+	"account.attributes.language-name":      "Language",
+	"account.attributes.prompt-name":        "Question",
+	"account.attributes.config-name":        "Configuration (JSON)",
+	"account.attributes.points-name":        "Points",
+	"account.attributes.type-name":          "Type",
+	"account.attributes.answer-name":        "Your answer",
+	"account.attributes.files-name":         "Files (media CDN links, one per line)",
+	"account.attributes.score-name":         "Score",
+	"account.attributes.feedback-name":      "Feedback",
+	"embed.generate.title":                  "Generate an exam",
+	"embed.generate.submit":                 "Generate exam",
+	"embed.generate.progress":               "Generating your exam…",
+	"embed.generate.ready":                  "Your exam is ready.",
+	"embed.generate.examId":                 "Exam:",
+	"embed.authoring.title":                 "Edit exam",
+	"embed.authoring.add":                   "Add question",
+	"embed.authoring.save":                  "Save",
+	"embed.authoring.delete":                "Delete",
+	"embed.authoring.moveUp":                "Move up",
+	"embed.authoring.moveDown":              "Move down",
+	"embed.authoring.quality":               "Quality findings",
+	"embed.student.title":                   "Exam",
+	"embed.student.submit":                  "Submit answers",
+	"embed.student.submitted":               "Your answers were submitted.",
+	"embed.results.title":                   "Your result",
+	"embed.results.grading":                 "Your answers are being graded…",
+	"embed.results.total":                   "Total",
+	"embed.expired.title":                   "This session has expired",
+	"embed.expired.body":                    "Ask the app you came from to open it again.",
+	"embed.devtools.translationKeys":        "Translation keys",
+	"embed.devtools.language":               "Language",
+	"embed.questionTypes.multiple_choice":   "Multiple choice",
+	"embed.questionTypes.true_false":        "True or false",
+	"embed.questionTypes.short_text":        "Short text",
+	"embed.questionTypes.numeric":           "Numeric",
+	"embed.questionTypes.essay":             "Essay",
+}
+
+// Keys returns the catalogue's keys in order.
+func Keys() []string {
+	keys := make([]string, 0, len(Catalogue))
+	for k := range Catalogue {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Strings resolves translation keys for one session: the host's overrides
+// first, the catalogue's wording otherwise.
+type Strings map[string]string
+
+// T returns the text of key.
+func (s Strings) T(key string) string {
+	if v, ok := s[key]; ok {
+		return v
+	}
+	return Catalogue[key]
+}

@@ -1,0 +1,90 @@
+package embedflow_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	gradingactivities "github.com/assessd/assessd/activities/grading"
+	"github.com/assessd/assessd/internal/ai"
+	"github.com/assessd/assessd/internal/app"
+	"github.com/assessd/assessd/internal/assessment"
+	"github.com/assessd/assessd/internal/embedflow"
+	"github.com/assessd/assessd/internal/generation"
+	"github.com/assessd/assessd/internal/media"
+	"github.com/assessd/assessd/internal/platform/paging"
+	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/internal/testkit/devenvtest"
+	"github.com/assessd/assessd/internal/testkit/storetest"
+	"github.com/assessd/assessd/tenancy"
+	"github.com/assessd/assessd/workflows"
+)
+
+// TestGenerateExamFlow submits the generate-exam form of a session with a
+// hidden, preset student level, and follows the progress page until the
+// exam is ready (Temporal dev server, builtin provider).
+func TestGenerateExamFlow(t *testing.T) {
+	ctx := context.Background()
+	tc := devenvtest.Temporal(t)
+	db := storetest.New(t)
+	w, err := app.NewWorker(tc, db, app.WorkerConfig{Region: "eu", Provider: ai.NewBuiltin(), Fetcher: media.NewFetcher(nil, media.Options{}),
+		Metrics: gradingactivities.NewMetrics(prometheus.NewRegistry(), func(s string) string { return s })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	content := assessment.NewService(db)
+	f := newFixtureWith(t, localRedis(t), db, func(db *store.DB) embedflow.Generator {
+		return generation.NewService(db, content)
+	})
+	go app.NewDispatcher(tc, db, prometheus.NewRegistry(), workflows.DispatchOptions{}).Run(t.Context())
+	srv := serve(t, f)
+	sess, err := f.svc.Create(f.teacher, embedflow.NewSession{Flow: "generate-exam", ActorID: f.users[tenancy.RoleTeacher].ID,
+		Presets: map[string]any{"studentLevel": "grade 7", "hideStudentLevel": true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A forged visible value for the hidden field must not win over the preset.
+	res, err := http.PostForm(srv.URL+"/embed/"+sess.ID+"/generate", url.Values{
+		"subject": {"Volcanoes"}, "studentLevel": {"university"}, "durationMinutes": {"20"}, "questionTypes": {"true_false", "essay"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	progress := res.Request.URL.String()
+	if !strings.Contains(progress, "/generations/gen_") {
+		t.Fatalf("submitting went to %s (%d)", progress, res.StatusCode)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		res, err := http.Get(progress)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if strings.Contains(string(body), "Your exam is ready.") {
+			break
+		}
+		if !strings.Contains(string(body), "Generating your exam") || time.Now().After(deadline) {
+			t.Fatalf("progress page: %s", body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	gctx := tenancy.WithCaller(ctx, tenancy.SystemCaller(f.users[tenancy.RoleTeacher].OrgID))
+	exams, _, err := content.Exams(gctx, assessment.ExamFilter{}, pagingFirst())
+	if err != nil || len(exams) != 1 || exams[0].Name != "Volcanoes (grade 7)" || exams[0].DurationMinutes != 20 {
+		t.Fatalf("generated exams %+v, %v", exams, err)
+	}
+}
+
+func pagingFirst() paging.Page { return paging.Page{Size: 10} }

@@ -1,0 +1,114 @@
+package embedflow_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/chromedp"
+
+	"github.com/assessd/assessd/internal/embedflow"
+	"github.com/assessd/assessd/internal/testkit/browsertest"
+	"github.com/assessd/assessd/tenancy"
+)
+
+// serve runs the embed pages of f on a test server.
+func serve(t *testing.T, f fixture) *httptest.Server {
+	mux := http.NewServeMux()
+	f.svc.Routes(mux)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestGenerateExamPage(t *testing.T) {
+	f := newFixture(t, localRedis(t))
+	srv := serve(t, f)
+	sess, err := f.svc.Create(f.teacher, embedflow.NewSession{
+		Flow: "generate-exam", ActorID: f.users[tenancy.RoleTeacher].ID,
+		Strings:        map[string]string{"account.attributes.subject-name": "Course"},
+		Presets:        map[string]any{"studentLevel": "7th grade", "hideStudentLevel": true, "durationMinutes": 45.0},
+		AllowedOrigins: []string{"https://lms.example.com"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.Get(srv.URL + "/embed/" + sess.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if csp := res.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors https://lms.example.com") {
+		t.Fatalf("CSP %q does not let the host frame the page", csp)
+	}
+	if res.Header.Get("X-Frame-Options") != "" {
+		t.Fatal("X-Frame-Options would forbid framing")
+	}
+
+	ctx := browsertest.NewChrome(t)
+	var subjectLabel, durationLabel, levelValue string
+	var levelVisible bool
+	var shot []byte
+	err = chromedp.Run(ctx,
+		chromedp.Navigate(srv.URL+"/embed/"+sess.ID),
+		chromedp.WaitVisible(`#subject`, chromedp.ByQuery),
+		chromedp.Text(`label[for=subject]`, &subjectLabel, chromedp.ByQuery),
+		chromedp.Text(`label[for=durationMinutes]`, &durationLabel, chromedp.ByQuery),
+		chromedp.Evaluate(`!!document.querySelector('#studentLevel')`, &levelVisible),
+		chromedp.Value(`input[name=studentLevel]`, &levelValue, chromedp.ByQuery),
+		chromedp.FullScreenshot(&shot, 100),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	browsertest.SaveArtifact(t, "embed-generate-exam.png", shot)
+	if subjectLabel != "Course" || durationLabel != "Duration (minutes)" {
+		t.Fatalf("labels: subject %q (want the theme's Course), duration %q (want the default wording)", subjectLabel, durationLabel)
+	}
+	if levelVisible || levelValue != "7th grade" {
+		t.Fatalf("hidden student level: field shown %v, preset value %q", levelVisible, levelValue)
+	}
+
+	// Shift + Control + Tilde opens the dev tools; the language icon shows
+	// the Translation keys view.
+	var keys string
+	err = chromedp.Run(ctx,
+		chromedp.KeyEvent("~", chromedp.KeyModifiers(input.ModifierShift|input.ModifierCtrl)),
+		chromedp.WaitVisible(`#assessd-devtools`, chromedp.ByQuery),
+		chromedp.Click(`#assessd-devtools button[aria-label=Language]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#assessd-devtools-view table`, chromedp.ByQuery),
+		chromedp.Text(`#assessd-devtools-view`, &keys, chromedp.ByQuery),
+		chromedp.FullScreenshot(&shot, 100),
+	)
+	if err != nil {
+		t.Fatalf("dev tools: %v", err)
+	}
+	browsertest.SaveArtifact(t, "embed-devtools-translation-keys.png", shot)
+	for _, want := range []string{"Translation keys", "account.attributes.subject-name", "Course", "account.attributes.duration-name"} {
+		if !strings.Contains(keys, want) {
+			t.Errorf("Translation keys view lacks %q:\n%s", want, keys)
+		}
+	}
+	if strings.Contains(keys, "account.attributes.studentLevel-name") {
+		t.Error("Translation keys view lists a hidden label")
+	}
+}
+
+func TestExpiredSessionPage(t *testing.T) {
+	f := newFixture(t, localRedis(t))
+	srv := serve(t, f)
+	for _, id := range []string{"emb_" + strings.Repeat("b", 32), "nonsense"} {
+		res, err := http.Get(srv.URL + "/embed/" + id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := make([]byte, 4096)
+		n, _ := res.Body.Read(body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusNotFound || !strings.Contains(string(body[:n]), "This session has expired") {
+			t.Fatalf("%s: %d %s", id, res.StatusCode, body[:n])
+		}
+	}
+}

@@ -1,0 +1,113 @@
+package embedflow_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/prometheus/client_golang/prometheus"
+
+	gradingactivities "github.com/assessd/assessd/activities/grading"
+	"github.com/assessd/assessd/internal/ai"
+	"github.com/assessd/assessd/internal/app"
+	"github.com/assessd/assessd/internal/assessment"
+	"github.com/assessd/assessd/internal/embedflow"
+	"github.com/assessd/assessd/internal/media"
+	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/internal/testkit/browsertest"
+	"github.com/assessd/assessd/internal/testkit/devenvtest"
+	"github.com/assessd/assessd/internal/testkit/storetest"
+	"github.com/assessd/assessd/tenancy"
+	"github.com/assessd/assessd/workflows"
+)
+
+// TestStudentTakesExamAndSeesGradedResult drives the student flows in
+// Chromium: answer a true/false and an essay question, submit once, then
+// open the results flow and watch the AI-graded result arrive.
+func TestStudentTakesExamAndSeesGradedResult(t *testing.T) {
+	ctx := context.Background()
+	tc := devenvtest.Temporal(t)
+	db := storetest.New(t)
+	for _, region := range []string{"eu", "global"} {
+		w, err := app.NewWorker(tc, db, app.WorkerConfig{Region: region, Provider: ai.NewBuiltin(), Fetcher: media.NewFetcher(nil, media.Options{}),
+			Metrics: gradingactivities.NewMetrics(prometheus.NewRegistry(), func(s string) string { return s })})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+	}
+	content := assessment.NewService(db)
+	go app.NewDispatcher(tc, db, prometheus.NewRegistry(), workflows.DispatchOptions{}).Run(t.Context())
+	f := newFixtureWith(t, localRedis(t), db, func(*store.DB) embedflow.Generator { return nil })
+	f.svc = embedflow.NewService(embedflow.NewStore(localRedis(t)), tenancy.NewService(db), content, nil, "https://assessd.example", prometheus.NewRegistry(), func(s string) string { return s })
+	srv := serve(t, f)
+
+	exam, err := content.CreateExam(f.teacher, assessment.NewExam{Name: "Plants", Language: "en"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tf, err := content.CreateQuestion(f.teacher, exam.ID, assessment.NewQuestion{Type: assessment.TypeTrueFalse, Prompt: "Plants need light.", Points: 1, Config: map[string]any{"correct": true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	essay, err := content.CreateQuestion(f.teacher, exam.ID, assessment.NewQuestion{Type: assessment.TypeEssay, Prompt: "Describe photosynthesis.", Points: 4,
+		Config: map[string]any{"rubric": "light chlorophyll sugar"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	student := f.users[tenancy.RoleStudent].ID
+	take, err := f.svc.Create(f.teacher, embedflow.NewSession{Flow: "student-exam", ActorID: student, ExamID: exam.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	chrome := browsertest.NewChrome(t)
+	var submitted string
+	var shot []byte
+	err = chromedp.Run(chrome,
+		chromedp.Navigate(srv.URL+"/embed/"+take.ID),
+		chromedp.WaitVisible(`textarea[name="`+essay.ID+`"]`, chromedp.ByQuery),
+		chromedp.Click(`input[name="`+tf.ID+`"][value=true]`, chromedp.ByQuery),
+		chromedp.SendKeys(`textarea[name="`+essay.ID+`"]`, "Plants use light and chlorophyll to make sugar from water and carbon dioxide, releasing oxygen.", chromedp.ByQuery),
+		chromedp.FullScreenshot(&shot, 100),
+		chromedp.Click(`button[type=submit]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`.notice`, chromedp.ByQuery),
+		chromedp.Text(`main`, &submitted, chromedp.ByQuery),
+	)
+	if err != nil {
+		t.Fatalf("taking the exam: %v", err)
+	}
+	browsertest.SaveArtifact(t, "embed-student-exam.png", shot)
+	if !strings.Contains(submitted, "Your answers were submitted.") {
+		t.Fatalf("after submitting: %s", submitted)
+	}
+
+	// The session remembers its result: the results flow shows it.
+	opened, err := f.svc.Open(ctx, take.ID)
+	if err != nil || opened.ResultID == "" {
+		t.Fatalf("session after submit: %+v, %v", opened, err)
+	}
+	review, err := f.svc.Create(f.teacher, embedflow.NewSession{Flow: "student-results", ActorID: student, ResultID: opened.ResultID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var status, page string
+	err = chromedp.Run(chrome,
+		chromedp.Navigate(srv.URL+"/embed/"+review.ID),
+		chromedp.WaitVisible(`//span[@id="status" and text()="(graded)"]`, chromedp.BySearch),
+		chromedp.Text(`#status`, &status, chromedp.ByQuery),
+		chromedp.Text(`main`, &page, chromedp.ByQuery),
+		chromedp.FullScreenshot(&shot, 100),
+	)
+	if err != nil {
+		t.Fatalf("reviewing the result: %v", err)
+	}
+	browsertest.SaveArtifact(t, "embed-student-results.png", shot)
+	if !strings.Contains(page, "Describe photosynthesis.") || !strings.Contains(page, "1 / 1") {
+		t.Fatalf("result page: %s", page)
+	}
+}

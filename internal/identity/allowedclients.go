@@ -1,0 +1,152 @@
+package identity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/assessd/assessd/internal/audit"
+	"github.com/assessd/assessd/internal/platform/errs"
+	"github.com/assessd/assessd/internal/platform/paging"
+	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/tenancy"
+)
+
+// AllowedClient is an OAuth client, registered by any organization, that
+// the caller's organization allowed scopes never granted by default.
+type AllowedClient struct {
+	ClientID    string
+	Name        string
+	Description string
+	Scopes      []string
+	// AllowedBy is the user who allowed it.
+	AllowedBy string
+	CreatedAt time.Time
+}
+
+// allowableScopes are the scopes an organization must allow a client
+// before its users' tokens may carry them.
+var allowableScopes = []string{string(tenancy.ScopeAuditLogsWrite)}
+
+// Who lists and changes the organization's allowed clients: owners and
+// admins, with orgs:read to look and orgs:write to change.
+var (
+	readAllowedClients  = tenancy.Permission{Scope: tenancy.ScopeOrgsRead, Roles: manageClients.Roles}
+	writeAllowedClients = manageClients
+)
+
+// allowedClientQuery reads allowances with their client's name through the
+// provider's cross-tenant client lookup: most allowed clients belong to
+// other organizations, whose rows row-level security hides.
+const allowedClientQuery = `
+	SELECT a.client_id, c.name, c.description, a.allowed_by, a.created_at
+	  FROM oauth_client_audit_allowances a, LATERAL oauth_client_for_auth(a.client_id) c
+	 WHERE a.org_id = app_org_id()`
+
+func scanAllowedClient(row pgx.Row) (AllowedClient, error) {
+	a := AllowedClient{Scopes: slices.Clone(allowableScopes)}
+	err := row.Scan(&a.ClientID, &a.Name, &a.Description, &a.AllowedBy, &a.CreatedAt)
+	return a, err
+}
+
+// AllowedClients lists the clients the caller's organization allowed, by
+// client id.
+func (p *Provider) AllowedClients(ctx context.Context, page paging.Page) ([]AllowedClient, string, error) {
+	if _, err := tenancy.Authorize(ctx, readAllowedClients); err != nil {
+		return nil, "", err
+	}
+	rows, err := p.db.Q(ctx).Query(ctx, allowedClientQuery+` AND a.client_id > $1 ORDER BY a.client_id LIMIT $2`, page.After, page.Limit())
+	if err != nil {
+		return nil, "", fmt.Errorf("list allowed clients: %w", err)
+	}
+	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (AllowedClient, error) { return scanAllowedClient(r) })
+	if err != nil {
+		return nil, "", fmt.Errorf("list allowed clients: %w", err)
+	}
+	list, next := paging.Trim(page, list, func(a AllowedClient) string { return a.ClientID })
+	return list, next, nil
+}
+
+// AllowClient lets clientID receive scopes for the caller's organization's
+// users. Allowing an allowed client again changes nothing and is not
+// audited again.
+func (p *Provider) AllowClient(ctx context.Context, clientID string, scopes []string) (AllowedClient, error) {
+	caller, err := tenancy.Authorize(ctx, writeAllowedClients)
+	if err != nil {
+		return AllowedClient{}, err
+	}
+	if len(scopes) == 0 {
+		return AllowedClient{}, errs.Invalid("scopes", "must list the scopes to allow: %v", allowableScopes)
+	}
+	for _, s := range scopes {
+		if !slices.Contains(allowableScopes, s) {
+			return AllowedClient{}, errs.Invalid("scopes", "%q cannot be allowed: only %v need allowing", s, allowableScopes)
+		}
+	}
+	if _, err := p.storage.client(ctx, clientID); err != nil {
+		if errors.As(err, new(errNotFound)) {
+			return AllowedClient{}, errs.Invalid("clientId", "is not a registered OAuth client")
+		}
+		return AllowedClient{}, err
+	}
+	var out AllowedClient
+	err = p.db.Tx(ctx, func(ctx context.Context) error {
+		q := p.db.Q(ctx)
+		tag, err := q.Exec(ctx, `INSERT INTO oauth_client_audit_allowances (org_id, client_id, allowed_by)
+			VALUES (app_org_id(), $1, $2) ON CONFLICT DO NOTHING`, clientID, caller.UserID)
+		if err != nil {
+			return fmt.Errorf("allow client: %w", err)
+		}
+		if out, err = scanAllowedClient(q.QueryRow(ctx, allowedClientQuery+` AND a.client_id = $1`, clientID)); err != nil {
+			return fmt.Errorf("allow client: %w", err)
+		}
+		if tag.RowsAffected() == 0 {
+			return nil
+		}
+		_, err = audit.Append(ctx, q, audit.Entry{Action: "org.client_allowed", Actor: tenancy.ActorOf(caller),
+			Target: audit.Target{Type: "oauth_client", ID: clientID}, After: map[string]any{"scopes": []any{allowableScopes[0]}}})
+		return err
+	})
+	return out, err
+}
+
+// RemoveAllowedClient withdraws what the caller's organization allowed
+// clientID. The scopes leave the client's existing grants in the
+// organization too, so its tokens lose them on their next request.
+func (p *Provider) RemoveAllowedClient(ctx context.Context, clientID string) error {
+	caller, err := tenancy.Authorize(ctx, writeAllowedClients)
+	if err != nil {
+		return err
+	}
+	return p.db.Tx(ctx, func(ctx context.Context) error {
+		q := p.db.Q(ctx)
+		tag, err := q.Exec(ctx, `DELETE FROM oauth_client_audit_allowances WHERE org_id = app_org_id() AND client_id = $1`, clientID)
+		if err != nil {
+			return fmt.Errorf("remove allowed client: %w", err)
+		}
+		if tag.RowsAffected() == 0 {
+			return errs.NotFound("allowed client")
+		}
+		if err := stripAllowableScopes(ctx, q, clientID); err != nil {
+			return err
+		}
+		_, err = audit.Append(ctx, q, audit.Entry{Action: "org.client_disallowed", Actor: tenancy.ActorOf(caller),
+			Target: audit.Target{Type: "oauth_client", ID: clientID}, Before: map[string]any{"scopes": []any{allowableScopes[0]}}})
+		return err
+	})
+}
+
+// stripAllowableScopes removes the scopes that need allowing from
+// clientID's grants in the current organization.
+func stripAllowableScopes(ctx context.Context, q store.Querier, clientID string) error {
+	_, err := q.Exec(ctx, `UPDATE oauth_grants SET scopes = array(SELECT s FROM unnest(scopes) s WHERE s <> ALL($2))
+		WHERE org_id = app_org_id() AND client_id = $1`, clientID, allowableScopes)
+	if err != nil {
+		return fmt.Errorf("remove allowed scopes from grants: %w", err)
+	}
+	return nil
+}

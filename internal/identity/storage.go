@@ -1,0 +1,545 @@
+package identity
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+	"github.com/jackc/pgx/v5"
+	"github.com/zitadel/oidc/v3/pkg/oidc"
+	"github.com/zitadel/oidc/v3/pkg/op"
+
+	"github.com/assessd/assessd/internal/audit"
+	"github.com/assessd/assessd/internal/platform/ids"
+	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/tenancy"
+)
+
+// Lifetimes (spec 2.8 and decision 0008).
+const (
+	AccessTokenTTL    = 24 * time.Hour
+	RefreshTokenTTL   = 30 * 24 * time.Hour
+	JWTAccessTokenTTL = time.Hour
+	authRequestTTL    = 30 * time.Minute
+	codeTTL           = 5 * time.Minute
+)
+
+// storage implements op.Storage on PostgreSQL.
+type storage struct {
+	db   *store.DB
+	keys *signingKeys
+	now  func() time.Time
+}
+
+var (
+	_ op.Storage                   = (*storage)(nil)
+	_ op.CanSetUserinfoFromRequest = (*storage)(nil)
+	_ op.JWTProfileTokenStorage    = (*storage)(nil)
+)
+
+func hashSecret(s string) []byte {
+	h := sha256.Sum256([]byte(s))
+	return h[:]
+}
+
+// newSecret returns 256 random bits, base64url encoded.
+func newSecret() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// errNotFound marks unknown ids for the library.
+type errNotFound struct{ what string }
+
+func (e errNotFound) Error() string { return e.what + " not found" }
+func (errNotFound) IsNotFound()     {}
+
+func (s *storage) Health(ctx context.Context) error { return s.db.Ping(ctx) }
+
+// --- clients ---
+
+func (s *storage) client(ctx context.Context, id string) (*client, error) {
+	c := &client{}
+	err := s.db.Unscoped().QueryRow(ctx, `SELECT id, org_id, name, description, redirect_uris, secret_hash, scopes FROM oauth_client_for_auth($1)`, id).
+		Scan(&c.id, &c.orgID, &c.name, &c.description, &c.redirectURIs, &c.secretHash, &c.scopes)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, errNotFound{"client"}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load client: %w", err)
+	}
+	return c, nil
+}
+
+func (s *storage) GetClientByClientID(ctx context.Context, id string) (op.Client, error) {
+	return s.client(ctx, id)
+}
+
+func (s *storage) AuthorizeClientIDSecret(ctx context.Context, id, secret string) error {
+	c, err := s.client(ctx, id)
+	if err != nil {
+		return err
+	}
+	if c.public() || subtle.ConstantTimeCompare(c.secretHash, hashSecret(secret)) != 1 {
+		return errors.New("invalid client secret")
+	}
+	return nil
+}
+
+// --- authorization requests ---
+
+const authRequestColumns = `id, client_id, redirect_uri, scopes, state, nonce, response_type, response_mode,
+	code_challenge, code_challenge_method, coalesce(org_id, ''), coalesce(user_id, ''),
+	coalesce(auth_time, 'epoch'), done, coalesce(grant_id, '')`
+
+func scanAuthRequest(row pgx.Row) (*authRequest, error) {
+	a := &authRequest{}
+	err := row.Scan(&a.id, &a.clientID, &a.redirectURI, &a.scopes, &a.state, &a.nonce, &a.responseType,
+		&a.responseMode, &a.codeChallenge, &a.codeChallengeMethod, &a.orgID, &a.userID, &a.authTime, &a.done, &a.grantID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, errNotFound{"authorization request"}
+	}
+	return a, err
+}
+
+func (s *storage) CreateAuthRequest(ctx context.Context, req *oidc.AuthRequest, _ string) (op.AuthRequest, error) {
+	c, err := s.client(ctx, req.ClientID)
+	if err != nil {
+		return nil, err
+	}
+	// PKCE: S256 only; public clients must use it (decision 0008).
+	switch {
+	case req.CodeChallenge == "" && c.public():
+		return nil, oidc.ErrInvalidRequest().WithDescription("public clients must use PKCE (code_challenge with S256)")
+	case req.CodeChallenge != "" && req.CodeChallengeMethod != oidc.CodeChallengeMethodS256:
+		return nil, oidc.ErrInvalidRequest().WithDescription("code_challenge_method must be S256")
+	}
+	now := s.now()
+	// Drop long-expired requests while we are here; they only served replay detection.
+	_, _ = s.db.Unscoped().Exec(ctx, `DELETE FROM oauth_auth_requests WHERE expires_at < $1`, now.Add(-24*time.Hour))
+	a := &authRequest{
+		id: ids.New("arq_"), clientID: req.ClientID, redirectURI: req.RedirectURI, scopes: req.Scopes,
+		state: req.State, nonce: req.Nonce, responseType: req.ResponseType, responseMode: req.ResponseMode,
+		codeChallenge: req.CodeChallenge, codeChallengeMethod: string(req.CodeChallengeMethod),
+	}
+	_, err = s.db.Unscoped().Exec(ctx, `
+		INSERT INTO oauth_auth_requests (id, client_id, redirect_uri, scopes, state, nonce, response_type,
+		                                 response_mode, code_challenge, code_challenge_method, expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		a.id, a.clientID, a.redirectURI, a.scopes, a.state, a.nonce, a.responseType, a.responseMode,
+		a.codeChallenge, a.codeChallengeMethod, now.Add(authRequestTTL))
+	if err != nil {
+		return nil, fmt.Errorf("save auth request: %w", err)
+	}
+	return a, nil
+}
+
+func (s *storage) AuthRequestByID(ctx context.Context, id string) (op.AuthRequest, error) {
+	return s.authRequest(ctx, id)
+}
+
+func (s *storage) authRequest(ctx context.Context, id string) (*authRequest, error) {
+	return scanAuthRequest(s.db.Unscoped().QueryRow(ctx,
+		`SELECT `+authRequestColumns+` FROM oauth_auth_requests WHERE id = $1 AND expires_at > $2 AND code_used_at IS NULL`, id, s.now()))
+}
+
+// AuthRequestByCode finds the request a code was issued for. A code is
+// single-use: presenting it again revokes every token it produced.
+func (s *storage) AuthRequestByCode(ctx context.Context, code string) (op.AuthRequest, error) {
+	var usedAt *time.Time
+	var expiresAt time.Time
+	row := s.db.Unscoped().QueryRow(ctx, `SELECT `+authRequestColumns+`, code_used_at, expires_at
+		FROM oauth_auth_requests WHERE code_hash = $1`, hashSecret(code))
+	a := &authRequest{}
+	err := row.Scan(&a.id, &a.clientID, &a.redirectURI, &a.scopes, &a.state, &a.nonce, &a.responseType,
+		&a.responseMode, &a.codeChallenge, &a.codeChallengeMethod, &a.orgID, &a.userID, &a.authTime, &a.done, &a.grantID,
+		&usedAt, &expiresAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, errNotFound{"code"}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if usedAt != nil {
+		if a.grantID != "" {
+			if err := s.revokeGrant(store.WithOrg(ctx, a.orgID), a.grantID, oauthActor, revokedReplay); err != nil {
+				return nil, err
+			}
+		}
+		return nil, errors.New("code already used; its tokens are revoked")
+	}
+	if !expiresAt.After(s.now()) {
+		return nil, errors.New("code expired")
+	}
+	return a, nil
+}
+
+func (s *storage) SaveAuthCode(ctx context.Context, id, code string) error {
+	_, err := s.db.Unscoped().Exec(ctx, `UPDATE oauth_auth_requests SET code_hash = $2, expires_at = $3 WHERE id = $1`,
+		id, hashSecret(code), s.now().Add(codeTTL))
+	return err
+}
+
+// DeleteAuthRequest is called once a code was exchanged. The row is kept,
+// marked used, until it expires, so a replayed code is recognized.
+func (s *storage) DeleteAuthRequest(ctx context.Context, id string) error {
+	_, err := s.db.Unscoped().Exec(ctx, `UPDATE oauth_auth_requests SET code_used_at = $2 WHERE id = $1`, id, s.now())
+	return err
+}
+
+// completeAuthRequest records the signed-in user's approval with the
+// scopes actually granted.
+func (s *storage) completeAuthRequest(ctx context.Context, id string, c *tenancy.Caller, scopes []string) error {
+	tag, err := s.db.Unscoped().Exec(ctx, `
+		UPDATE oauth_auth_requests SET done = true, org_id = $2, user_id = $3, scopes = $4, auth_time = $5
+		 WHERE id = $1 AND NOT done AND expires_at > $5`, id, c.OrgID, c.UserID, scopes, s.now())
+	if err == nil && tag.RowsAffected() != 1 {
+		err = errNotFound{"authorization request"}
+	}
+	return err
+}
+
+// --- grants and tokens ---
+
+// grantFor returns the grant a token request belongs to, creating it when
+// an authorization code is exchanged for the first time.
+func (s *storage) grantFor(ctx context.Context, req op.TokenRequest) (grantID, orgID string, err error) {
+	switch r := req.(type) {
+	case *refreshRequest:
+		return r.grantID, r.orgID, nil
+	case *authRequest:
+		ctx = store.WithOrg(ctx, r.orgID)
+		grantID = ids.New("grt_")
+		err = s.db.Tx(ctx, func(ctx context.Context) error {
+			if _, err := s.db.Q(ctx).Exec(ctx, `
+				INSERT INTO oauth_grants (id, org_id, user_id, client_id, scopes, auth_time)
+				VALUES ($1, app_org_id(), $2, $3, $4, $5)`, grantID, r.userID, r.clientID, r.scopes, r.authTime); err != nil {
+				return err
+			}
+			_, err := s.db.Unscoped().Exec(ctx, `UPDATE oauth_auth_requests SET grant_id = $2 WHERE id = $1`, r.id, grantID)
+			return err
+		})
+		return grantID, r.orgID, err
+	}
+	return "", "", fmt.Errorf("unsupported token request %T", req)
+}
+
+func (s *storage) insertToken(ctx context.Context, grantID, kind, secret string, ttl time.Duration) (time.Time, error) {
+	exp := s.now().Add(ttl)
+	_, err := s.db.Q(ctx).Exec(ctx, `
+		INSERT INTO oauth_tokens (id, org_id, grant_id, kind, token_hash, expires_at)
+		VALUES ($1, app_org_id(), $2, $3, $4, $5)`, ids.New("tok_"), grantID, kind, hashSecret(secret), exp)
+	return exp, err
+}
+
+// CreateAccessToken issues an access token. Its id is a random secret;
+// only its hash is stored, and the bearer the client sees is that id
+// encrypted with the subject (op.CreateBearerToken).
+func (s *storage) CreateAccessToken(ctx context.Context, req op.TokenRequest) (string, time.Time, error) {
+	if jwtReq, ok := req.(*oidc.JWTTokenRequest); ok {
+		// Service-account JWTs are self-contained and short-lived.
+		return jwtReq.Subject + ":" + ids.New("jti_"), s.now().Add(JWTAccessTokenTTL), nil
+	}
+	grantID, orgID, err := s.grantFor(ctx, req)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	secret := newSecret()
+	exp, err := s.insertToken(store.WithOrg(ctx, orgID), grantID, "access", secret, AccessTokenTTL)
+	return secret, exp, err
+}
+
+// CreateAccessAndRefreshTokens issues an access and a refresh token. When
+// a refresh token is exchanged it is rotated: marked used, atomically, so
+// it works exactly once.
+func (s *storage) CreateAccessAndRefreshTokens(ctx context.Context, req op.TokenRequest, currentRefreshToken string) (string, string, time.Time, error) {
+	grantID, orgID, err := s.grantFor(ctx, req)
+	if err != nil {
+		return "", "", time.Time{}, err
+	}
+	ctx = store.WithOrg(ctx, orgID)
+	access, refresh := newSecret(), newSecret()
+	var exp time.Time
+	err = s.db.Tx(ctx, func(ctx context.Context) error {
+		q := s.db.Q(ctx)
+		if currentRefreshToken != "" {
+			tag, err := q.Exec(ctx, `UPDATE oauth_tokens SET used_at = $2
+				WHERE org_id = app_org_id() AND token_hash = $1 AND kind = 'refresh' AND used_at IS NULL AND revoked_at IS NULL`,
+				hashSecret(currentRefreshToken), s.now())
+			if err != nil {
+				return err
+			}
+			if tag.RowsAffected() != 1 {
+				return oidc.ErrInvalidGrant().WithDescription("refresh token already used")
+			}
+		}
+		if exp, err = s.insertToken(ctx, grantID, "access", access, AccessTokenTTL); err != nil {
+			return err
+		}
+		_, err = s.insertToken(ctx, grantID, "refresh", refresh, RefreshTokenTTL)
+		return err
+	})
+	if err != nil {
+		return "", "", time.Time{}, err
+	}
+	return access, refresh, exp, nil
+}
+
+// tokenInfo is a stored token with its grant.
+type tokenInfo struct {
+	id, orgID, grantID, kind, userID, clientID string
+	role                                       tenancy.Role
+	scopes                                     []string
+	expiresAt, authTime                        time.Time
+	usedAt, revokedAt, grantRevokedAt          *time.Time
+}
+
+func (t *tokenInfo) active(now time.Time) bool {
+	return t.revokedAt == nil && t.grantRevokedAt == nil && t.usedAt == nil && t.expiresAt.After(now)
+}
+
+func (s *storage) token(ctx context.Context, secret string) (*tokenInfo, error) {
+	t := &tokenInfo{}
+	err := s.db.Unscoped().QueryRow(ctx, `
+		SELECT token_id, org_id, grant_id, kind, expires_at, used_at, revoked_at, user_id, client_id,
+		       scopes, auth_time, grant_revoked_at, role
+		  FROM oauth_token_for_auth($1)`, hashSecret(secret)).
+		Scan(&t.id, &t.orgID, &t.grantID, &t.kind, &t.expiresAt, &t.usedAt, &t.revokedAt, &t.userID,
+			&t.clientID, &t.scopes, &t.authTime, &t.grantRevokedAt, &t.role)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, errNotFound{"token"}
+	}
+	return t, err
+}
+
+// TokenRequestByRefreshToken validates a refresh token for exchange. A
+// refresh token that was already rotated is a sign of theft: the whole
+// grant is revoked.
+func (s *storage) TokenRequestByRefreshToken(ctx context.Context, refreshToken string) (op.RefreshTokenRequest, error) {
+	t, err := s.token(ctx, refreshToken)
+	if err != nil {
+		return nil, err
+	}
+	if t.kind != "refresh" {
+		return nil, errors.New("not a refresh token")
+	}
+	if t.usedAt != nil {
+		if err := s.revokeGrant(store.WithOrg(ctx, t.orgID), t.grantID, oauthActor, revokedReused); err != nil {
+			return nil, err
+		}
+		return nil, errors.New("refresh token reused; the grant is revoked")
+	}
+	if !t.active(s.now()) {
+		return nil, errors.New("refresh token expired or revoked")
+	}
+	return &refreshRequest{tokenID: t.id, grantID: t.grantID, orgID: t.orgID, userID: t.userID,
+		clientID: t.clientID, scopes: t.scopes, authTime: t.authTime}, nil
+}
+
+func (s *storage) GetRefreshTokenInfo(ctx context.Context, clientID, token string) (string, string, error) {
+	t, err := s.token(ctx, token)
+	if err != nil || t.kind != "refresh" || t.clientID != clientID {
+		return "", "", op.ErrInvalidRefreshToken
+	}
+	// The "token id" handed back to RevokeToken is the refresh token itself,
+	// which RevokeToken hashes like any other.
+	return t.userID, token, nil
+}
+
+// RevokeToken revokes the grant of an access or refresh token (RFC 7009):
+// every token the grant produced stops working at once. Unknown tokens
+// are not an error.
+func (s *storage) RevokeToken(ctx context.Context, tokenOrTokenID, _, clientID string) *oidc.Error {
+	t, err := s.token(ctx, tokenOrTokenID)
+	if err != nil {
+		return nil
+	}
+	if t.clientID != clientID {
+		return oidc.ErrInvalidClient().WithDescription("token was issued to another client")
+	}
+	if err := s.revokeGrant(store.WithOrg(ctx, t.orgID), t.grantID, audit.Actor{Kind: audit.ActorUser, ID: t.userID, ClientID: clientID}, revokedByApp); err != nil {
+		return oidc.ErrServerError().WithParent(err)
+	}
+	return nil
+}
+
+// TerminateSession revokes every grant of userID to clientID (the
+// library calls it when the user signs out of the app).
+func (s *storage) TerminateSession(ctx context.Context, userID, clientID string) error {
+	return s.revokeApp(ctx, userID, clientID, revokedSignOut)
+}
+
+// revokeApp revokes every grant of userID to clientID, for reason.
+func (s *storage) revokeApp(ctx context.Context, userID, clientID, reason string) error {
+	var orgID *string
+	if err := s.db.Unscoped().QueryRow(ctx, `SELECT org_of($1)`, userID).Scan(&orgID); err != nil || orgID == nil {
+		return err
+	}
+	ctx = store.WithOrg(ctx, *orgID)
+	rows, err := s.db.Q(ctx).Query(ctx, `SELECT id FROM oauth_grants
+		WHERE org_id = app_org_id() AND user_id = $1 AND client_id = $2 AND revoked_at IS NULL`, userID, clientID)
+	if err != nil {
+		return err
+	}
+	grants, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	for _, g := range grants {
+		if err := s.revokeGrant(ctx, g, audit.Actor{}, reason); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Why a grant was revoked, as its oauth_grant.revoked audit entry says.
+const (
+	revokedByUser  = "revoked by the user on the account page"
+	revokedByApp   = "revoked by the app (POST /oauth/revoke)"
+	revokedReplay  = "a used authorization code was presented again"
+	revokedReused  = "a rotated refresh token was presented again"
+	revokedSignOut = "the user ended the app's session"
+)
+
+// oauthActor is the provider itself revoking a grant it believes stolen.
+var oauthActor = audit.Actor{Kind: audit.ActorSystem, ID: "oauth"}
+
+// revokeGrant revokes a grant and every token it produced, and audits the
+// revocation (once) as oauth_grant.revoked on the client, performed by
+// actor; a zero actor means the grant's user (through clientID when set).
+func (s *storage) revokeGrant(ctx context.Context, grantID string, actor audit.Actor, reason string) error {
+	return s.db.Tx(ctx, func(ctx context.Context) error {
+		q := s.db.Q(ctx)
+		now := s.now()
+		var userID, clientID string
+		err := q.QueryRow(ctx, `UPDATE oauth_grants SET revoked_at = $2 WHERE org_id = app_org_id() AND id = $1 AND revoked_at IS NULL
+			RETURNING user_id, client_id`, grantID, now).Scan(&userID, &clientID)
+		fresh := err == nil
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		if _, err := q.Exec(ctx, `UPDATE oauth_tokens SET revoked_at = coalesce(revoked_at, $2) WHERE org_id = app_org_id() AND grant_id = $1`, grantID, now); err != nil {
+			return err
+		}
+		if !fresh {
+			return nil
+		}
+		if actor.Kind == "" {
+			actor.Kind, actor.ID = audit.ActorUser, userID
+		}
+		_, err = audit.Append(ctx, q, audit.Entry{Action: "oauth_grant.revoked", Actor: actor, Reason: reason,
+			Target: audit.Target{Type: "oauth_client", ID: clientID}, Before: map[string]any{"grantId": grantID, "userId": userID}})
+		return err
+	})
+}
+
+// --- claims ---
+
+func (s *storage) fillUserinfo(ctx context.Context, info *oidc.UserInfo, orgID, userID string, scopes []string) error {
+	ctx = store.WithOrg(ctx, orgID)
+	var name, email string
+	var role tenancy.Role
+	if err := s.db.Q(ctx).QueryRow(ctx, `SELECT name, email, role FROM users WHERE org_id = app_org_id() AND id = $1`, userID).
+		Scan(&name, &email, &role); err != nil {
+		return fmt.Errorf("load user: %w", err)
+	}
+	info.Subject = userID
+	if slices.Contains(scopes, oidc.ScopeProfile) {
+		info.Name = name
+		info.AppendClaims("org_id", orgID)
+		info.AppendClaims("role", string(role))
+	}
+	if slices.Contains(scopes, oidc.ScopeEmail) {
+		info.Email = email
+		info.EmailVerified = false
+	}
+	return nil
+}
+
+func (s *storage) SetUserinfoFromRequest(ctx context.Context, info *oidc.UserInfo, req op.IDTokenRequest, scopes []string) error {
+	switch r := req.(type) {
+	case *authRequest:
+		return s.fillUserinfo(ctx, info, r.orgID, r.userID, scopes)
+	case *refreshRequest:
+		return s.fillUserinfo(ctx, info, r.orgID, r.userID, scopes)
+	}
+	return fmt.Errorf("unsupported request %T", req)
+}
+
+// SetUserinfoFromScopes is superseded by SetUserinfoFromRequest, which
+// knows the organization.
+func (s *storage) SetUserinfoFromScopes(context.Context, *oidc.UserInfo, string, string, []string) error {
+	return nil
+}
+
+func (s *storage) SetUserinfoFromToken(ctx context.Context, info *oidc.UserInfo, tokenID, _, _ string) error {
+	t, err := s.token(ctx, tokenID)
+	if err != nil || t.kind != "access" || !t.active(s.now()) {
+		return errors.New("access token invalid")
+	}
+	return s.fillUserinfo(ctx, info, t.orgID, t.userID, t.scopes)
+}
+
+// SetIntrospectionFromToken answers RFC 7662 for tokens issued to the
+// asking client.
+func (s *storage) SetIntrospectionFromToken(ctx context.Context, resp *oidc.IntrospectionResponse, tokenID, _, clientID string) error {
+	t, err := s.token(ctx, tokenID)
+	if err != nil || !t.active(s.now()) || t.clientID != clientID {
+		return errors.New("token inactive")
+	}
+	resp.Scope = t.scopes
+	resp.ClientID = t.clientID
+	resp.Subject = t.userID
+	resp.TokenType = oidc.BearerToken
+	resp.Expiration = oidc.FromTime(t.expiresAt)
+	resp.Audience = []string{t.clientID}
+	resp.Claims = map[string]any{"org_id": t.orgID, "user_id": t.userID}
+	return nil
+}
+
+// GetPrivateClaimsFromScopes adds the organization, role and granted
+// scopes to the JWT access tokens of service accounts, which the API reads
+// as the caller.
+func (s *storage) GetPrivateClaimsFromScopes(ctx context.Context, subject, _ string, scopes []string) (map[string]any, error) {
+	if !strings.HasPrefix(subject, string(ids.ServiceAccount)) {
+		return nil, nil
+	}
+	orgID, role, err := s.serviceAccount(ctx, subject)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"org_id": orgID, "role": string(role), "scope": strings.Join(scopes, " ")}, nil
+}
+
+// --- signing keys ---
+
+func (s *storage) SigningKey(ctx context.Context) (op.SigningKey, error) { return s.keys.signing(ctx) }
+
+func (s *storage) SignatureAlgorithms(context.Context) ([]jose.SignatureAlgorithm, error) {
+	return []jose.SignatureAlgorithm{jose.RS256}, nil
+}
+
+func (s *storage) KeySet(ctx context.Context) ([]op.Key, error) {
+	keys, err := s.keys.published(ctx)
+	if err != nil {
+		return nil, errKeysUnavailable{err}
+	}
+	return keys, nil
+}
+
+// errKeysUnavailable marks a failure to read the signing keys, so a JWT
+// that cannot be checked is told apart from one that is invalid.
+type errKeysUnavailable struct{ err error }
+
+func (e errKeysUnavailable) Error() string { return "signing keys unavailable: " + e.err.Error() }
+func (e errKeysUnavailable) Unwrap() error { return e.err }

@@ -1,0 +1,170 @@
+// Package outbox owns the workflow outbox: the row that says "this result
+// must be graded" or "this generation must run", written in the same
+// transaction as the result or the generation (decision 0045). A
+// dispatcher (workflows.Dispatcher) turns pending rows into workflow starts
+// and a reconciler re-arms rows whose workflow was lost, so a commit never
+// depends on the workflow engine answering at that moment.
+//
+// Domain code only calls Add, inside its tenant transaction. Everything the
+// dispatcher does spans tenants and goes through the narrow SECURITY
+// DEFINER functions of migration 006; the application role never bypasses
+// row-level security. This package does not know Temporal.
+package outbox
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/assessd/assessd/internal/store"
+)
+
+// Kind names the workflow an outbox row asks for.
+type Kind string
+
+// The kinds of work the outbox carries.
+const (
+	KindGrading    Kind = "grading"
+	KindGeneration Kind = "generation"
+)
+
+// Channel is notified on commit of every new or re-armed row, so
+// dispatchers wake at once instead of at their next sweep.
+const Channel = "assessd_outbox"
+
+// Item is one outbox row: the subject (a result or generation id) of an
+// organization, and the AI region whose task queue runs it.
+type Item struct {
+	Kind      Kind
+	SubjectID string
+	OrgID     string
+	Region    string
+	// Attempts counts the starts tried since the row became pending.
+	Attempts int
+	// Restarts counts how often the reconciler re-armed the row.
+	Restarts int
+}
+
+// Add writes the outbox row of subjectID in q, which must be the caller's
+// tenant transaction: the row commits or rolls back with the subject. It
+// also notifies Channel (delivered on commit). Adding the same subject
+// twice keeps the first row.
+func Add(ctx context.Context, q store.Querier, kind Kind, subjectID, region string) error {
+	_, err := q.Exec(ctx, `
+		WITH added AS (
+		  INSERT INTO workflow_outbox (kind, subject_id, org_id, region) VALUES ($1, $2, app_org_id(), $3)
+		  ON CONFLICT DO NOTHING RETURNING 1)
+		SELECT pg_notify('`+Channel+`', '') FROM added`, string(kind), subjectID, region)
+	if err != nil {
+		return fmt.Errorf("outbox: add %s %s: %w", kind, subjectID, err)
+	}
+	return nil
+}
+
+// Store is the dispatcher's cross-tenant access to the outbox.
+type Store struct {
+	db *store.DB
+}
+
+// NewStore returns a Store on db.
+func NewStore(db *store.DB) *Store { return &Store{db: db} }
+
+// Claim leases up to limit due rows for lease: no other dispatcher takes
+// them until the lease ends, and a dispatcher that dies mid-way only delays
+// them by lease.
+func (s *Store) Claim(ctx context.Context, limit int, lease time.Duration) ([]Item, error) {
+	return s.items(ctx, `SELECT kind, subject_id, org_id, region, attempts, restarts FROM outbox_claim($1, $2)`, limit, lease.Seconds())
+}
+
+// Dispatched records that its workflow was started or joined.
+func (s *Store) Dispatched(ctx context.Context, it Item) error {
+	return s.exec(ctx, `SELECT outbox_dispatched($1, $2)`, string(it.Kind), it.SubjectID)
+}
+
+// Retry makes it due again after delay, remembering why the start failed.
+func (s *Store) Retry(ctx context.Context, it Item, reason string, delay time.Duration) error {
+	return s.exec(ctx, `SELECT outbox_retry($1, $2, $3, $4)`, string(it.Kind), it.SubjectID, reason, delay.Seconds())
+}
+
+// Unfinished lists up to limit dispatched rows whose subject is not
+// finished and which nobody checked for quiet.
+func (s *Store) Unfinished(ctx context.Context, quiet time.Duration, limit int) ([]Item, error) {
+	return s.items(ctx, `SELECT kind, subject_id, org_id, region, attempts, restarts FROM outbox_unfinished($1, $2)`, quiet.Seconds(), limit)
+}
+
+// Checked notes that its workflow is alive.
+func (s *Store) Checked(ctx context.Context, it Item) error {
+	return s.exec(ctx, `SELECT outbox_checked($1, $2)`, string(it.Kind), it.SubjectID)
+}
+
+// Rearm makes a dispatched row pending again and wakes the dispatchers.
+func (s *Store) Rearm(ctx context.Context, it Item, reason string) error {
+	return s.exec(ctx, `SELECT outbox_rearm($1, $2, $3)`, string(it.Kind), it.SubjectID, reason)
+}
+
+// Prune deletes the rows of finished subjects and returns how many.
+func (s *Store) Prune(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.db.Unscoped().QueryRow(ctx, `SELECT outbox_prune()`).Scan(&n)
+	return n, err
+}
+
+// Backlog is the pending part of the outbox for one kind.
+type Backlog struct {
+	Pending int
+	// Oldest is the age of the oldest pending row.
+	Oldest time.Duration
+}
+
+// Backlog returns the pending rows by kind; kinds without any are absent.
+func (s *Store) Backlog(ctx context.Context) (map[Kind]Backlog, error) {
+	rows, err := s.db.Unscoped().Query(ctx, `SELECT kind, pending, oldest_seconds FROM outbox_backlog()`)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: backlog: %w", err)
+	}
+	defer rows.Close()
+	out := map[Kind]Backlog{}
+	for rows.Next() {
+		var kind string
+		var pending int
+		var oldest float64
+		if err := rows.Scan(&kind, &pending, &oldest); err != nil {
+			return nil, fmt.Errorf("outbox: backlog: %w", err)
+		}
+		out[Kind(kind)] = Backlog{Pending: pending, Oldest: time.Duration(oldest * float64(time.Second))}
+	}
+	return out, rows.Err()
+}
+
+// Listen runs until ctx ends or the connection fails, calling ready once
+// listening and wake on every notification of Channel.
+func (s *Store) Listen(ctx context.Context, ready, wake func()) error {
+	return s.db.Listen(ctx, Channel, ready, wake)
+}
+
+func (s *Store) items(ctx context.Context, sql string, args ...any) ([]Item, error) {
+	rows, err := s.db.Unscoped().Query(ctx, sql, args...)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: %w", err)
+	}
+	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Item, error) {
+		var it Item
+		var kind string
+		err := r.Scan(&kind, &it.SubjectID, &it.OrgID, &it.Region, &it.Attempts, &it.Restarts)
+		it.Kind = Kind(kind)
+		return it, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("outbox: %w", err)
+	}
+	return items, nil
+}
+
+func (s *Store) exec(ctx context.Context, sql string, args ...any) error {
+	if _, err := s.db.Unscoped().Exec(ctx, sql, args...); err != nil {
+		return fmt.Errorf("outbox: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,147 @@
+package outbox_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/assessd/assessd/internal/outbox"
+	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/internal/testkit/storetest"
+	"github.com/assessd/assessd/tenancy"
+)
+
+// add writes an outbox row for org in its own transaction.
+func add(t *testing.T, db *store.DB, orgID string, kind outbox.Kind, subjectID, region string) {
+	t.Helper()
+	ctx := store.WithOrg(context.Background(), orgID)
+	if err := db.Tx(ctx, func(ctx context.Context) error { return outbox.Add(ctx, db.Q(ctx), kind, subjectID, region) }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestClaimLeasesEachRowToOneDispatcher(t *testing.T) {
+	ctx := context.Background()
+	db := storetest.New(t)
+	ten := tenancy.NewService(db)
+	var orgs []string
+	for _, country := range []string{"US", "DE"} {
+		org, err := ten.CreateOrg(ctx, tenancy.NewOrg{Name: country, Country: country})
+		if err != nil {
+			t.Fatal(err)
+		}
+		orgs = append(orgs, org.ID)
+	}
+	for i := range 20 {
+		add(t, db, orgs[i%2], outbox.KindGrading, "res_"+string(rune('a'+i)), "global")
+	}
+	add(t, db, orgs[0], outbox.KindGrading, "res_a", "global") // the same subject again keeps one row
+	s := outbox.NewStore(db)
+
+	// Four dispatchers claim at once: every row goes to exactly one.
+	var mu sync.Mutex
+	claimed := map[string]int{}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			items, err := s.Claim(ctx, 8, time.Minute)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, it := range items {
+				claimed[it.SubjectID]++
+			}
+		})
+	}
+	wg.Wait()
+	if len(claimed) != 20 {
+		t.Fatalf("%d rows claimed, want 20", len(claimed))
+	}
+	for id, n := range claimed {
+		if n != 1 {
+			t.Fatalf("%s claimed %d times", id, n)
+		}
+	}
+	// Leased rows are not due; the backlog still counts them as pending.
+	if items, err := s.Claim(ctx, 8, time.Minute); err != nil || len(items) != 0 {
+		t.Fatalf("claim during the lease: %v, %v", items, err)
+	}
+	backlog, err := s.Backlog(ctx)
+	if err != nil || backlog[outbox.KindGrading].Pending != 20 {
+		t.Fatalf("backlog %+v, %v", backlog, err)
+	}
+}
+
+func TestRetryDispatchedAndRearm(t *testing.T) {
+	ctx := context.Background()
+	db := storetest.New(t)
+	org, err := tenancy.NewService(db).CreateOrg(ctx, tenancy.NewOrg{Name: "X", Country: "FR"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	add(t, db, org.ID, outbox.KindGeneration, "gen_1", "eu")
+	s := outbox.NewStore(db)
+	items, err := s.Claim(ctx, 10, time.Minute)
+	if err != nil || len(items) != 1 {
+		t.Fatalf("claim: %v, %v", items, err)
+	}
+	it := items[0]
+	if it.OrgID != org.ID || it.Region != "eu" || it.Kind != outbox.KindGeneration || it.Attempts != 1 {
+		t.Fatalf("claimed %+v", it)
+	}
+	// A failed start makes the row due again after the delay, not before.
+	if err := s.Retry(ctx, it, "temporal unavailable", 0); err != nil {
+		t.Fatal(err)
+	}
+	if items, err = s.Claim(ctx, 10, time.Minute); err != nil || len(items) != 1 || items[0].Attempts != 2 {
+		t.Fatalf("claim after retry: %v, %v", items, err)
+	}
+	if err := s.Retry(ctx, items[0], "temporal unavailable", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if items, err = s.Claim(ctx, 10, time.Minute); err != nil || len(items) != 0 {
+		t.Fatalf("claim before the retry delay: %v, %v", items, err)
+	}
+	if err := s.Dispatched(ctx, it); err != nil {
+		t.Fatal(err)
+	}
+	backlog, err := s.Backlog(ctx)
+	if err != nil || backlog[outbox.KindGeneration].Pending != 0 {
+		t.Fatalf("backlog after dispatch %+v, %v", backlog, err)
+	}
+	// The reconciler re-arms a row whose workflow was lost: pending again,
+	// due now, with the restart counted.
+	if err := s.Rearm(ctx, it, "lost"); err != nil {
+		t.Fatal(err)
+	}
+	if items, err = s.Claim(ctx, 10, time.Minute); err != nil || len(items) != 1 || items[0].Restarts != 1 || items[0].Attempts != 1 {
+		t.Fatalf("claim after rearm: %v, %v", items, err)
+	}
+}
+
+func TestTheApplicationRoleCannotReadTheOutbox(t *testing.T) {
+	ctx := context.Background()
+	db := storetest.New(t)
+	org, err := tenancy.NewService(db).CreateOrg(ctx, tenancy.NewOrg{Name: "X", Country: "US"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	add(t, db, org.ID, outbox.KindGrading, "res_1", "global")
+	scoped := store.WithOrg(ctx, org.ID)
+	var n int
+	if err := db.Q(scoped).QueryRow(scoped, `SELECT count(*) FROM workflow_outbox`).Scan(&n); err == nil {
+		t.Fatalf("the application role read %d outbox rows directly", n)
+	}
+	if _, err := db.Q(scoped).Exec(scoped, `DELETE FROM workflow_outbox`); err == nil {
+		t.Fatal("the application role deleted outbox rows directly")
+	}
+	// Another tenant cannot write a row for this one.
+	other := store.WithOrg(ctx, "org_other")
+	if _, err := db.Q(other).Exec(other, `INSERT INTO workflow_outbox (kind, subject_id, org_id, region) VALUES ('grading', 'res_2', $1, 'global')`, org.ID); err == nil {
+		t.Fatal("a row for another organization was written")
+	}
+}

@@ -1,0 +1,179 @@
+package ratelimit_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/assessd/assessd/internal/platform/ratelimit"
+)
+
+// prefix isolates a test's keys in the shared Redis.
+func prefix(t *testing.T) string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return "test:" + t.Name() + ":" + hex.EncodeToString(b) + ":"
+}
+
+func redisClient(t *testing.T, addr string) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func newLimiter(t *testing.T, opts ratelimit.Options) *ratelimit.Limiter {
+	l := ratelimit.New(opts)
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// TestSharedAcrossInstances runs two limiters, as two server instances
+// would, on one Redis: they draw from the same bucket.
+func TestSharedAcrossInstances(t *testing.T) {
+	rdb := redisClient(t, "127.0.0.1:6379")
+	p := prefix(t)
+	a := newLimiter(t, ratelimit.Options{Redis: rdb, Prefix: p})
+	b := newLimiter(t, ratelimit.Options{Redis: rdb, Prefix: p})
+	lim := ratelimit.PerWindow("default", 3, time.Minute)
+	ctx := context.Background()
+	for i, l := range []*ratelimit.Limiter{a, b, a} {
+		d := l.Take(ctx, "org_1", lim)
+		if !d.Allowed || d.Remaining != 2-i {
+			t.Fatalf("take %d: %+v", i, d)
+		}
+	}
+	d := b.Take(ctx, "org_1", lim)
+	if d.Allowed || d.RetryAfter <= 0 || d.RetryAfter > 20*time.Second {
+		t.Fatalf("fourth take: %+v", d)
+	}
+	if d := a.Peek(ctx, "org_1", lim); d.Allowed {
+		t.Fatalf("peek after exhaustion: %+v", d)
+	}
+	if d := a.Take(ctx, "org_2", lim); !d.Allowed {
+		t.Fatalf("another key shares the bucket: %+v", d)
+	}
+	keys, err := rdb.Keys(ctx, "rate:"+p+"*").Result()
+	if err != nil || len(keys) != 2 {
+		t.Fatalf("keys in Redis: %v, %v", keys, err)
+	}
+}
+
+func TestPeekTakesNothing(t *testing.T) {
+	for name, opts := range map[string]ratelimit.Options{
+		"redis": {Redis: redisClient(t, "127.0.0.1:6379"), Prefix: prefix(t)},
+		"local": {},
+	} {
+		t.Run(name, func(t *testing.T) {
+			l := newLimiter(t, opts)
+			lim := ratelimit.PerWindow("x", 2, time.Minute)
+			ctx := context.Background()
+			for range 5 {
+				if d := l.Peek(ctx, "k", lim); !d.Allowed {
+					t.Fatalf("peek refused a full bucket: %+v", d)
+				}
+			}
+			l.Take(ctx, "k", lim)
+			l.Take(ctx, "k", lim)
+			if d := l.Peek(ctx, "k", lim); d.Allowed || d.RetryAfter <= 0 {
+				t.Fatalf("peek of an empty bucket: %+v", d)
+			}
+		})
+	}
+}
+
+// TestFailuresPerAddressAndCredential: failures with one credential from
+// an address block that pair only.
+func TestFailuresPerAddressAndCredential(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	l := newLimiter(t, ratelimit.Options{Redis: redisClient(t, "127.0.0.1:6379"), Prefix: prefix(t), Registerer: reg})
+	f := l.Failures("login", 3, 1)
+	ctx := context.Background()
+	for range 3 {
+		f.Fail(ctx, "10.0.0.1", "victim@a.test")
+	}
+	if blocked, retry := f.Blocked(ctx, "10.0.0.1", "victim@a.test"); !blocked || retry <= 0 {
+		t.Fatalf("after 3 failures: blocked %v, retry %v", blocked, retry)
+	}
+	if blocked, _ := f.Blocked(ctx, "10.0.0.1", "other@b.test"); blocked {
+		t.Fatal("another credential from the same address is blocked")
+	}
+	if blocked, _ := f.Blocked(ctx, "10.0.0.2", "victim@a.test"); blocked {
+		t.Fatal("the same credential from another address is blocked")
+	}
+	want := `# HELP assessd_rate_limited_requests_total Requests refused with 429, by organization (_none before authentication) and limit.
+# TYPE assessd_rate_limited_requests_total counter
+assessd_rate_limited_requests_total{limit="login",org=""} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "assessd_rate_limited_requests_total"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRedisDown points the limiter at a closed port: decisions are taken
+// per process with the same limits, counted, and logged once.
+func TestRedisDown(t *testing.T) {
+	var logs bytes.Buffer
+	reg := prometheus.NewRegistry()
+	l := newLimiter(t, ratelimit.Options{
+		Redis: redisClient(t, "127.0.0.1:1"), Prefix: prefix(t), Registerer: reg,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+	})
+	lim := ratelimit.PerWindow("default", 5, time.Minute)
+	ctx := context.Background()
+	start := time.Now()
+	allowed := 0
+	for range 8 {
+		if l.Take(ctx, "org_1", lim).Allowed {
+			allowed++
+		}
+	}
+	if allowed != 5 {
+		t.Fatalf("allowed %d of 8 with a quota of 5", allowed)
+	}
+	if elapsed := time.Since(start); elapsed > 2*time.Second {
+		t.Fatalf("8 decisions took %v with Redis down", elapsed)
+	}
+	if n := strings.Count(logs.String(), "Redis does not answer"); n != 1 {
+		t.Fatalf("logged the outage %d times:\n%s", n, logs.String())
+	}
+	want := `# HELP assessd_rate_limit_local_decisions_total Rate-limit decisions taken per process because Redis did not answer.
+# TYPE assessd_rate_limit_local_decisions_total counter
+assessd_rate_limit_local_decisions_total 8
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "assessd_rate_limit_local_decisions_total"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSetHeaders(t *testing.T) {
+	l := newLimiter(t, ratelimit.Options{})
+	lim := ratelimit.PerWindow("pro", 2, time.Minute)
+	ctx := context.Background()
+	h := http.Header{}
+	l.Take(ctx, "o", lim).SetHeaders(h)
+	if got := h.Get("RateLimit-Policy"); got != `"pro";q=2;w=60` {
+		t.Errorf("RateLimit-Policy = %q", got)
+	}
+	if got := h.Get("RateLimit"); got != `"pro";r=1;t=30` {
+		t.Errorf("RateLimit = %q", got)
+	}
+	if h.Get("Retry-After") != "" {
+		t.Error("Retry-After on an allowed request")
+	}
+	l.Take(ctx, "o", lim)
+	h = http.Header{}
+	l.Take(ctx, "o", lim).SetHeaders(h)
+	if got := h.Get("Retry-After"); got != "30" || !strings.Contains(h.Get("RateLimit"), "r=0;") {
+		t.Errorf("refused: Retry-After %q, RateLimit %q", got, h.Get("RateLimit"))
+	}
+}

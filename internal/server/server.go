@@ -1,0 +1,158 @@
+// Package server assembles assessd's HTTP surface: the API behind its
+// middleware chain (request id, recovery, logging and metrics, body limit,
+// authentication) and the operational endpoints (health, readiness,
+// metrics, OpenAPI).
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/assessd/assessd/internal/platform/clientaddr"
+	"github.com/assessd/assessd/internal/platform/ratelimit"
+	"github.com/assessd/assessd/observability"
+	"github.com/assessd/assessd/tenancy"
+)
+
+// Authenticator resolves a bearer token to its caller, or fails with an
+// errs.KindUnauthenticated error.
+type Authenticator func(ctx context.Context, token string) (*tenancy.Caller, error)
+
+// Credential pairs a kind of bearer token with the authenticator for it;
+// the first credential whose Match accepts the token authenticates it.
+type Credential struct {
+	Match        func(token string) bool
+	Authenticate Authenticator
+	// Subject names the credential a token claims to be (an API key id, a
+	// token id, a service account) without verifying it, so failure limits
+	// apply per address and credential; nil means one bucket per address.
+	Subject func(token string) string
+}
+
+// Config is everything the HTTP surface needs.
+type Config struct {
+	Logger      *slog.Logger
+	Metrics     *observability.Metrics
+	API         http.Handler
+	Credentials []Credential
+	// Pages are the non-API routes (OAuth endpoints, login and account
+	// pages), by ServeMux pattern; they authenticate themselves.
+	Pages map[string]http.Handler
+	// Ready holds the readiness checks by dependency name.
+	Ready   map[string]func(context.Context) error
+	OpenAPI []byte
+	// ClientAddrs finds the client behind trusted proxies; nil trusts none.
+	ClientAddrs *clientaddr.Resolver
+	// Limiter holds the failure limits; nil keeps them per process.
+	Limiter *ratelimit.Limiter
+	// Quotas, when set, holds authenticated requests to their
+	// organization's quota.
+	Quotas *ratelimit.Quotas
+	// Route names the API route template of a request the API never saw
+	// (refused before it, e.g. unauthenticated), so its metrics and logs
+	// carry the route rather than "unmatched"; "" when none matches.
+	Route func(*http.Request) string
+}
+
+// New returns the root handler.
+func New(cfg Config) http.Handler {
+	limiter := cfg.Limiter
+	if limiter == nil {
+		limiter = ratelimit.New(ratelimit.Options{})
+	}
+	clients := cfg.ClientAddrs
+	if clients == nil {
+		clients = &clientaddr.Resolver{}
+	}
+	auth := newAuthenticator(cfg, limiter)
+	mux := http.NewServeMux()
+	mux.Handle("GET /healthz", named("GET /healthz", http.HandlerFunc(healthz)))
+	mux.Handle("GET /readyz", named("GET /readyz", readyz(cfg.Ready)))
+	mux.Handle("GET /metrics", named("GET /metrics", promhttp.HandlerFor(cfg.Metrics.Registry, promhttp.HandlerOpts{})))
+	mux.Handle("GET /openapi.yaml", named("GET /openapi.yaml", openapi(cfg.OpenAPI)))
+	for pattern, h := range cfg.Pages {
+		mux.Handle(pattern, named(pattern, h))
+	}
+	mux.Handle("/", limitBody(auth.middleware(jsonErrors(cfg.API))))
+	return withRequestInfo(clients.Middleware(recoverer(cfg.Logger, instrument(cfg.Logger, cfg.Metrics, cfg.Route, securityHeaders(mux)))))
+}
+
+// named records the route template of a handler that is not an API route,
+// in the API's "METHOD /path" format. When h is itself a ServeMux, the
+// pattern it chose (ServeMux records it on the request) is the route, so
+// "/embed/" becomes "GET /embed/{id}".
+func named(pattern string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		info := observability.Info(r.Context())
+		info.Route = RouteLabel(r.Method, pattern)
+		h.ServeHTTP(w, r)
+		if r.Pattern != "" {
+			info.Route = RouteLabel(r.Method, r.Pattern)
+		}
+	})
+}
+
+// RouteLabel formats a ServeMux pattern as a route label: the pattern
+// itself when it names a method ("GET /embed/{id}"), else prefixed with
+// the request's method ("POST /oauth/").
+func RouteLabel(method, pattern string) string {
+	if strings.HasPrefix(pattern, "/") {
+		return method + " " + pattern
+	}
+	return pattern
+}
+
+func healthz(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// readyz reports 200 when every dependency answers within two seconds,
+// 503 with the failing checks otherwise.
+func readyz(checks map[string]func(context.Context) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		results := map[string]string{}
+		code := http.StatusOK
+		for name, check := range checks {
+			if err := check(ctx); err != nil {
+				results[name] = "unavailable"
+				code = http.StatusServiceUnavailable
+				slog.WarnContext(ctx, "readiness check failed", "check", name, "err", err)
+				continue
+			}
+			results[name] = "ok"
+		}
+		status := "ok"
+		if code != http.StatusOK {
+			status = "unavailable"
+		}
+		writeJSON(w, code, map[string]any{"status": status, "checks": results})
+	})
+}
+
+func openapi(doc []byte) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/yaml")
+		_, _ = w.Write(doc)
+	})
+}
+
+func securityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		next.ServeHTTP(w, r)
+	})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
