@@ -15,7 +15,7 @@ import (
 func TestRevocationReachesOtherInstances(t *testing.T) {
 	db := storetest.New(t)
 	a, b := tenancy.NewService(db), tenancy.NewService(db)
-	ctx, stop := context.WithCancel(context.Background())
+	ctx, stop := context.WithTimeout(context.Background(), 30*time.Second)
 	defer stop()
 	go a.WatchCredentialChanges(ctx)
 	go b.WatchCredentialChanges(ctx)
@@ -33,7 +33,15 @@ func TestRevocationReachesOtherInstances(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond) // let both watches connect
+	// Both watches must be listening before the revocation is sent, or a
+	// cached key could miss its notification.
+	for !a.CredentialListenerUp() || !b.CredentialListenerUp() {
+		select {
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 	if _, err := a.AuthenticateAPIKey(ctx, plain); err != nil {
 		t.Fatal(err) // now cached in a
 	}
