@@ -29,7 +29,7 @@ func NewService(db *store.DB) *Service { return &Service{db: db} }
 
 var (
 	anyRole = []tenancy.Role(nil)
-	staff   = []tenancy.Role{tenancy.RoleOwner, tenancy.RoleAdmin, tenancy.RoleTeacher}
+	staff   = tenancy.StaffRoles
 )
 
 // The permissions of this package (decision 0020). Students may read exams
@@ -72,11 +72,4 @@ func text(field, s string, required bool, max int) (string, error) {
 		return "", errs.Invalid(field, "must be at most %d characters", max)
 	}
 	return s, nil
-}
-
-// failedPrecondition reports a resource that is not in a usable state.
-func failedPrecondition(reason, format string, args ...any) *errs.Error {
-	e := errs.Conflict(reason, format, args...)
-	e.Kind = errs.KindFailedPrecondition
-	return e
 }

@@ -35,7 +35,7 @@ type Question struct {
 // Unresolved is the explicit state of a question whose type stopped
 // resolving: it is still listed and readable, and says why it cannot be
 // rendered or graded.
-var Unresolved = failedPrecondition("QUESTION_TYPE_UNAVAILABLE",
+var Unresolved = errs.FailedPrecondition("QUESTION_TYPE_UNAVAILABLE",
 	"the question type is no longer shared by the organization that owns it; the question cannot be rendered or graded")
 
 // NewQuestion is the input of CreateQuestion.

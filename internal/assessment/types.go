@@ -365,11 +365,11 @@ func (s *Service) EnableQuestionType(ctx context.Context, id string) (TypeDef, e
 		}
 		switch {
 		case t.Owned:
-			return failedPrecondition("QUESTION_TYPE_OWNED", "the organization's own question types are always enabled")
+			return errs.FailedPrecondition("QUESTION_TYPE_OWNED", "the organization's own question types are always enabled")
 		case t.Enabled:
 			return nil
 		case t.Deprecated:
-			return failedPrecondition("QUESTION_TYPE_DEPRECATED", "the question type is deprecated and can no longer be enabled")
+			return errs.FailedPrecondition("QUESTION_TYPE_DEPRECATED", "the question type is deprecated and can no longer be enabled")
 		}
 		if _, err := q.Exec(ctx, `INSERT INTO question_type_enablements (org_id, type_id) VALUES (app_org_id(), $1)
 			ON CONFLICT DO NOTHING`, id); err != nil {
@@ -396,7 +396,7 @@ func (s *Service) DisableQuestionType(ctx context.Context, id string) (TypeDef, 
 			return err
 		}
 		if t.Owned {
-			return failedPrecondition("QUESTION_TYPE_OWNED", "the organization's own question types cannot be disabled; deprecate them instead")
+			return errs.FailedPrecondition("QUESTION_TYPE_OWNED", "the organization's own question types cannot be disabled; deprecate them instead")
 		}
 		if !t.Enabled {
 			return nil
@@ -435,10 +435,10 @@ func (s *Service) typeForNewQuestion(ctx context.Context, q store.Querier, ref s
 		return TypeDef{}, err
 	}
 	if t.Deprecated {
-		return TypeDef{}, failedPrecondition("QUESTION_TYPE_DEPRECATED", "the question type %s is deprecated: no new questions of it can be created", t.Key)
+		return TypeDef{}, errs.FailedPrecondition("QUESTION_TYPE_DEPRECATED", "the question type %s is deprecated: no new questions of it can be created", t.Key)
 	}
 	if !t.Enabled {
-		return TypeDef{}, failedPrecondition("QUESTION_TYPE_NOT_ENABLED", "the question type %s belongs to another organization; enable it first", t.Key)
+		return TypeDef{}, errs.FailedPrecondition("QUESTION_TYPE_NOT_ENABLED", "the question type %s belongs to another organization; enable it first", t.Key)
 	}
 	return t, nil
 }
