@@ -2,6 +2,7 @@ package tenancy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/mail"
 	"strings"
@@ -192,7 +193,7 @@ func (s *Service) CreateUser(ctx context.Context, in NewUser) (User, error) {
 			INSERT INTO users (id, org_id, email, name, role, password_hash, metadata)
 			VALUES ($1, app_org_id(), $2, $3, $4, $5, $6::jsonb) RETURNING `+userColumns,
 			ids.New(ids.User), email, name, in.Role, hash, store.JSON{V: meta}))
-		if isUniqueViolation(err) {
+		if errors.Is(err, store.ErrUniqueViolation) {
 			return errs.Conflict("EMAIL_TAKEN", "a user with this email already exists in the organization")
 		}
 		if err != nil {
@@ -259,7 +260,7 @@ func (s *Service) updateUser(ctx context.Context, caller *Caller, id string, p U
 			UPDATE users SET name = $2, email = $3, role = $4, metadata = $5::jsonb, updated_at = now()
 			 WHERE org_id = app_org_id() AND id = $1 RETURNING `+userColumns,
 			id, u.Name, u.Email, u.Role, store.JSON{V: u.Metadata}))
-		if isUniqueViolation(err) {
+		if errors.Is(err, store.ErrUniqueViolation) {
 			return errs.Conflict("EMAIL_TAKEN", "a user with this email already exists in the organization")
 		}
 		if err != nil {

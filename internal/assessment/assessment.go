@@ -11,7 +11,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/assessd/assessd/internal/platform/errs"
 	"github.com/assessd/assessd/internal/platform/ids"
@@ -47,11 +46,6 @@ var (
 )
 
 func isNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }
-
-func isUniqueViolation(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "23505"
-}
 
 // checkID validates an id's form; a malformed id is a 400 naming field.
 func checkID(field string, p ids.Prefix, id, what string) error {

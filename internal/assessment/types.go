@@ -2,6 +2,7 @@ package assessment
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -267,7 +268,7 @@ func (s *Service) CreateQuestionType(ctx context.Context, in NewTypeDef) (TypeDe
 			VALUES ($1, app_org_id(), $2, $3, $4, $5::jsonb, $6, $7, $8, $9, $10)`,
 			id, t.Key, t.Name, t.Description, store.JSON{V: t.ConfigSchema}, t.Condition, t.GradingEnabled,
 			t.FileInputs, t.Public, t.Deprecated)
-		if isUniqueViolation(err) {
+		if errors.Is(err, store.ErrUniqueViolation) {
 			return errs.Conflict("QUESTION_TYPE_KEY_TAKEN", "the organization already has a question type with this key")
 		}
 		if err != nil {
