@@ -61,7 +61,7 @@ const (
 
 const userColumns = `id, org_id, email, name, role, metadata, created_at, updated_at`
 
-func scanUser(row interface{ Scan(...any) error }) (User, error) {
+func scanUser(row pgx.Row) (User, error) {
 	var u User
 	err := row.Scan(&u.ID, &u.OrgID, &u.Email, &u.Name, &u.Role, &u.Metadata, &u.CreatedAt, &u.UpdatedAt)
 	return u, err
@@ -107,7 +107,7 @@ func (s *Service) ListUsers(ctx context.Context, f UserFilter, p paging.Page) ([
 	if f.Role != "" && !f.Role.Valid() {
 		return nil, "", errs.Invalid("role", "must be owner, admin, teacher or student")
 	}
-	rows, err := s.db.Q(ctx).Query(ctx, `
+	users, next, err := store.ListPage(ctx, s.db.Q(ctx), p, scanUser, func(u User) string { return u.ID }, `
 		SELECT `+userColumns+` FROM users
 		 WHERE org_id = app_org_id()
 		   AND ($1 = '' OR role = $1)
@@ -117,11 +117,6 @@ func (s *Service) ListUsers(ctx context.Context, f UserFilter, p paging.Page) ([
 	if err != nil {
 		return nil, "", fmt.Errorf("list users: %w", err)
 	}
-	users, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (User, error) { return scanUser(r) })
-	if err != nil {
-		return nil, "", fmt.Errorf("list users: %w", err)
-	}
-	users, next := paging.Trim(p, users, func(u User) string { return u.ID })
 	return users, next, nil
 }
 

@@ -386,7 +386,7 @@ func (s *Service) Results(ctx context.Context, examID string, f ResultFilter, p 
 	if _, err := s.loadExam(ctx, q, "examId", examID, false); err != nil {
 		return nil, "", err
 	}
-	rows, err := q.Query(ctx, `
+	out, next, err := store.ListPage(ctx, q, p, scanResult, func(r Result) string { return r.ID }, `
 		SELECT `+resultColumns+` FROM results
 		 WHERE org_id = app_org_id() AND exam_id = $1
 		   AND ($2 = '' OR user_id = $2) AND ($3 = '' OR user_id = $3) AND ($4 = '' OR status = $4)
@@ -395,11 +395,6 @@ func (s *Service) Results(ctx context.Context, examID string, f ResultFilter, p 
 	if err != nil {
 		return nil, "", fmt.Errorf("list results: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Result, error) { return scanResult(r) })
-	if err != nil {
-		return nil, "", fmt.Errorf("list results: %w", err)
-	}
-	out, next := paging.Trim(p, out, func(r Result) string { return r.ID })
 	return out, next, s.attachAnswers(ctx, q, out)
 }
 

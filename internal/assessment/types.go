@@ -188,16 +188,12 @@ func (s *Service) DiscoverQuestionTypes(ctx context.Context, p paging.Page) ([]T
 }
 
 func (s *Service) listTypes(ctx context.Context, where string, p paging.Page) ([]TypeDef, string, error) {
-	rows, err := s.db.Q(ctx).Query(ctx, `SELECT `+typeColumns+` FROM question_types t
+	out, next, err := store.ListPage(ctx, s.db.Q(ctx), p, scanTypeDef, func(t TypeDef) string { return t.ID },
+		`SELECT `+typeColumns+` FROM question_types t
 		 WHERE `+where+` AND t.id > $1 ORDER BY t.id LIMIT $2`, p.After, p.Limit())
 	if err != nil {
 		return nil, "", fmt.Errorf("list question types: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (TypeDef, error) { return scanTypeDef(r) })
-	if err != nil {
-		return nil, "", fmt.Errorf("list question types: %w", err)
-	}
-	out, next := paging.Trim(p, out, func(t TypeDef) string { return t.ID })
 	return out, next, nil
 }
 
