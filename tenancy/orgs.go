@@ -73,6 +73,12 @@ type OrgPatch struct {
 
 const orgColumns = `id, name, country, plan, ai_region, created_at, updated_at`
 
+// AIRegionSQL is a scalar SQL expression for the AI region of the
+// organization a statement is scoped to. Packages that record the region
+// with a row they insert embed it in that INSERT, so the region is read in
+// the same statement and transaction, without a round trip of its own.
+const AIRegionSQL = `(SELECT ai_region FROM orgs WHERE id = app_org_id())`
+
 func scanOrg(row interface{ Scan(...any) error }) (Org, error) {
 	var o Org
 	err := row.Scan(&o.ID, &o.Name, &o.Country, &o.Plan, &o.AIRegion, &o.CreatedAt, &o.UpdatedAt)

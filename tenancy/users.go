@@ -358,6 +358,26 @@ func userSnapshot(u User) map[string]any {
 // for other domain services that act on a user's behalf (embed sessions)
 // and checks no permission of its own.
 func (s *Service) UserRole(ctx context.Context, id string) (Role, error) {
-	u, err := s.loadUser(ctx, s.db.Q(ctx), id, false)
+	u, err := s.LookupUser(ctx, id)
 	return u.Role, err
+}
+
+// LookupUser returns a user of the organization ctx is scoped to. It is
+// for the packages that act before or on behalf of a user (sign-in,
+// consent, userinfo claims) and checks no permission of its own; a
+// malformed or unknown id is an errs error.
+func (s *Service) LookupUser(ctx context.Context, id string) (User, error) {
+	return s.loadUser(ctx, s.db.Q(ctx), id, false)
+}
+
+// UserExists reports whether id names a user of the organization q is
+// scoped to. It runs on q, so a caller checks inside its own transaction,
+// and checks no permission of its own.
+func UserExists(ctx context.Context, q store.Querier, id string) (bool, error) {
+	var known bool
+	err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM users WHERE org_id = app_org_id() AND id = $1)`, id).Scan(&known)
+	if err != nil {
+		return false, fmt.Errorf("look up user: %w", err)
+	}
+	return known, nil
 }
