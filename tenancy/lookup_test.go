@@ -14,7 +14,7 @@ import (
 // TestLookupsForOtherPackages covers what other packages read of the users
 // and orgs tables: a user without a permission check, a user's existence
 // inside the caller's transaction, another organization's user not found,
-// the organization's AI region as part of the caller's statement, and a
+// the organization and its AI region as part of the caller's statement, and a
 // duplicate email reported as EMAIL_TAKEN through the store's sentinel.
 func TestLookupsForOtherPackages(t *testing.T) {
 	db := storetest.New(t)
@@ -65,6 +65,9 @@ func TestLookupsForOtherPackages(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if org, err := tenancy.CurrentOrg(scopedB, db.Q(scopedB)); err != nil || org.ID != orgB.ID || org.Plan != orgB.Plan {
+		t.Fatalf("CurrentOrg = %+v, %v; want %+v", org, err, orgB)
 	}
 	if known, err := tenancy.UserExists(scopedB, db.Q(scopedB), u.ID); err != nil || known {
 		t.Fatalf("UserExists from another organization = %v, %v; want false", known, err)
