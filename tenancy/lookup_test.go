@@ -14,8 +14,9 @@ import (
 // TestLookupsForOtherPackages covers what other packages read of the users
 // and orgs tables: a user without a permission check, a user's existence
 // inside the caller's transaction, another organization's user not found,
-// the organization and its AI region as part of the caller's statement, and a
-// duplicate email reported as EMAIL_TAKEN through the store's sentinel.
+// the AI region as part of the caller's statement, the organization by its
+// scope, and a duplicate email reported as EMAIL_TAKEN through the store's
+// sentinel.
 func TestLookupsForOtherPackages(t *testing.T) {
 	db := storetest.New(t)
 	s := tenancy.NewService(db)
