@@ -16,15 +16,17 @@ type Permission struct {
 	Kinds []Kind
 }
 
-var (
-	staff    = []Role{RoleOwner, RoleAdmin, RoleTeacher}
-	managers = []Role{RoleOwner, RoleAdmin}
-)
+// StaffRoles are the roles that run an organization's assessments: owner,
+// admin and teacher. It is the one definition every package's staff-only
+// permissions use; callers must not modify it.
+var StaffRoles = []Role{RoleOwner, RoleAdmin, RoleTeacher}
+
+var managers = []Role{RoleOwner, RoleAdmin}
 
 // The permissions of the platform core.
 var (
 	ReadProfile   = Permission{Scope: ScopeProfile}
-	ReadUsers     = Permission{Scope: ScopeUsersRead, Roles: staff}
+	ReadUsers     = Permission{Scope: ScopeUsersRead, Roles: StaffRoles}
 	WriteUsers    = Permission{Scope: ScopeUsersWrite, Roles: managers}
 	ReadOrg       = Permission{Scope: ScopeOrgsRead}
 	WriteOrg      = Permission{Scope: ScopeOrgsWrite, Roles: managers}

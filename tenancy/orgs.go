@@ -73,6 +73,12 @@ type OrgPatch struct {
 
 const orgColumns = `id, name, country, plan, ai_region, created_at, updated_at`
 
+// AIRegionSQL is a scalar SQL expression for the AI region of the
+// organization a statement is scoped to. Packages that record the region
+// with a row they insert embed it in that INSERT, so the region is read in
+// the same statement and transaction, without a round trip of its own.
+const AIRegionSQL = `(SELECT ai_region FROM orgs WHERE id = app_org_id())`
+
 func scanOrg(row interface{ Scan(...any) error }) (Org, error) {
 	var o Org
 	err := row.Scan(&o.ID, &o.Name, &o.Country, &o.Plan, &o.AIRegion, &o.CreatedAt, &o.UpdatedAt)
@@ -133,10 +139,17 @@ func (s *Service) Org(ctx context.Context) (Org, error) {
 	if _, err := Authorize(ctx, ReadOrg); err != nil {
 		return Org{}, err
 	}
-	return s.loadOrg(ctx, s.db.Q(ctx), false)
+	return loadOrg(ctx, s.db.Q(ctx), false)
 }
 
-func (s *Service) loadOrg(ctx context.Context, q store.Querier, forUpdate bool) (Org, error) {
+// CurrentOrg returns the organization q is scoped to. It is for the
+// packages that report on an organization without a caller (the
+// assessd_org_info metric) and checks no permission of its own.
+func CurrentOrg(ctx context.Context, q store.Querier) (Org, error) {
+	return loadOrg(ctx, q, false)
+}
+
+func loadOrg(ctx context.Context, q store.Querier, forUpdate bool) (Org, error) {
 	sql := `SELECT ` + orgColumns + ` FROM orgs WHERE id = app_org_id()`
 	if forUpdate {
 		sql += ` FOR UPDATE`
@@ -173,7 +186,7 @@ func (s *Service) UpdateOrg(ctx context.Context, p OrgPatch) (Org, error) {
 	var org Org
 	err = s.db.Tx(ctx, func(ctx context.Context) error {
 		q := s.db.Q(ctx)
-		before, err := s.loadOrg(ctx, q, true)
+		before, err := loadOrg(ctx, q, true)
 		if err != nil {
 			return err
 		}

@@ -4,7 +4,6 @@ import (
 	"errors"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/assessd/assessd/internal/audit"
 	"github.com/assessd/assessd/internal/store"
@@ -41,11 +40,6 @@ func ActorOf(c *Caller) audit.Actor {
 		return audit.Actor{Kind: audit.ActorServiceAccount, ID: c.UserID}
 	}
 	return audit.Actor{Kind: audit.ActorUser, ID: c.UserID, ClientID: c.ClientID}
-}
-
-func isUniqueViolation(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "23505"
 }
 
 func isNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }

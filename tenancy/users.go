@@ -2,6 +2,7 @@ package tenancy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/mail"
 	"strings"
@@ -60,7 +61,7 @@ const (
 
 const userColumns = `id, org_id, email, name, role, metadata, created_at, updated_at`
 
-func scanUser(row interface{ Scan(...any) error }) (User, error) {
+func scanUser(row pgx.Row) (User, error) {
 	var u User
 	err := row.Scan(&u.ID, &u.OrgID, &u.Email, &u.Name, &u.Role, &u.Metadata, &u.CreatedAt, &u.UpdatedAt)
 	return u, err
@@ -106,7 +107,7 @@ func (s *Service) ListUsers(ctx context.Context, f UserFilter, p paging.Page) ([
 	if f.Role != "" && !f.Role.Valid() {
 		return nil, "", errs.Invalid("role", "must be owner, admin, teacher or student")
 	}
-	rows, err := s.db.Q(ctx).Query(ctx, `
+	users, next, err := store.ListPage(ctx, s.db.Q(ctx), p, scanUser, func(u User) string { return u.ID }, `
 		SELECT `+userColumns+` FROM users
 		 WHERE org_id = app_org_id()
 		   AND ($1 = '' OR role = $1)
@@ -116,11 +117,6 @@ func (s *Service) ListUsers(ctx context.Context, f UserFilter, p paging.Page) ([
 	if err != nil {
 		return nil, "", fmt.Errorf("list users: %w", err)
 	}
-	users, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (User, error) { return scanUser(r) })
-	if err != nil {
-		return nil, "", fmt.Errorf("list users: %w", err)
-	}
-	users, next := paging.Trim(p, users, func(u User) string { return u.ID })
 	return users, next, nil
 }
 
@@ -192,7 +188,7 @@ func (s *Service) CreateUser(ctx context.Context, in NewUser) (User, error) {
 			INSERT INTO users (id, org_id, email, name, role, password_hash, metadata)
 			VALUES ($1, app_org_id(), $2, $3, $4, $5, $6::jsonb) RETURNING `+userColumns,
 			ids.New(ids.User), email, name, in.Role, hash, store.JSON{V: meta}))
-		if isUniqueViolation(err) {
+		if errors.Is(err, store.ErrUniqueViolation) {
 			return errs.Conflict("EMAIL_TAKEN", "a user with this email already exists in the organization")
 		}
 		if err != nil {
@@ -259,7 +255,7 @@ func (s *Service) updateUser(ctx context.Context, caller *Caller, id string, p U
 			UPDATE users SET name = $2, email = $3, role = $4, metadata = $5::jsonb, updated_at = now()
 			 WHERE org_id = app_org_id() AND id = $1 RETURNING `+userColumns,
 			id, u.Name, u.Email, u.Role, store.JSON{V: u.Metadata}))
-		if isUniqueViolation(err) {
+		if errors.Is(err, store.ErrUniqueViolation) {
 			return errs.Conflict("EMAIL_TAKEN", "a user with this email already exists in the organization")
 		}
 		if err != nil {
@@ -362,6 +358,26 @@ func userSnapshot(u User) map[string]any {
 // for other domain services that act on a user's behalf (embed sessions)
 // and checks no permission of its own.
 func (s *Service) UserRole(ctx context.Context, id string) (Role, error) {
-	u, err := s.loadUser(ctx, s.db.Q(ctx), id, false)
+	u, err := s.LookupUser(ctx, id)
 	return u.Role, err
+}
+
+// LookupUser returns a user of the organization ctx is scoped to. It is
+// for the packages that act before or on behalf of a user (sign-in,
+// consent, userinfo claims) and checks no permission of its own; a
+// malformed or unknown id is an errs error.
+func (s *Service) LookupUser(ctx context.Context, id string) (User, error) {
+	return s.loadUser(ctx, s.db.Q(ctx), id, false)
+}
+
+// UserExists reports whether id names a user of the organization q is
+// scoped to. It runs on q, so a caller checks inside its own transaction,
+// and checks no permission of its own.
+func UserExists(ctx context.Context, q store.Querier, id string) (bool, error) {
+	var known bool
+	err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM users WHERE org_id = app_org_id() AND id = $1)`, id).Scan(&known)
+	if err != nil {
+		return false, fmt.Errorf("look up user: %w", err)
+	}
+	return known, nil
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/observability"
+	"github.com/assessd/assessd/tenancy"
 )
 
 // OrgInfoLookup reads the organization facts of assessd_org_info, each
@@ -12,9 +13,7 @@ import (
 func OrgInfoLookup(db *store.DB) observability.OrgInfoLookup {
 	return func(ctx context.Context, orgID string) (observability.OrgInfo, error) {
 		ctx = store.WithOrg(ctx, orgID)
-		var info observability.OrgInfo
-		err := db.Q(ctx).QueryRow(ctx, `SELECT name, plan, ai_region FROM orgs WHERE id = app_org_id()`).
-			Scan(&info.Name, &info.Plan, &info.AIRegion)
-		return info, err
+		org, err := tenancy.CurrentOrg(ctx, db.Q(ctx))
+		return observability.OrgInfo{Name: org.Name, Plan: org.Plan, AIRegion: org.AIRegion}, err
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/assessd/assessd/internal/platform/errs"
 	"github.com/assessd/assessd/internal/platform/ids"
@@ -29,7 +28,7 @@ func NewService(db *store.DB) *Service { return &Service{db: db} }
 
 var (
 	anyRole = []tenancy.Role(nil)
-	staff   = []tenancy.Role{tenancy.RoleOwner, tenancy.RoleAdmin, tenancy.RoleTeacher}
+	staff   = tenancy.StaffRoles
 )
 
 // The permissions of this package (decision 0020). Students may read exams
@@ -47,11 +46,6 @@ var (
 )
 
 func isNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }
-
-func isUniqueViolation(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "23505"
-}
 
 // checkID validates an id's form; a malformed id is a 400 naming field.
 func checkID(field string, p ids.Prefix, id, what string) error {
@@ -72,11 +66,4 @@ func text(field, s string, required bool, max int) (string, error) {
 		return "", errs.Invalid(field, "must be at most %d characters", max)
 	}
 	return s, nil
-}
-
-// failedPrecondition reports a resource that is not in a usable state.
-func failedPrecondition(reason, format string, args ...any) *errs.Error {
-	e := errs.Conflict(reason, format, args...)
-	e.Kind = errs.KindFailedPrecondition
-	return e
 }

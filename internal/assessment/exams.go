@@ -108,7 +108,7 @@ func (s *Service) Exams(ctx context.Context, f ExamFilter, p paging.Page) ([]Exa
 	if len(f.Query) > 200 {
 		return nil, "", errs.Invalid("q", "must be at most 200 characters")
 	}
-	rows, err := s.db.Q(ctx).Query(ctx, `
+	out, next, err := store.ListPage(ctx, s.db.Q(ctx), p, scanExam, func(e Exam) string { return e.ID }, `
 		SELECT `+examColumns+` FROM exams e
 		 WHERE e.org_id = app_org_id()
 		   AND ($1 = '' OR ($1 = 'root' AND e.folder_id IS NULL) OR e.folder_id = $1)
@@ -118,11 +118,6 @@ func (s *Service) Exams(ctx context.Context, f ExamFilter, p paging.Page) ([]Exa
 	if err != nil {
 		return nil, "", fmt.Errorf("list exams: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Exam, error) { return scanExam(r) })
-	if err != nil {
-		return nil, "", fmt.Errorf("list exams: %w", err)
-	}
-	out, next := paging.Trim(p, out, func(e Exam) string { return e.ID })
 	return out, next, nil
 }
 

@@ -58,7 +58,7 @@ func (s *Service) Folders(ctx context.Context, parentID string, p paging.Page) (
 			return nil, "", err
 		}
 	}
-	rows, err := s.db.Q(ctx).Query(ctx, `
+	out, next, err := store.ListPage(ctx, s.db.Q(ctx), p, scanFolder, func(f Folder) string { return f.ID }, `
 		SELECT `+folderColumns+` FROM folders
 		 WHERE org_id = app_org_id()
 		   AND ($1 = '' OR ($1 = 'root' AND parent_id IS NULL) OR parent_id = $1)
@@ -67,11 +67,6 @@ func (s *Service) Folders(ctx context.Context, parentID string, p paging.Page) (
 	if err != nil {
 		return nil, "", fmt.Errorf("list folders: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Folder, error) { return scanFolder(r) })
-	if err != nil {
-		return nil, "", fmt.Errorf("list folders: %w", err)
-	}
-	out, next := paging.Trim(p, out, func(f Folder) string { return f.ID })
 	return out, next, nil
 }
 

@@ -35,7 +35,7 @@ type Question struct {
 // Unresolved is the explicit state of a question whose type stopped
 // resolving: it is still listed and readable, and says why it cannot be
 // rendered or graded.
-var Unresolved = failedPrecondition("QUESTION_TYPE_UNAVAILABLE",
+var Unresolved = errs.FailedPrecondition("QUESTION_TYPE_UNAVAILABLE",
 	"the question type is no longer shared by the organization that owns it; the question cannot be rendered or graded")
 
 // NewQuestion is the input of CreateQuestion.
@@ -129,7 +129,7 @@ func (s *Service) listQuestions(ctx context.Context, examID string, p paging.Pag
 	}
 	// The page token names the last question of the previous page; pages
 	// continue after its position.
-	rows, err := q.Query(ctx, `
+	out, next, err := store.ListPage(ctx, q, p, scanQuestion, func(q Question) string { return q.ID }, `
 		SELECT `+questionColumns+` FROM questions
 		 WHERE org_id = app_org_id() AND exam_id = $1
 		   AND position > coalesce((SELECT position FROM questions WHERE org_id = app_org_id() AND id = $2), 0)
@@ -137,11 +137,6 @@ func (s *Service) listQuestions(ctx context.Context, examID string, p paging.Pag
 	if err != nil {
 		return nil, "", fmt.Errorf("list questions: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Question, error) { return scanQuestion(r) })
-	if err != nil {
-		return nil, "", fmt.Errorf("list questions: %w", err)
-	}
-	out, next := paging.Trim(p, out, func(q Question) string { return q.ID })
 	return out, next, s.resolve(ctx, q, out)
 }
 

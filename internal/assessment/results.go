@@ -114,8 +114,8 @@ func (s *Service) SubmitResult(ctx context.Context, examID string, in NewResult)
 		if _, err := s.loadExam(ctx, q, "examId", examID, false); err != nil {
 			return err
 		}
-		var known bool
-		if err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM users WHERE org_id = app_org_id() AND id = $1)`, in.UserID).Scan(&known); err != nil {
+		known, err := tenancy.UserExists(ctx, q, in.UserID)
+		if err != nil {
 			return fmt.Errorf("submit result: %w", err)
 		}
 		if !known {
@@ -315,7 +315,7 @@ func resultStatus(answers []Answer) (status, reason string) {
 func (s *Service) insertResult(ctx context.Context, q store.Querier, r Result, questions []Question) (region string, err error) {
 	if err := q.QueryRow(ctx, `
 		INSERT INTO results (id, org_id, exam_id, user_id, status, score, max_score, reason, region, graded_at)
-		VALUES ($1, app_org_id(), $2, $3, $4, $5, $6, $7, (SELECT ai_region FROM orgs WHERE id = app_org_id()),
+		VALUES ($1, app_org_id(), $2, $3, $4, $5, $6, $7, `+tenancy.AIRegionSQL+`,
 		        CASE WHEN $4 = 'grading' THEN NULL ELSE now() END)
 		RETURNING region`,
 		r.ID, r.ExamID, r.UserID, r.Status, r.Score, r.MaxScore, r.Reason).Scan(&region); err != nil {
@@ -386,7 +386,7 @@ func (s *Service) Results(ctx context.Context, examID string, f ResultFilter, p 
 	if _, err := s.loadExam(ctx, q, "examId", examID, false); err != nil {
 		return nil, "", err
 	}
-	rows, err := q.Query(ctx, `
+	out, next, err := store.ListPage(ctx, q, p, scanResult, func(r Result) string { return r.ID }, `
 		SELECT `+resultColumns+` FROM results
 		 WHERE org_id = app_org_id() AND exam_id = $1
 		   AND ($2 = '' OR user_id = $2) AND ($3 = '' OR user_id = $3) AND ($4 = '' OR status = $4)
@@ -395,11 +395,6 @@ func (s *Service) Results(ctx context.Context, examID string, f ResultFilter, p 
 	if err != nil {
 		return nil, "", fmt.Errorf("list results: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Result, error) { return scanResult(r) })
-	if err != nil {
-		return nil, "", fmt.Errorf("list results: %w", err)
-	}
-	out, next := paging.Trim(p, out, func(r Result) string { return r.ID })
 	return out, next, s.attachAnswers(ctx, q, out)
 }
 

@@ -2,6 +2,7 @@ package assessment
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -187,16 +188,12 @@ func (s *Service) DiscoverQuestionTypes(ctx context.Context, p paging.Page) ([]T
 }
 
 func (s *Service) listTypes(ctx context.Context, where string, p paging.Page) ([]TypeDef, string, error) {
-	rows, err := s.db.Q(ctx).Query(ctx, `SELECT `+typeColumns+` FROM question_types t
+	out, next, err := store.ListPage(ctx, s.db.Q(ctx), p, scanTypeDef, func(t TypeDef) string { return t.ID },
+		`SELECT `+typeColumns+` FROM question_types t
 		 WHERE `+where+` AND t.id > $1 ORDER BY t.id LIMIT $2`, p.After, p.Limit())
 	if err != nil {
 		return nil, "", fmt.Errorf("list question types: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (TypeDef, error) { return scanTypeDef(r) })
-	if err != nil {
-		return nil, "", fmt.Errorf("list question types: %w", err)
-	}
-	out, next := paging.Trim(p, out, func(t TypeDef) string { return t.ID })
 	return out, next, nil
 }
 
@@ -267,7 +264,7 @@ func (s *Service) CreateQuestionType(ctx context.Context, in NewTypeDef) (TypeDe
 			VALUES ($1, app_org_id(), $2, $3, $4, $5::jsonb, $6, $7, $8, $9, $10)`,
 			id, t.Key, t.Name, t.Description, store.JSON{V: t.ConfigSchema}, t.Condition, t.GradingEnabled,
 			t.FileInputs, t.Public, t.Deprecated)
-		if isUniqueViolation(err) {
+		if errors.Is(err, store.ErrUniqueViolation) {
 			return errs.Conflict("QUESTION_TYPE_KEY_TAKEN", "the organization already has a question type with this key")
 		}
 		if err != nil {
@@ -365,11 +362,11 @@ func (s *Service) EnableQuestionType(ctx context.Context, id string) (TypeDef, e
 		}
 		switch {
 		case t.Owned:
-			return failedPrecondition("QUESTION_TYPE_OWNED", "the organization's own question types are always enabled")
+			return errs.FailedPrecondition("QUESTION_TYPE_OWNED", "the organization's own question types are always enabled")
 		case t.Enabled:
 			return nil
 		case t.Deprecated:
-			return failedPrecondition("QUESTION_TYPE_DEPRECATED", "the question type is deprecated and can no longer be enabled")
+			return errs.FailedPrecondition("QUESTION_TYPE_DEPRECATED", "the question type is deprecated and can no longer be enabled")
 		}
 		if _, err := q.Exec(ctx, `INSERT INTO question_type_enablements (org_id, type_id) VALUES (app_org_id(), $1)
 			ON CONFLICT DO NOTHING`, id); err != nil {
@@ -396,7 +393,7 @@ func (s *Service) DisableQuestionType(ctx context.Context, id string) (TypeDef, 
 			return err
 		}
 		if t.Owned {
-			return failedPrecondition("QUESTION_TYPE_OWNED", "the organization's own question types cannot be disabled; deprecate them instead")
+			return errs.FailedPrecondition("QUESTION_TYPE_OWNED", "the organization's own question types cannot be disabled; deprecate them instead")
 		}
 		if !t.Enabled {
 			return nil
@@ -435,10 +432,10 @@ func (s *Service) typeForNewQuestion(ctx context.Context, q store.Querier, ref s
 		return TypeDef{}, err
 	}
 	if t.Deprecated {
-		return TypeDef{}, failedPrecondition("QUESTION_TYPE_DEPRECATED", "the question type %s is deprecated: no new questions of it can be created", t.Key)
+		return TypeDef{}, errs.FailedPrecondition("QUESTION_TYPE_DEPRECATED", "the question type %s is deprecated: no new questions of it can be created", t.Key)
 	}
 	if !t.Enabled {
-		return TypeDef{}, failedPrecondition("QUESTION_TYPE_NOT_ENABLED", "the question type %s belongs to another organization; enable it first", t.Key)
+		return TypeDef{}, errs.FailedPrecondition("QUESTION_TYPE_NOT_ENABLED", "the question type %s belongs to another organization; enable it first", t.Key)
 	}
 	return t, nil
 }

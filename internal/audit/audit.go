@@ -132,6 +132,14 @@ type Filter struct {
 	Until      time.Time
 }
 
+func scanEntry(row pgx.Row) (Entry, error) {
+	var e Entry
+	err := row.Scan(&e.ID, &e.Action, &e.Actor.Kind, &e.Actor.ID, &e.Actor.ClientID,
+		&e.Target.Type, &e.Target.ID, &e.Session, &e.Reason, &e.Before, &e.After,
+		&e.Origin, &e.CreatedAt)
+	return e, err
+}
+
 // List returns one page of ctx's organization's entries, newest first.
 func List(ctx context.Context, q store.Querier, f Filter, p paging.Page) ([]Entry, string, error) {
 	var since, until *time.Time
@@ -141,7 +149,7 @@ func List(ctx context.Context, q store.Querier, f Filter, p paging.Page) ([]Entr
 	if !f.Until.IsZero() {
 		until = &f.Until
 	}
-	rows, err := q.Query(ctx, `
+	entries, next, err := store.ListPage(ctx, q, p, scanEntry, func(e Entry) string { return e.ID }, `
 		SELECT id, action, actor_kind, actor_id, actor_client_id, target_type, target_id,
 		       session, reason, before, after, origin, created_at
 		  FROM audit_logs
@@ -159,16 +167,5 @@ func List(ctx context.Context, q store.Querier, f Filter, p paging.Page) ([]Entr
 	if err != nil {
 		return nil, "", fmt.Errorf("audit: list: %w", err)
 	}
-	entries, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Entry, error) {
-		var e Entry
-		err := row.Scan(&e.ID, &e.Action, &e.Actor.Kind, &e.Actor.ID, &e.Actor.ClientID,
-			&e.Target.Type, &e.Target.ID, &e.Session, &e.Reason, &e.Before, &e.After,
-			&e.Origin, &e.CreatedAt)
-		return e, err
-	})
-	if err != nil {
-		return nil, "", fmt.Errorf("audit: list: %w", err)
-	}
-	entries, next := paging.Trim(p, entries, func(e Entry) string { return e.ID })
 	return entries, next, nil
 }

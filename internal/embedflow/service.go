@@ -90,7 +90,7 @@ func NewService(store *Store, actors Actors, resources Content, generator Genera
 // CreatePermission is what creating a session takes: embed:write from
 // staff.
 var CreatePermission = tenancy.Permission{Scope: tenancy.ScopeEmbedWrite,
-	Roles: []tenancy.Role{tenancy.RoleOwner, tenancy.RoleAdmin, tenancy.RoleTeacher}}
+	Roles: tenancy.StaffRoles}
 
 // Create validates and stores a session for the caller's organization.
 func (s *Service) Create(ctx context.Context, in NewSession) (Session, error) {

@@ -115,7 +115,7 @@ func (s *Service) Create(ctx context.Context, p Params) (Generation, error) {
 	err = s.db.Tx(ctx, func(ctx context.Context) error {
 		q := s.db.Q(ctx)
 		if err := q.QueryRow(ctx, `INSERT INTO exam_generations (id, org_id, requested_by, region, status, params)
-			VALUES ($1, app_org_id(), $2, (SELECT ai_region FROM orgs WHERE id = app_org_id()), 'running', $3::jsonb)
+			VALUES ($1, app_org_id(), $2, `+tenancy.AIRegionSQL+`, 'running', $3::jsonb)
 			RETURNING region, created_at, updated_at`,
 			g.ID, caller.UserID, string(params)).Scan(&g.Region, &g.CreatedAt, &g.UpdatedAt); err != nil {
 			return err

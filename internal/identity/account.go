@@ -53,15 +53,14 @@ func (p *Provider) signedIn(h func(http.ResponseWriter, *http.Request, *session)
 			p.failPage(w, r, http.StatusForbidden, "Request refused", "The form was not sent from this site.")
 			return
 		}
-		var role tenancy.Role
-		ctx := store.WithOrg(r.Context(), s.orgID)
-		if err := p.db.Q(ctx).QueryRow(ctx, `SELECT role FROM users WHERE org_id = app_org_id() AND id = $1`, s.userID).Scan(&role); err != nil {
+		u, err := p.storage.users.LookupUser(store.WithOrg(r.Context(), s.orgID), s.userID)
+		if err != nil {
 			_ = p.endSession(w, r, s)
 			http.Redirect(w, r, "/login", http.StatusSeeOther)
 			return
 		}
 		caller := &tenancy.Caller{Kind: tenancy.KindSession, OrgID: s.orgID, UserID: s.userID, CredentialID: "session",
-			Role: role, Scopes: tenancy.ScopesForRole(role)}
+			Role: u.Role, Scopes: tenancy.ScopesForRole(u.Role)}
 		h(w, r.WithContext(tenancy.WithCaller(r.Context(), caller)), s)
 	}
 }

@@ -59,15 +59,11 @@ func (p *Provider) AllowedClients(ctx context.Context, page paging.Page) ([]Allo
 	if _, err := tenancy.Authorize(ctx, readAllowedClients); err != nil {
 		return nil, "", err
 	}
-	rows, err := p.db.Q(ctx).Query(ctx, allowedClientQuery+` AND a.client_id > $1 ORDER BY a.client_id LIMIT $2`, page.After, page.Limit())
+	list, next, err := store.ListPage(ctx, p.db.Q(ctx), page, scanAllowedClient, func(a AllowedClient) string { return a.ClientID },
+		allowedClientQuery+` AND a.client_id > $1 ORDER BY a.client_id LIMIT $2`, page.After, page.Limit())
 	if err != nil {
 		return nil, "", fmt.Errorf("list allowed clients: %w", err)
 	}
-	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (AllowedClient, error) { return scanAllowedClient(r) })
-	if err != nil {
-		return nil, "", fmt.Errorf("list allowed clients: %w", err)
-	}
-	list, next := paging.Trim(page, list, func(a AllowedClient) string { return a.ClientID })
 	return list, next, nil
 }
 

@@ -199,12 +199,12 @@ func (p *Provider) consentPage(w http.ResponseWriter, r *http.Request, s *sessio
 		return
 	}
 	ctx := tenancy.WithCaller(r.Context(), caller)
-	var name string
-	if err := p.db.Q(ctx).QueryRow(ctx, `SELECT name FROM users WHERE org_id = app_org_id() AND id = $1`, s.userID).Scan(&name); err != nil {
+	u, err := p.storage.users.LookupUser(ctx, s.userID)
+	if err != nil {
 		p.failPage(w, r, http.StatusServiceUnavailable, "Try again later", "Authorization is unavailable right now.")
 		return
 	}
-	v := consentView{CSRF: s.csrf, AuthRequestID: a.id, ClientName: c.name, ClientDescription: c.description, UserName: name}
+	v := consentView{CSRF: s.csrf, AuthRequestID: a.id, ClientName: c.name, ClientDescription: c.description, UserName: u.Name}
 	for _, sc := range scopes {
 		v.Scopes = append(v.Scopes, scopeWords[tenancy.Scope(sc)])
 	}
@@ -225,12 +225,11 @@ func (p *Provider) pendingRequest(ctx context.Context, s *session, id string) (*
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	var role tenancy.Role
-	ctx = store.WithOrg(ctx, s.orgID)
-	if err := p.db.Q(ctx).QueryRow(ctx, `SELECT role FROM users WHERE org_id = app_org_id() AND id = $1`, s.userID).Scan(&role); err != nil {
+	u, err := p.storage.users.LookupUser(store.WithOrg(ctx, s.orgID), s.userID)
+	if err != nil {
 		return nil, nil, nil, err
 	}
-	caller := &tenancy.Caller{Kind: tenancy.KindOAuthApp, OrgID: s.orgID, UserID: s.userID, ClientID: c.id, Role: role}
+	caller := &tenancy.Caller{Kind: tenancy.KindOAuthApp, OrgID: s.orgID, UserID: s.userID, ClientID: c.id, Role: u.Role}
 	return a, c, caller, nil
 }
 

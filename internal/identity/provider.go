@@ -85,7 +85,7 @@ func New(ctx context.Context, cfg Config, db *store.DB, ten *tenancy.Service) (*
 	if err != nil {
 		return nil, err
 	}
-	st := &storage{db: db, keys: &signingKeys{db: db, now: now}, now: now}
+	st := &storage{db: db, users: ten, keys: &signingKeys{db: db, now: now}, now: now}
 	scopes := make([]string, len(tenancy.AllScopes))
 	for i, s := range tenancy.AllScopes {
 		scopes[i] = string(s)

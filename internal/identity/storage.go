@@ -34,9 +34,18 @@ const (
 
 // storage implements op.Storage on PostgreSQL.
 type storage struct {
-	db   *store.DB
-	keys *signingKeys
-	now  func() time.Time
+	db    *store.DB
+	users users
+	keys  *signingKeys
+	now   func() time.Time
+}
+
+// users is what identity reads of tenancy's users table: one user of the
+// organization in the context, without a permission check, since sign-in,
+// consent and userinfo claims act before or on behalf of the user.
+// *tenancy.Service implements it.
+type users interface {
+	LookupUser(ctx context.Context, id string) (tenancy.User, error)
 }
 
 var (
@@ -447,20 +456,18 @@ func (s *storage) revokeGrant(ctx context.Context, grantID string, actor audit.A
 
 func (s *storage) fillUserinfo(ctx context.Context, info *oidc.UserInfo, orgID, userID string, scopes []string) error {
 	ctx = store.WithOrg(ctx, orgID)
-	var name, email string
-	var role tenancy.Role
-	if err := s.db.Q(ctx).QueryRow(ctx, `SELECT name, email, role FROM users WHERE org_id = app_org_id() AND id = $1`, userID).
-		Scan(&name, &email, &role); err != nil {
+	u, err := s.users.LookupUser(ctx, userID)
+	if err != nil {
 		return fmt.Errorf("load user: %w", err)
 	}
 	info.Subject = userID
 	if slices.Contains(scopes, oidc.ScopeProfile) {
-		info.Name = name
+		info.Name = u.Name
 		info.AppendClaims("org_id", orgID)
-		info.AppendClaims("role", string(role))
+		info.AppendClaims("role", string(u.Role))
 	}
 	if slices.Contains(scopes, oidc.ScopeEmail) {
-		info.Email = email
+		info.Email = u.Email
 		info.EmailVerified = false
 	}
 	return nil

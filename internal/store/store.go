@@ -97,7 +97,7 @@ func (db *DB) Stat() *pgxpool.Stat { return db.pool.Stat() }
 // applies, so it sees no tenant row; it serves the SECURITY DEFINER lookups
 // that run before the tenant is known (authentication) and the tables that
 // belong to no tenant.
-func (db *DB) Unscoped() Querier { return scoped{db: db} }
+func (db *DB) Unscoped() Querier { return translating{scoped{db: db}} }
 
 type orgKey struct{}
 type txKey struct{}
@@ -116,16 +116,17 @@ func OrgID(ctx context.Context) (string, bool) {
 // Q returns the querier for ctx: the transaction opened by Tx if there is
 // one, otherwise a querier that runs each statement in its own implicit
 // transaction scoped to ctx's organization. Without an organization every
-// statement fails with ErrNoTenant.
+// statement fails with ErrNoTenant. Either reports constraint errors as
+// the store's sentinels (ErrUniqueViolation, ...).
 func (db *DB) Q(ctx context.Context) Querier {
 	if tx, ok := ctx.Value(txKey{}).(pgx.Tx); ok {
-		return tx
+		return translating{tx}
 	}
 	org, ok := OrgID(ctx)
 	if !ok {
 		return failed{ErrNoTenant}
 	}
-	return scoped{db: db, org: org}
+	return translating{scoped{db: db, org: org}}
 }
 
 // Tx runs fn in one transaction scoped to ctx's organization; fn's context
@@ -139,12 +140,12 @@ func (db *DB) Tx(ctx context.Context, fn func(ctx context.Context) error) error 
 	if !ok {
 		return ErrNoTenant
 	}
-	return pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+	return translate(pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, scopeSQL, db.role, org); err != nil {
 			return err
 		}
 		return fn(context.WithValue(ctx, txKey{}, tx))
-	})
+	}))
 }
 
 // scopeSQL switches the current transaction to a role and an organization;

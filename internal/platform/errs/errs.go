@@ -81,6 +81,13 @@ func Conflict(reason, format string, args ...any) *Error {
 	return &Error{Kind: KindConflict, Reason: reason, Message: fmt.Sprintf(format, args...)}
 }
 
+// FailedPrecondition reports a resource that is not in a usable state for
+// the operation, e.g. a deprecated question type; the request itself is
+// well formed.
+func FailedPrecondition(reason, format string, args ...any) *Error {
+	return &Error{Kind: KindFailedPrecondition, Reason: reason, Message: fmt.Sprintf(format, args...)}
+}
+
 // Unauthenticated reports missing or invalid credentials.
 func Unauthenticated(format string, args ...any) *Error {
 	return &Error{Kind: KindUnauthenticated, Reason: "UNAUTHENTICATED", Message: fmt.Sprintf(format, args...)}

@@ -1,0 +1,101 @@
+package store
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// The store-level errors a domain package may test for with errors.Is. The
+// store translates PostgreSQL's errors into them once, by SQLSTATE, so no
+// domain package inspects driver errors or their message text.
+var (
+	// ErrUniqueViolation is a unique constraint or index refusing a row (23505).
+	ErrUniqueViolation = errors.New("store: unique violation")
+	// ErrForeignKeyViolation is a foreign key refusing a row (23503).
+	ErrForeignKeyViolation = errors.New("store: foreign key violation")
+	// ErrCheckViolation is a check constraint refusing a row (23514).
+	ErrCheckViolation = errors.New("store: check violation")
+	// ErrNotNullViolation is a NOT NULL column refusing a null (23502).
+	ErrNotNullViolation = errors.New("store: not-null violation")
+	// ErrPermissionDenied is a privilege or row-level security policy
+	// refusing a statement (42501).
+	ErrPermissionDenied = errors.New("store: permission denied")
+)
+
+// sentinels maps SQLSTATE codes to the store's errors.
+var sentinels = map[string]error{
+	"23505": ErrUniqueViolation,
+	"23503": ErrForeignKeyViolation,
+	"23514": ErrCheckViolation,
+	"23502": ErrNotNullViolation,
+	"42501": ErrPermissionDenied,
+}
+
+// ConstraintError is a PostgreSQL error the store recognised. errors.Is
+// matches its sentinel (ErrUniqueViolation, ...); errors.As still reaches
+// the driver's *pgconn.PgError for logs.
+type ConstraintError struct {
+	// Sentinel is one of the store's Err* values.
+	Sentinel error
+	// Constraint names the constraint or index, when PostgreSQL reports one.
+	Constraint string
+	pg         *pgconn.PgError
+}
+
+func (e *ConstraintError) Error() string { return e.pg.Error() }
+
+// Unwrap returns the driver's error.
+func (e *ConstraintError) Unwrap() error { return e.pg }
+
+// Is reports whether target is e's sentinel.
+func (e *ConstraintError) Is(target error) bool { return target == e.Sentinel }
+
+// translate turns a recognised PostgreSQL error into a *ConstraintError and
+// returns every other error unchanged.
+func translate(err error) error {
+	var pg *pgconn.PgError
+	if err == nil || !errors.As(err, &pg) {
+		return err
+	}
+	var ce *ConstraintError
+	if errors.As(err, &ce) {
+		return err
+	}
+	s, ok := sentinels[pg.Code]
+	if !ok {
+		return err
+	}
+	return &ConstraintError{Sentinel: s, Constraint: pg.ConstraintName, pg: pg}
+}
+
+// translating is the Querier every caller gets: it translates the errors of
+// the querier it wraps.
+type translating struct{ q Querier }
+
+func (t translating) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	tag, err := t.q.Exec(ctx, sql, args...)
+	return tag, translate(err)
+}
+
+func (t translating) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	rows, err := t.q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, translate(err)
+	}
+	return translatedRows{rows}, nil
+}
+
+func (t translating) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	return translatedRow{t.q.QueryRow(ctx, sql, args...)}
+}
+
+type translatedRows struct{ pgx.Rows }
+
+func (r translatedRows) Err() error { return translate(r.Rows.Err()) }
+
+type translatedRow struct{ row pgx.Row }
+
+func (r translatedRow) Scan(dest ...any) error { return translate(r.row.Scan(dest...)) }
