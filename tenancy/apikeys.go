@@ -239,7 +239,7 @@ func (s *Service) touch(ctx context.Context, e *cachedKey) {
 }
 
 // keyCache keeps recently verified keys so authenticated requests skip the
-// database. Every revocation or change of a user, in any instance, purges
+// database. Every revocation, role change or deletion, in any instance, purges
 // it: the change notifies credentialsChannel in its transaction and
 // WatchCredentialChanges purges on each notification. While that watch is
 // not connected the cache is bypassed, so a missed notification can never

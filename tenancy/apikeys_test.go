@@ -60,3 +60,47 @@ func TestRevocationReachesOtherInstances(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestOnlyRoleChangesPurgeCredentialCaches: a cached key holds its user's
+// role and nothing else a patch changes, so renaming a user must not make
+// every instance drop every cached key, while a role change must.
+func TestOnlyRoleChangesPurgeCredentialCaches(t *testing.T) {
+	db := storetest.New(t)
+	s := tenancy.NewService(db)
+	ctx, stop := context.WithTimeout(context.Background(), 30*time.Second)
+	defer stop()
+	ready, notified := make(chan struct{}), make(chan struct{}, 16)
+	go func() {
+		_ = db.Listen(ctx, "assessd_credentials", func() { close(ready) }, func() { notified <- struct{}{} })
+	}()
+	<-ready
+
+	org, err := s.CreateOrg(ctx, tenancy.NewOrg{Name: "X", Country: "US"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys := tenancy.WithCaller(ctx, tenancy.SystemCaller(org.ID))
+	u, err := s.CreateUser(sys, tenancy.NewUser{Email: "r@x.test", Name: "R", Role: tenancy.RoleTeacher})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, role := "Renamed", tenancy.RoleStudent
+	if _, err := s.UpdateUser(sys, u.ID, tenancy.UserPatch{Name: &name}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpdateUser(sys, u.ID, tenancy.UserPatch{Role: &role}); err != nil {
+		t.Fatal(err)
+	}
+	// Notifications arrive in commit order: the first one must be the role
+	// change's, and no other may follow.
+	select {
+	case <-notified:
+	case <-ctx.Done():
+		t.Fatal("a role change sent no credential notification")
+	}
+	select {
+	case <-notified:
+		t.Fatal("a rename purged the credential caches")
+	case <-time.After(300 * time.Millisecond):
+	}
+}

@@ -214,6 +214,7 @@ func (s *Service) UpdateUser(ctx context.Context, id string, p UserPatch) (User,
 
 func (s *Service) updateUser(ctx context.Context, caller *Caller, id string, p UserPatch) (User, error) {
 	var u User
+	var roleChanged bool
 	err := s.db.Tx(ctx, func(ctx context.Context) error {
 		q := s.db.Q(ctx)
 		before, err := s.loadUser(ctx, q, id, true)
@@ -261,8 +262,12 @@ func (s *Service) updateUser(ctx context.Context, caller *Caller, id string, p U
 		if err != nil {
 			return fmt.Errorf("update user: %w", err)
 		}
-		if err := notifyCredentialsChanged(ctx, q); err != nil {
-			return err
+		// Cached credentials hold the user's role and nothing else a
+		// patch changes, so only a role change purges them everywhere.
+		if roleChanged = u.Role != before.Role; roleChanged {
+			if err := notifyCredentialsChanged(ctx, q); err != nil {
+				return err
+			}
 		}
 		_, err = audit.Append(ctx, q, audit.Entry{
 			Action: "user.updated", Actor: ActorOf(caller), Target: audit.Target{Type: "user", ID: u.ID},
@@ -270,7 +275,7 @@ func (s *Service) updateUser(ctx context.Context, caller *Caller, id string, p U
 		})
 		return err
 	})
-	if err == nil {
+	if err == nil && roleChanged {
 		s.keys.purge() // a role change alters what the user's keys may do
 	}
 	return u, err
