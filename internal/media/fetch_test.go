@@ -76,17 +76,16 @@ func newCDN(t *testing.T) *cdn {
 		w.(http.Flusher).Flush() // no Content-Length: chunked
 		w.Write(bytes.Repeat([]byte("a"), limit+1))
 	})
-	mux.HandleFunc("/media/slow.png", func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-r.Context().Done():
-		case <-time.After(5 * time.Second):
-		}
-	})
+	// The slow file never answers while the test runs: answering when the
+	// client hangs up raced the client's deadline and sometimes reached it.
+	release := make(chan struct{})
+	mux.HandleFunc("/media/slow.png", func(w http.ResponseWriter, r *http.Request) { <-release })
 	for path, status := range map[string]int{"/media/missing.png": 404, "/media/forbidden.png": 403, "/media/down.png": 503, "/media/busy.png": 429} {
 		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(status) })
 	}
 	c.srv = httptest.NewTLSServer(mux)
 	t.Cleanup(c.srv.Close)
+	t.Cleanup(func() { close(release) }) // runs first: Close waits for handlers
 	return c
 }
 
