@@ -22,9 +22,9 @@ import (
 type Route struct {
 	// Workflow is the workflow function.
 	Workflow any
-	// WorkflowID derives the workflow id from the subject id: one subject,
-	// one workflow id, so starting twice joins instead of running twice.
-	WorkflowID func(subjectID string) string
+	// IDPrefix and the subject id make the workflow id: one subject, one
+	// workflow id, so starting twice joins instead of running twice.
+	IDPrefix string
 	// Input is the workflow's input for an outbox row.
 	Input func(it outbox.Item) any
 	// Abandon finishes the subject as failed, with reason, when its
@@ -32,6 +32,9 @@ type Route struct {
 	// It must do nothing to a subject that is already finished.
 	Abandon func(ctx context.Context, subjectID, reason string) error
 }
+
+// WorkflowID is the workflow id of the route's subject.
+func (r Route) WorkflowID(subjectID string) string { return r.IDPrefix + subjectID }
 
 // Start is the one place that starts a workflow: on the task queue of the
 // row's region, with the id the route derives from the subject. A second

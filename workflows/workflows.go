@@ -9,8 +9,10 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
 )
 
 // ErrUnknownRegion is the error of a region that has no task queue: work is
@@ -49,4 +51,24 @@ func FailureReason(err error) string {
 		return appErr.Message()
 	}
 	return "the AI provider failed after retries"
+}
+
+// AIActivityOptions are the options of activities that call a region's AI
+// provider: transient failures are retried with exponential backoff up to
+// attempts times, a failure marked Permanent never is. They heartbeat while
+// they wait for the provider, so a worker that dies mid-call is noticed
+// within heartbeat, not startToClose, and the work moves to another worker
+// of the region.
+func AIActivityOptions(startToClose, heartbeat time.Duration, attempts int32) workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: startToClose,
+		HeartbeatTimeout:    heartbeat,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        time.Second,
+			BackoffCoefficient:     2,
+			MaximumInterval:        time.Minute,
+			MaximumAttempts:        attempts,
+			NonRetryableErrorTypes: []string{ErrTypeInvalidRequest},
+		},
+	}
 }

@@ -13,7 +13,6 @@ import (
 	"context"
 	"time"
 
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/assessd/assessd/internal/ai"
@@ -46,15 +45,15 @@ type FinishInput struct {
 	Error        string
 }
 
-// WorkflowID is the workflow id of a generation request.
-func WorkflowID(generationID string) string { return "generate-" + generationID }
+// IDPrefix makes a generation request's workflow id.
+const IDPrefix = "generate-"
 
 // Route is how an outbox generation row becomes a GenerateExam workflow;
 // abandon fails a generation that cannot run.
 func Route(abandon func(ctx context.Context, generationID, reason string) error) workflows.Route {
 	return workflows.Route{
-		Workflow:   GenerateExam,
-		WorkflowID: WorkflowID,
+		Workflow: GenerateExam,
+		IDPrefix: IDPrefix,
 		Input: func(it outbox.Item) any {
 			return Input{OrgID: it.OrgID, GenerationID: it.SubjectID, Region: it.Region}
 		},
@@ -66,14 +65,7 @@ func Route(abandon func(ctx context.Context, generationID, reason string) error)
 // exam from those that are valid for their types, and records the outcome
 // (the exam, or the error). It returns the exam id.
 func GenerateExam(ctx workflow.Context, in Input) (string, error) {
-	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 3 * time.Minute,
-		HeartbeatTimeout:    20 * time.Second,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 5,
-			NonRetryableErrorTypes: []string{workflows.ErrTypeInvalidRequest},
-		},
-	})
+	ctx = workflow.WithActivityOptions(ctx, workflows.AIActivityOptions(3*time.Minute, 20*time.Second, 5))
 	var questions []ai.GeneratedQuestion
 	err := workflow.ExecuteActivity(ctx, ActivityGenerateQuestions, in).Get(ctx, &questions)
 	var examID string

@@ -15,7 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/assessd/assessd/internal/outbox"
@@ -71,16 +70,16 @@ type Outcome struct {
 	SubmittedAt time.Time
 }
 
-// WorkflowID is the grading workflow id of a result: derived from the result
+// IDPrefix makes a result's grading workflow id: derived from the result
 // id, so a second start for the same result joins the first.
-func WorkflowID(resultID string) string { return "grade-" + resultID }
+const IDPrefix = "grade-"
 
 // Route is how an outbox grading row becomes a GradeResult workflow;
 // abandon fails a result whose grading cannot run.
 func Route(abandon func(ctx context.Context, resultID, reason string) error) workflows.Route {
 	return workflows.Route{
-		Workflow:   GradeResult,
-		WorkflowID: WorkflowID,
+		Workflow: GradeResult,
+		IDPrefix: IDPrefix,
 		Input: func(it outbox.Item) any {
 			return Input{OrgID: it.OrgID, ResultID: it.SubjectID, Region: it.Region}
 		},
@@ -94,20 +93,7 @@ func Route(abandon func(ctx context.Context, resultID, reason string) error) wor
 // answer that cannot be graded is recorded and fails the result with a
 // reason.
 func GradeResult(ctx workflow.Context, in Input) (Outcome, error) {
-	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 2 * time.Minute,
-		// Activities heartbeat while they wait for the AI provider, so a
-		// worker that dies mid-call is noticed in seconds, not minutes, and
-		// the answer is retried on another worker of the region.
-		HeartbeatTimeout: 10 * time.Second,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:        time.Second,
-			BackoffCoefficient:     2,
-			MaximumInterval:        time.Minute,
-			MaximumAttempts:        6,
-			NonRetryableErrorTypes: []string{workflows.ErrTypeInvalidRequest},
-		},
-	})
+	ctx = workflow.WithActivityOptions(ctx, workflows.AIActivityOptions(2*time.Minute, 10*time.Second, 6))
 	var pending []string
 	if err := workflow.ExecuteActivity(ctx, ActivityPendingAnswers, in).Get(ctx, &pending); err != nil {
 		return Outcome{}, err
