@@ -25,7 +25,12 @@ $(BIN)/buf: tools/buf/go.mod
 $(BIN)/temporal: tools/temporal/go.mod
 	cd tools/temporal && GOBIN=$(BIN) $(GO) install tool
 
-tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-connect-go $(BIN)/protoc-gen-connect-openapi $(BIN)/temporal
+# golangci-lint and Temporal's workflowcheck, pinned in their own module so
+# their dependencies never reach go.mod (decision 0082).
+$(BIN)/golangci-lint $(BIN)/workflowcheck &: tools/lint/go.mod
+	cd tools/lint && GOBIN=$(BIN) $(GO) install tool
+
+tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-connect-go $(BIN)/protoc-gen-connect-openapi $(BIN)/temporal $(BIN)/golangci-lint $(BIN)/workflowcheck
 
 third_party/googleapis/google/api/annotations.proto:
 	dir=$$(cd tools && $(GO) mod download -json $(GOOGLEAPIS_MODULE) | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p'); \
@@ -56,9 +61,13 @@ check-generated: generate
 fmt:
 	gofmt -w $$(git ls-files '*.go' | grep -v '^api/gen/')
 
-lint:
+# gofmt, go vet, golangci-lint (.golangci.yml) and workflowcheck, which
+# rejects non-deterministic calls reachable from workflow code.
+lint: $(BIN)/golangci-lint $(BIN)/workflowcheck
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' | grep -v '^api/gen/'))" || { gofmt -l .; exit 1; }
 	$(GO) vet ./...
+	$(BIN)/golangci-lint run ./...
+	$(BIN)/workflowcheck ./workflows/...
 
 test: lint sdk $(BIN)/temporal
 	$(GO) test -count=1 -race ./...

@@ -280,7 +280,7 @@ func (k *keyCache) purge() { k.lru.Purge() }
 
 // credentialsChannel is notified whenever a credential may have lost
 // validity (key revoked, user changed or deleted).
-const credentialsChannel = "assessd_credentials"
+const credentialsChannel = "assessd_credentials" //nolint:gosec // G101: a LISTEN channel's name, not a secret
 
 // notifyCredentialsChanged tells every instance, on commit, to drop its
 // cached credentials.

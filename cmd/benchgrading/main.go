@@ -46,7 +46,7 @@ func main() {
 // noop is the baseline: a workflow that does nothing.
 func noop(workflow.Context) error { return nil }
 
-func run(ctx context.Context) error {
+func run(ctx context.Context) (err error) {
 	n := flag.Int("n", 200, "results to grade")
 	clients := flag.Int("c", 16, "concurrent submitting clients")
 	flag.Parse()
@@ -54,7 +54,8 @@ func run(ctx context.Context) error {
 
 	dbURL, drop, err := storetest.Create(ctx, "assessd_benchgrading")
 	if drop != nil {
-		defer drop()
+		// A database left behind is worth a failed run: report it.
+		defer func() { err = errors.Join(err, drop()) }()
 	}
 	if err != nil {
 		return err

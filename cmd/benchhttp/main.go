@@ -37,7 +37,7 @@ func main() {
 	}
 }
 
-func run(ctx context.Context) error {
+func run(ctx context.Context) (err error) {
 	concurrency := flag.Int("c", 64, "concurrent clients")
 	duration := flag.Duration("d", 4*time.Second, "measured duration per target and round")
 	rounds := flag.Int("rounds", 3, "rounds; each measures the baseline, then assessd")
@@ -47,7 +47,8 @@ func run(ctx context.Context) error {
 
 	dbURL, drop, err := storetest.Create(ctx, "assessd_bench")
 	if drop != nil {
-		defer drop()
+		// A database left behind is worth a failed run: report it.
+		defer func() { err = errors.Join(err, drop()) }()
 	}
 	if err != nil {
 		return err
@@ -118,15 +119,19 @@ func run(ctx context.Context) error {
 }
 
 func startProfile(path string) (func(), error) {
-	f, err := os.Create(path)
+	f, err := os.Create(path) //nolint:gosec // G304: the operator names the profile file (-cpuprofile)
 	if err != nil {
 		return nil, err
 	}
 	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, err
+		return nil, errors.Join(err, f.Close())
 	}
-	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "benchhttp: cpu profile:", err)
+		}
+	}, nil
 }
 func seed(ctx context.Context, svc *tenancy.Service) (userID, key string, err error) {
 	org, err := svc.CreateOrg(ctx, tenancy.NewOrg{Name: "Bench", Country: "US", Plan: tenancy.PlanPro})
@@ -175,7 +180,7 @@ func listen(h http.Handler) (string, func(), error) {
 	if err != nil {
 		return "", nil, err
 	}
-	srv := &http.Server{Handler: h}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	return "http://" + ln.Addr().String(), func() { _ = srv.Close() }, nil
 }

@@ -35,7 +35,7 @@ func main() {
 	}
 }
 
-func run(ctx context.Context) error {
+func run(ctx context.Context) (err error) {
 	results := flag.Int("results", 100_000, "results to seed")
 	requests := flag.Int("n", 20, "measured requests per target")
 	flag.Parse()
@@ -44,7 +44,8 @@ func run(ctx context.Context) error {
 
 	dbURL, drop, err := storetest.Create(ctx, "assessd_bench")
 	if drop != nil {
-		defer drop()
+		// A database left behind is worth a failed run: report it.
+		defer func() { err = errors.Join(err, drop()) }()
 	}
 	if err != nil {
 		return err

@@ -39,7 +39,7 @@ func main() {
 type object = map[string]any
 
 func load(path string) (object, error) {
-	data, err := os.ReadFile(path)
+	data, err := os.ReadFile(path) //nolint:gosec // G304: the files named on the command line (make generate)
 	if err != nil {
 		return nil, err
 	}
@@ -230,5 +230,5 @@ func write(path string, doc object) error {
 	if err := enc.Encode(root); err != nil {
 		return err
 	}
-	return os.WriteFile(path, buf.Bytes(), 0o644)
+	return os.WriteFile(path, buf.Bytes(), 0o644) //nolint:gosec // G306: a committed source file, readable by all
 }

@@ -38,7 +38,7 @@ func newChatServer(t *testing.T, status int, body string) *chatServer {
 		s.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
-		io.WriteString(w, body)
+		_, _ = io.WriteString(w, body)
 	}))
 	t.Cleanup(s.Close)
 	return s
@@ -291,7 +291,7 @@ func TestOpenAIGenerateQuestions(t *testing.T) {
 		t.Fatal(err)
 	}
 	var format any
-	json.Unmarshal([]byte(`{"type": "json_schema", "json_schema": {"name": "questions", "strict": true, "schema": {
+	err = json.Unmarshal([]byte(`{"type": "json_schema", "json_schema": {"name": "questions", "strict": true, "schema": {
 		"type": "object",
 		"properties": {"questions": {"type": "array", "items": {
 			"type": "object",
@@ -307,6 +307,9 @@ func TestOpenAIGenerateQuestions(t *testing.T) {
 		"required": ["questions"],
 		"additionalProperties": false
 	}}}`), &format)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if !reflect.DeepEqual(any(body.ResponseFormat), format) {
 		t.Errorf("response_format %v, want %v", body.ResponseFormat, format)
 	}

@@ -7,6 +7,7 @@ import (
 	"image"
 	"image/jpeg"
 	"image/png"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -107,7 +108,13 @@ func splitPDF(ctx context.Context, data []byte, each func(page int, img image.Im
 	if err != nil {
 		return fmt.Errorf("answersheet: %w", err)
 	}
-	defer os.RemoveAll(dir)
+	defer func() {
+		// The folder holds an uploaded sheet: an operator must hear of a
+		// copy left on disk.
+		if err := os.RemoveAll(dir); err != nil {
+			slog.ErrorContext(ctx, "answersheet: remove temporary folder", "err", err)
+		}
+	}()
 	in := filepath.Join(dir, "in.pdf")
 	if err := os.WriteFile(in, data, 0o600); err != nil {
 		return fmt.Errorf("answersheet: %w", err)
@@ -134,7 +141,7 @@ func splitPDF(ctx context.Context, data []byte, each func(page int, img image.Im
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		b, err := os.ReadFile(name)
+		b, err := os.ReadFile(name) //nolint:gosec // G304: a page pdftoppm wrote into our own temporary folder
 		if err != nil {
 			return fmt.Errorf("answersheet: %w", err)
 		}
@@ -186,7 +193,9 @@ func poppler(ctx context.Context, tool string, args ...string) ([]byte, error) {
 	if err != nil {
 		return nil, ErrPDFToolMissing
 	}
-	cmd := exec.CommandContext(ctx, path, args...)
+	// G204: the tool is pdfinfo or pdftoppm and its arguments are numbers
+	// and paths in our temporary folder, run without a shell.
+	cmd := exec.CommandContext(ctx, path, args...) //nolint:gosec // G204, see above
 	cmd.WaitDelay = 5 * time.Second
 	out, err := cmd.Output()
 	switch {

@@ -39,9 +39,9 @@ func bombPNG(width, height uint32) []byte {
 	binary.BigEndian.PutUint32(ihdr[4:], height)
 	ihdr[8], ihdr[9] = 8, 0 // 8-bit grey
 	chunk := append([]byte("IHDR"), ihdr...)
-	binary.Write(&b, binary.BigEndian, uint32(len(ihdr)))
+	b.Write(binary.BigEndian.AppendUint32(nil, uint32(len(ihdr))))
 	b.Write(chunk)
-	binary.Write(&b, binary.BigEndian, crc32.ChecksumIEEE(chunk))
+	b.Write(binary.BigEndian.AppendUint32(nil, crc32.ChecksumIEEE(chunk)))
 	return b.Bytes()
 }
 
@@ -174,7 +174,9 @@ func FuzzDecodeImage(f *testing.F) {
 	f.Add(bombPNG(100_000, 100_000))
 	f.Add(bombPNG(1, 1))
 	var j bytes.Buffer
-	jpeg.Encode(&j, image.NewGray(image.Rect(0, 0, 8, 8)), nil)
+	if err := jpeg.Encode(&j, image.NewGray(image.Rect(0, 0, 8, 8)), nil); err != nil {
+		f.Fatal(err)
+	}
 	f.Add(j.Bytes())
 	fx := newFixture()
 	r, err := answersheet.NewReader(fx.exam, fx.questions)

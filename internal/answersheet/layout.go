@@ -95,8 +95,6 @@ var markCenters = [4]Point{
 
 var paperStrip = Rect{X: 20, Y: paperStripY, W: 130, H: paperStripH}
 
-var qrRect = Rect{X: qrX, Y: qrY, W: qrSize, H: qrSize}
-
 // ErrNothingToPrint means no question of the exam can be answered on paper.
 var ErrNothingToPrint = errors.New("the exam has no question that can be answered on paper")
 

@@ -5,6 +5,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -116,8 +117,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	idp, err := identity.New(ctx, identity.Config{Issuer: cfg.BaseURL, Now: cfg.Now, Registerer: metrics.Registry, Logger: cfg.Logger,
 		Limiter: limiter}, db, ten)
 	if err != nil {
-		limiter.Close()
-		return nil, err
+		return nil, errors.Join(err, limiter.Close())
 	}
 	content := assessment.NewService(db)
 	gen := generation.NewService(db, content)
@@ -128,8 +128,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	embeds := embedflow.NewService(embedflow.NewStore(cfg.Redis), ten, content, gen, cfg.BaseURL, metrics.Registry, metrics.Org)
 	apiHandler, err := api.NewHandler(api.Services{Tenancy: ten, Assessment: content, Generation: gen, Embed: embeds, AllowedClients: idp})
 	if err != nil {
-		limiter.Close()
-		return nil, fmt.Errorf("api: %w", err)
+		return nil, errors.Join(fmt.Errorf("api: %w", err), limiter.Close())
 	}
 	docs := web.Docs()
 	pages := http.NewServeMux()

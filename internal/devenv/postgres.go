@@ -75,7 +75,9 @@ func (p *Postgres) Stop() {
 }
 
 func (p *Postgres) run(ctx context.Context, name string, args ...string) error {
-	cmd := exec.CommandContext(ctx, filepath.Join(p.bin, name), args...)
+	// G204: a PostgreSQL program (initdb, pg_ctl) of the local install
+	// with the dev cluster's own arguments, run without a shell.
+	cmd := exec.CommandContext(ctx, filepath.Join(p.bin, name), args...) //nolint:gosec // G204, see above
 	if p.cred != nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: p.cred}
 	}

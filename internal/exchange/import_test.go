@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -43,7 +44,9 @@ func zipOf(t testing.TB, files map[string][]byte) []byte {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w.Write(b)
+		if _, err := w.Write(b); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := zw.Close(); err != nil {
 		t.Fatal(err)
@@ -216,11 +219,16 @@ func editEntry(t testing.TB, pkg []byte, name string, edit func(string) string) 
 	}
 	files := map[string][]byte{}
 	for _, f := range zr.File {
-		r, _ := f.Open()
-		var b bytes.Buffer
-		b.ReadFrom(r)
+		r, err := f.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(r)
 		r.Close()
-		files[f.Name] = b.Bytes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[f.Name] = b
 	}
 	files[name] = []byte(edit(string(files[name])))
 	return zipOf(t, files)
@@ -235,8 +243,13 @@ func TestExportListsMediaAndDeprecatedTypes(t *testing.T) {
 	var manifest bytes.Buffer
 	for _, f := range zr.File {
 		if f.Name == "imsmanifest.xml" {
-			r, _ := f.Open()
-			manifest.ReadFrom(r)
+			r, err := f.Open()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := manifest.ReadFrom(r); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	m := manifest.String()

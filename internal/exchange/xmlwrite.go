@@ -50,9 +50,11 @@ func writeXML(w io.Writer, root *elem) error {
 	return bw.Flush()
 }
 
+// writeElem writes e at depth. A write error sticks in w and is returned
+// by writeXML's Flush.
 func writeElem(w *bufio.Writer, e *elem, depth int) {
 	if e.raw {
-		xml.EscapeText(w, []byte(e.text))
+		_ = xml.EscapeText(w, []byte(e.text))
 		return
 	}
 	w.WriteByte('<')
@@ -61,7 +63,7 @@ func writeElem(w *bufio.Writer, e *elem, depth int) {
 		w.WriteByte(' ')
 		w.WriteString(e.attrs[i])
 		w.WriteString(`="`)
-		xml.EscapeText(w, []byte(e.attrs[i+1]))
+		_ = xml.EscapeText(w, []byte(e.attrs[i+1]))
 		w.WriteByte('"')
 	}
 	if len(e.kids) == 0 {

@@ -190,10 +190,11 @@ func TestFetchMetrics(t *testing.T) {
 	c := newCDN(t)
 	reg := prometheus.NewRegistry()
 	f, again := c.fetcher(reg), c.fetcher(reg) // one per regional worker, sharing the registry
-	f.Fetch(context.Background(), c.srv.URL+"/media/ok.png")
-	again.Fetch(context.Background(), c.srv.URL+"/media/ok.png")
-	f.Fetch(context.Background(), c.srv.URL+"/media/missing.png")
-	f.Fetch(context.Background(), "https://elsewhere.example/a.png")
+	// The fetches' outcomes are what the counters below count.
+	_, _ = f.Fetch(context.Background(), c.srv.URL+"/media/ok.png")
+	_, _ = again.Fetch(context.Background(), c.srv.URL+"/media/ok.png")
+	_, _ = f.Fetch(context.Background(), c.srv.URL+"/media/missing.png")
+	_, _ = f.Fetch(context.Background(), "https://elsewhere.example/a.png")
 	for outcome, want := range map[string]float64{"ok": 2, "not_found": 1, "not_on_cdn": 1} {
 		if got := promregtest.Counter(t, reg, "assessd_media_fetches_total", map[string]string{"outcome": outcome}); got != want {
 			t.Errorf("fetches{outcome=%q} = %v, want %v", outcome, got, want)

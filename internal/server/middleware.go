@@ -45,7 +45,9 @@ func recoverer(log *slog.Logger, next http.Handler) http.Handler {
 		defer func() {
 			if v := recover(); v != nil {
 				if v == http.ErrAbortHandler {
-					panic(v)
+					// net/http's protocol: re-panicking ErrAbortHandler
+					// aborts the response without a logged stack.
+					panic(v) //nolint:forbidigo // see above
 				}
 				log.ErrorContext(r.Context(), "panic serving request", "panic", fmt.Sprint(v), "path", r.URL.Path)
 				api.WriteError(w, r, api.NewError(connect.CodeInternal, "INTERNAL", "internal error", "", nil))

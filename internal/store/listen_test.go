@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -38,5 +39,7 @@ func TestListenReceivesNotifications(t *testing.T) {
 		t.Fatal("no notification received")
 	}
 	cancel()
-	<-done
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Listen after cancel: %v, want context.Canceled", err)
+	}
 }

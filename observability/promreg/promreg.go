@@ -26,7 +26,7 @@ func Register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
 		}
 	}
 	if err != nil {
-		panic(err)
+		panic(err) //nolint:forbidigo // prometheus.MustRegister's contract, documented above
 	}
 	return c
 }

@@ -91,10 +91,11 @@ pidfile = %s
 	t.Cleanup(func() {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 		select {
-		case <-exited:
+		case err := <-exited:
+			t.Logf("pgbouncer stopped: %v", err)
 		case <-time.After(5 * time.Second):
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
+			t.Logf("pgbouncer killed: %v", <-exited)
 		}
 	})
 
