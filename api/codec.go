@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -85,12 +86,22 @@ func (connectJSON) Marshal(v any) ([]byte, error) {
 	return appendCompact(nil, data, err)
 }
 
+// Unmarshal is the one decode of a body the transcoder passes through
+// (body "*" on a path without variables, no query), and of Connect calls.
+// Connect wraps a
+// decoding error without its details ("unmarshal message: ..."), so the
+// error carries only the client-facing message; ShapeError restores the
+// API's shape from it on the REST surface.
 func (connectJSON) Unmarshal(data []byte, v any) error {
 	msg, ok := v.(proto.Message)
 	if !ok {
 		return fmt.Errorf("unmarshal into %T: not a protobuf message", v)
 	}
-	return bodyError(unmarshalJSON.Unmarshal(data, msg))
+	if err := unmarshalJSON.Unmarshal(data, msg); err != nil {
+		text, _ := bodyProblem(err)
+		return errors.New(text)
+	}
+	return nil
 }
 
 func appendCompact(base, data []byte, err error) ([]byte, error) {
@@ -125,11 +136,25 @@ func bodyError(err error) error {
 	if err == nil {
 		return nil
 	}
-	msg := protojsonPosition.ReplaceAllString(strings.ReplaceAll(err.Error(), "\u00a0", " "), "")
+	msg, field := bodyProblem(err)
+	return NewError(connect.CodeInvalidArgument, "INVALID_BODY", msg, field, nil)
+}
+
+// invalidBody starts the message of every body decoding error.
+const invalidBody = "invalid request body: "
+
+// bodyProblem says what is wrong with a body protojson could not decode,
+// in a client's words, and names the field when there is one.
+func bodyProblem(err error) (msg, field string) {
+	msg = protojsonPosition.ReplaceAllString(strings.ReplaceAll(err.Error(), "\u00a0", " "), "")
 	msg = internalName.ReplaceAllString(protojsonTypes.Replace(msg), "value")
-	field := ""
+	return invalidBody + msg, problemField(msg)
+}
+
+// problemField returns the field a decoding error message names, or "".
+func problemField(msg string) string {
 	if m := protojsonField.FindStringSubmatch(msg); m != nil {
-		field = m[1]
+		return m[1]
 	}
-	return NewError(connect.CodeInvalidArgument, "INVALID_BODY", "invalid request body: "+msg, field, nil)
+	return ""
 }

@@ -5,10 +5,8 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
@@ -50,15 +48,28 @@ type Services struct {
 // NewHandler returns the API handler: every service on its REST paths and
 // on its Connect/gRPC paths.
 func NewHandler(s Services) (http.Handler, error) {
+	return newHandler(s, codecs{rest: newRESTJSON, connect: connectJSON{}})
+}
+
+// codecs are the JSON codecs on either side of the transcoder: the REST
+// clients' and the Connect handlers'.
+type codecs struct {
+	rest    func(vanguard.TypeResolver) vanguard.Codec
+	connect connect.Codec
+}
+
+// newHandler is NewHandler with the given codecs and extra handler options
+// (tests count decodes with them).
+func newHandler(s Services, c codecs, extra ...connect.HandlerOption) (http.Handler, error) {
 	pkg := v1.File_assessd_v1_users_proto.Package()
 	routes := routeTemplates(pkg)
-	opts := []connect.HandlerOption{
+	opts := append([]connect.HandlerOption{
 		connect.WithInterceptors(routeInterceptor(routes), textInterceptor()),
 		connect.WithReadMaxBytes(MaxBodyBytes),
 		// Small responses are not worth compressing.
 		connect.WithCompressMinBytes(4 << 10),
-		connect.WithCodec(connectJSON{}),
-	}
+		connect.WithCodec(c.connect),
+	}, extra...)
 	svcOpts := []vanguard.ServiceOption{
 		vanguard.WithRESTUnmarshalOptions(vanguard.RESTUnmarshalOptions{DiscardUnknownQueryParams: true}),
 		// JSON end to end: the transcoder passes handler responses through
@@ -108,60 +119,13 @@ func NewHandler(s Services) (http.Handler, error) {
 		services = append(services, vanguard.NewService(path, handler, svcOpts...))
 	}
 	transcoder, err := vanguard.NewTranscoder(services,
-		vanguard.WithCodec(newRESTJSON),
+		vanguard.WithCodec(c.rest),
 		vanguard.WithUnknownHandler(http.HandlerFunc(notFound)),
 	)
 	if err != nil {
 		return nil, err
 	}
-	return checkURL(strictBodies(transcoder, passThroughBodies(pkg)), apiRoutes()), nil
-}
-
-// passThroughBodies finds the routes whose JSON body the transcoder hands
-// to the handler untouched: body "*" on a path without variables. They get
-// the strict REST decoding here, so every body is held to the same rules.
-func passThroughBodies(pkg protoreflect.FullName) map[string]protoreflect.MessageType {
-	out := map[string]protoreflect.MessageType{}
-	forEachRule(pkg, func(m protoreflect.MethodDescriptor, rule *annotations.HttpRule) {
-		method, path := HTTPPattern(rule)
-		if rule.Body != "*" || strings.Contains(path, "{") {
-			return
-		}
-		if mt, err := protoregistry.GlobalTypes.FindMessageByName(m.Input().FullName()); err == nil {
-			out[method+" "+path] = mt
-		}
-	})
-	return out
-}
-
-// strictBodies decodes the bodies of the given routes with the REST codec
-// before the transcoder sees them, answering 400 for unknown or mistyped
-// fields. The body was buffered by the server's body limit.
-func strictBodies(next http.Handler, routes map[string]protoreflect.MessageType) http.Handler {
-	codec := newRESTJSON(protoregistry.GlobalTypes)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mt, ok := routes[r.Method+" "+r.URL.Path]
-		if !ok || r.Body == nil {
-			next.ServeHTTP(w, r)
-			return
-		}
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			WriteError(w, r, NewError(connect.CodeInvalidArgument, "INVALID_BODY", "could not read the request body", "", nil))
-			return
-		}
-		// An empty body is an empty object, as it is on the routes the
-		// transcoder decodes: the domain then names the missing fields.
-		if len(bytes.TrimSpace(body)) == 0 {
-			body = []byte("{}")
-		}
-		if err := codec.Unmarshal(body, mt.New().Interface()); err != nil {
-			WriteError(w, r, ToConnect(r.Context(), err))
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		next.ServeHTTP(w, r)
-	})
+	return checkURL(transcoder, apiRoutes()), nil
 }
 
 func notFound(w http.ResponseWriter, r *http.Request) {

@@ -39,7 +39,8 @@ func IsRPC(r *http.Request) bool {
 // surface which lacks the API's shape into one that has it: an ErrorInfo
 // with a stable reason, a message and a field violation naming the public
 // field. The transcoder writes such errors for path and query values it
-// cannot decode, and routing writes plain-text ones (405, 415). It returns
+// cannot decode, the handlers for bodies they cannot decode, and routing
+// writes plain-text ones (405, 415). It returns
 // nil when the response is already shaped. method and path are the
 // request's as the client sent them (the transcoder rewrites the path);
 // contentType and body are the original response's. Server errors never
@@ -58,6 +59,11 @@ func ShapeError(ctx context.Context, method, path string, code int, contentType 
 	if code >= 500 {
 		slog.ErrorContext(ctx, "unshaped server error", "status", code, "message", st.Message)
 		return NewError(connect.CodeInternal, "INTERNAL", "internal error", "", nil)
+	}
+	// A body the transcoder passed through was decoded by the handler,
+	// whose protocol keeps only the message of the codec's error.
+	if body, ok := strings.CutPrefix(st.Message, "unmarshal message: "); ok && strings.HasPrefix(body, invalidBody) {
+		return NewError(connect.CodeInvalidArgument, "INVALID_BODY", body, problemField(body), nil)
 	}
 	if m := invalidParameter.FindStringSubmatch(st.Message); m != nil {
 		return parameterError(apiRoutes().match(method, path), m[1])

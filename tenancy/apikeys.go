@@ -6,9 +6,11 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -189,7 +191,7 @@ func APIKeyID(token string) string {
 func (s *Service) AuthenticateAPIKey(ctx context.Context, token string) (*Caller, error) {
 	hash := sha256.Sum256([]byte(token))
 	if e, ok := s.keys.get(hash); ok {
-		s.touch(ctx, e)
+		s.touch(e)
 		return e.caller, nil
 	}
 	keyID := APIKeyID(token)
@@ -218,24 +220,77 @@ func (s *Service) AuthenticateAPIKey(ctx context.Context, token string) (*Caller
 		e.lastUsed.Store(lastUsed.UnixNano())
 	}
 	s.keys.add(hash, e)
-	s.touch(ctx, e)
+	s.touch(e)
 	return &c, nil
 }
 
-// lastUsedResolution bounds how often a key's last-used time is written.
+// lastUsedResolution bounds how often a key's last-used time is recorded.
 const lastUsedResolution = time.Minute
 
-// touch records that a key was used, at most once per lastUsedResolution,
-// so a busy key costs no write on most requests.
-func (s *Service) touch(ctx context.Context, e *cachedKey) {
+// touch notes that a key was used, at most once per lastUsedResolution, so
+// a busy key costs nothing on most requests; FlushKeyUses writes the notes.
+func (s *Service) touch(e *cachedKey) {
 	now := time.Now()
 	prev := e.lastUsed.Load()
 	if now.UnixNano()-prev < int64(lastUsedResolution) || !e.lastUsed.CompareAndSwap(prev, now.UnixNano()) {
 		return
 	}
-	ctx = store.WithOrg(ctx, e.caller.OrgID)
-	// Best effort: a failed write only leaves last_used_at a little stale.
-	_, _ = s.db.Q(ctx).Exec(ctx, `UPDATE api_keys SET last_used_at = now() WHERE org_id = app_org_id() AND id = $1`, e.caller.CredentialID)
+	s.uses.add(e.caller.OrgID, e.caller.CredentialID, now)
+}
+
+// keyUses holds the uses of API keys not yet written, by organization and
+// key, so authentication itself never writes.
+type keyUses struct {
+	mu    sync.Mutex
+	byOrg map[string]map[string]time.Time
+}
+
+func (u *keyUses) add(org, keyID string, at time.Time) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.byOrg == nil {
+		u.byOrg = map[string]map[string]time.Time{}
+	}
+	if u.byOrg[org] == nil {
+		u.byOrg[org] = map[string]time.Time{}
+	}
+	if at.After(u.byOrg[org][keyID]) {
+		u.byOrg[org][keyID] = at
+	}
+}
+
+func (u *keyUses) take() map[string]map[string]time.Time {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	taken := u.byOrg
+	u.byOrg = nil
+	return taken
+}
+
+// FlushKeyUses writes the last-used times noted since the previous flush:
+// one UPDATE per organization whose keys were used. Uses it could not
+// write are kept for the next flush. App.Start runs it every few seconds
+// and App.Close once more, after the server has drained.
+func (s *Service) FlushKeyUses(ctx context.Context) error {
+	var errsSeen []error
+	for org, keys := range s.uses.take() {
+		ids, times := make([]string, 0, len(keys)), make([]time.Time, 0, len(keys))
+		for id, at := range keys {
+			ids, times = append(ids, id), append(times, at)
+		}
+		octx := store.WithOrg(ctx, org)
+		_, err := s.db.Q(octx).Exec(octx, `
+			UPDATE api_keys k SET last_used_at = u.at
+			  FROM unnest($1::text[], $2::timestamptz[]) AS u(id, at)
+			 WHERE k.org_id = app_org_id() AND k.id = u.id AND (k.last_used_at IS NULL OR k.last_used_at < u.at)`, ids, times)
+		if err != nil {
+			for id, at := range keys {
+				s.uses.add(org, id, at)
+			}
+			errsSeen = append(errsSeen, fmt.Errorf("record API key use: %w", err))
+		}
+	}
+	return errors.Join(errsSeen...)
 }
 
 // keyCache keeps recently verified keys so authenticated requests skip the

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/assessd/assessd/internal/platform/errs"
 	"github.com/assessd/assessd/internal/platform/ids"
 	"github.com/assessd/assessd/internal/store"
@@ -53,9 +55,11 @@ func TestLookupsForOtherPackages(t *testing.T) {
 	err = db.Tx(scopedA, func(ctx context.Context) error {
 		q := db.Q(ctx)
 		for id, want := range map[string]bool{u.ID: true, ids.New(ids.User): false} {
-			known, err := tenancy.UserExists(ctx, q, id)
-			if err != nil || known != want {
-				t.Errorf("UserExists(%s) = %v, %v; want %v", id, known, err, want)
+			var known bool
+			b := &pgx.Batch{}
+			tenancy.QueueUserExists(b, id, &known)
+			if err := db.SendBatch(ctx, b); err != nil || known != want {
+				t.Errorf("QueueUserExists(%s) = %v, %v; want %v", id, known, err, want)
 			}
 		}
 		var region string
@@ -70,7 +74,10 @@ func TestLookupsForOtherPackages(t *testing.T) {
 	if org, err := tenancy.CurrentOrg(scopedB, db.Q(scopedB)); err != nil || org.ID != orgB.ID || org.Plan != orgB.Plan {
 		t.Fatalf("CurrentOrg = %+v, %v; want %+v", org, err, orgB)
 	}
-	if known, err := tenancy.UserExists(scopedB, db.Q(scopedB), u.ID); err != nil || known {
-		t.Fatalf("UserExists from another organization = %v, %v; want false", known, err)
+	var known bool
+	b := &pgx.Batch{}
+	tenancy.QueueUserExists(b, u.ID, &known)
+	if err := db.SendBatch(scopedB, b); err != nil || known {
+		t.Fatalf("QueueUserExists from another organization = %v, %v; want false", known, err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 type Service struct {
 	db   *store.DB
 	keys *keyCache
+	uses keyUses
 }
 
 // NewService returns a Service using db.

@@ -375,14 +375,11 @@ func (s *Service) LookupUser(ctx context.Context, id string) (User, error) {
 	return s.loadUser(ctx, s.db.Q(ctx), id, false)
 }
 
-// UserExists reports whether id names a user of the organization q is
-// scoped to. It runs on q, so a caller checks inside its own transaction,
-// and checks no permission of its own.
-func UserExists(ctx context.Context, q store.Querier, id string) (bool, error) {
-	var known bool
-	err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM users WHERE org_id = app_org_id() AND id = $1)`, id).Scan(&known)
-	if err != nil {
-		return false, fmt.Errorf("look up user: %w", err)
-	}
-	return known, nil
+// QueueUserExists adds to b the check whether id names a user of the
+// organization b is sent for (store.DB.SendBatch), which sets *known, so a
+// caller checks with its other reads in one round trip. It checks no
+// permission of its own.
+func QueueUserExists(b *pgx.Batch, id string, known *bool) {
+	b.Queue(`SELECT EXISTS (SELECT 1 FROM users WHERE org_id = app_org_id() AND id = $1)`, id).
+		QueryRow(func(row pgx.Row) error { return row.Scan(known) })
 }

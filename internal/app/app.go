@@ -66,13 +66,19 @@ type App struct {
 	Identity   *identity.Provider
 	Metrics    *observability.Metrics
 	limiter    *ratelimit.Limiter
+	log        *slog.Logger
 	// dispatcher starts the outbox's workflows; nil without Temporal.
 	dispatcher *workflows.Dispatcher
 }
 
-// Close releases what the App holds beyond its database: the rate
-// limiter's Redis connections.
-func (a *App) Close() error { return a.limiter.Close() }
+// Close releases what the App holds beyond its database: it writes the API
+// key uses not yet recorded (call it after the server has drained) and
+// closes the rate limiter's Redis connections.
+func (a *App) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return errors.Join(a.Tenancy.FlushKeyUses(ctx), a.limiter.Close())
+}
 
 // readiness lists the dependencies /readyz checks.
 // Redis is left out on purpose: without it only embed sessions stop (503),
@@ -88,13 +94,39 @@ func readiness(db *store.DB, temporal client.Client) map[string]func(context.Con
 	return checks
 }
 
+// Intervals of the housekeeping Start runs.
+const (
+	keyUseFlushInterval   = 5 * time.Second
+	authRequestSweepEvery = 10 * time.Minute
+)
+
 // Start runs the application's background work until ctx ends: the watch
-// that keeps cached credentials consistent across instances, and the
-// outbox dispatcher that starts workflows.
+// that keeps cached credentials consistent across instances, the outbox
+// dispatcher that starts workflows, and the housekeeping kept off the
+// request path (decision 0081): writing API keys' last-used times and
+// deleting long-expired OAuth auth requests.
 func (a *App) Start(ctx context.Context) {
 	go a.Tenancy.WatchCredentialChanges(ctx)
 	if a.dispatcher != nil {
 		go a.dispatcher.Run(ctx)
+	}
+	go a.every(ctx, keyUseFlushInterval, a.Tenancy.FlushKeyUses)
+	go a.every(ctx, authRequestSweepEvery, a.Identity.SweepAuthRequests)
+}
+
+// every runs fn every interval until ctx ends, logging its failures.
+func (a *App) every(ctx context.Context, interval time.Duration, fn func(context.Context) error) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := fn(ctx); err != nil && ctx.Err() == nil {
+				a.log.WarnContext(ctx, "housekeeping failed", "err", err)
+			}
+		}
 	}
 }
 
@@ -167,8 +199,12 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 		OpenAPI: openapi.Document,
 		Route:   api.RouteOf(),
 	})
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
 	return &App{Handler: h, Tenancy: ten, Assessment: content, Identity: idp, Metrics: metrics, limiter: limiter,
-		dispatcher: dispatcher}, nil
+		log: log, dispatcher: dispatcher}, nil
 }
 
 // planQuota returns each organization's request quota: its plan's

@@ -37,6 +37,11 @@ func TestAuthentication(t *testing.T) {
 
 	// Revocation applies on the very next request.
 	ctx := tenancy.WithCaller(context.Background(), tenancy.SystemCaller(tn.org.ID))
+	// Uses are written in the background; flushing now makes the write
+	// happen before the read.
+	if err := e.app.Tenancy.FlushKeyUses(ctx); err != nil {
+		t.Fatal(err)
+	}
 	keys, err := e.app.Tenancy.ListAPIKeys(ctx, tn.users[tenancy.RoleOwner].ID)
 	if err != nil || len(keys) != 1 {
 		t.Fatalf("ListAPIKeys = %v, %v", keys, err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/assessd/assessd/internal/assessment/expr"
 	"github.com/assessd/assessd/internal/platform/errs"
 	"github.com/assessd/assessd/internal/platform/ids"
 	"github.com/assessd/assessd/internal/store"
@@ -21,10 +22,16 @@ import (
 // Service implements the assessment API on PostgreSQL.
 type Service struct {
 	db *store.DB
+	// rules holds the compiled JSONata expressions of question types.
+	rules *expr.Cache
 }
 
+// ruleCacheSize bounds the compiled rules kept: the built-in types' and
+// those of the custom types in active use.
+const ruleCacheSize = 1024
+
 // NewService returns a Service using db.
-func NewService(db *store.DB) *Service { return &Service{db: db} }
+func NewService(db *store.DB) *Service { return &Service{db: db, rules: expr.NewCache(ruleCacheSize)} }
 
 var (
 	anyRole = []tenancy.Role(nil)

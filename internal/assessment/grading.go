@@ -82,7 +82,7 @@ func (s *Service) GradingInput(ctx context.Context, resultID, questionID string)
 	if def.FileInputs == "" {
 		return in, nil
 	}
-	e, err := expr.Compile(def.FileInputs)
+	e, err := s.rules.Compile(def.FileInputs)
 	if err != nil {
 		return in, fmt.Errorf("%w: grading.fileInputs %s", ErrCannotGrade, err)
 	}

@@ -81,14 +81,7 @@ func validPoints(p float64) error {
 // resolve attaches the type definitions to qs in one query: built-in keys
 // from memory, custom ids as this organization sees them.
 func (s *Service) resolve(ctx context.Context, q store.Querier, qs []Question) error {
-	var custom []string
-	for i := range qs {
-		if b, ok := builtins[qs[i].Type]; ok {
-			qs[i].Def = &b
-		} else {
-			custom = append(custom, qs[i].Type)
-		}
-	}
+	custom := resolveBuiltins(qs)
 	if len(custom) == 0 {
 		return nil
 	}
@@ -100,6 +93,26 @@ func (s *Service) resolve(ctx context.Context, q store.Querier, qs []Question) e
 	if err != nil {
 		return fmt.Errorf("resolve question types: %w", err)
 	}
+	resolveCustom(qs, defs)
+	return nil
+}
+
+// resolveBuiltins attaches the built-in definitions to qs and returns the
+// custom type ids left to resolve.
+func resolveBuiltins(qs []Question) (custom []string) {
+	for i := range qs {
+		if b, ok := builtins[qs[i].Type]; ok {
+			qs[i].Def = &b
+		} else {
+			custom = append(custom, qs[i].Type)
+		}
+	}
+	return custom
+}
+
+// resolveCustom attaches defs to the questions of their types; a question
+// whose type is not among them stays unresolved.
+func resolveCustom(qs []Question, defs []TypeDef) {
 	byID := map[string]*TypeDef{}
 	for i := range defs {
 		byID[defs[i].ID] = &defs[i]
@@ -109,7 +122,6 @@ func (s *Service) resolve(ctx context.Context, q store.Querier, qs []Question) e
 			qs[i].Def = byID[qs[i].Type]
 		}
 	}
-	return nil
 }
 
 // Questions lists an exam's questions in order.

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/assessd/assessd/internal/assessment/expr"
+	"github.com/assessd/assessd/internal/audit"
 	"github.com/assessd/assessd/internal/outbox"
 	"github.com/assessd/assessd/internal/platform/errs"
 	"github.com/assessd/assessd/internal/platform/ids"
@@ -94,6 +95,11 @@ const (
 // to questions whose type has a responseProcessing.condition are scored
 // now; answers to AI-graded types stay pending, and the result is then
 // "grading" until the grading workflow finishes it (decision 0023).
+//
+// It costs two round trips (decision 0081): one batch reads the exam, the
+// user, the questions and their types; one batch writes the result, its
+// answers, the audit entries and the grading request, all or nothing.
+// What it returns is built from what it wrote, not read back.
 func (s *Service) SubmitResult(ctx context.Context, examID string, in NewResult) (Result, error) {
 	caller, err := tenancy.Authorize(ctx, WriteResults)
 	if err != nil {
@@ -105,100 +111,132 @@ func (s *Service) SubmitResult(ctx context.Context, examID string, in NewResult)
 	if caller.Role == tenancy.RoleStudent && in.UserID != caller.UserID {
 		return Result{}, errs.Forbidden("ROLE_NOT_ALLOWED", "students may submit only their own results")
 	}
+	if err := checkID("examId", ids.Exam, examID, "an exam"); err != nil {
+		return Result{}, err
+	}
 	if err := checkID("userId", ids.User, in.UserID, "a user"); err != nil {
 		return Result{}, err
 	}
-	var r Result
-	err = s.db.Tx(ctx, func(ctx context.Context) error {
-		q := s.db.Q(ctx)
-		if _, err := s.loadExam(ctx, q, "examId", examID, false); err != nil {
-			return err
-		}
-		known, err := tenancy.UserExists(ctx, q, in.UserID)
-		if err != nil {
-			return fmt.Errorf("submit result: %w", err)
-		}
-		if !known {
-			return errs.Invalid("userId", "names no user of this organization")
-		}
-		questions, _, err := s.listQuestions(ctx, examID, paging.Page{Size: maxQuestions})
-		if err != nil {
-			return err
-		}
-		given, err := indexAnswers(questions, in.Answers)
-		if err != nil {
-			return err
-		}
-		r = Result{ID: ids.New(ids.Result), ExamID: examID, UserID: in.UserID}
-		for _, qu := range questions {
-			a := score(ctx, qu, given[qu.ID])
-			r.Answers = append(r.Answers, a)
-			r.Score += a.Score
-			r.MaxScore += a.MaxScore
-		}
-		r.Status, r.Reason = resultStatus(r.Answers)
-		region, err := s.insertResult(ctx, q, r, questions)
-		if err != nil {
-			return err
-		}
-		if err := s.auditSubmission(ctx, caller, r); err != nil || r.Status != StatusGrading {
-			return err
-		}
-		// Grading is asked for in the same transaction (decision 0045): the
-		// dispatcher starts it after commit, whenever the workflow engine
-		// answers, on the region recorded with the result.
-		return outbox.Add(ctx, q, outbox.KindGrading, r.ID, region)
-	})
+	sub, err := s.loadSubmission(ctx, examID, in.UserID)
 	if err != nil {
 		return Result{}, err
 	}
-	return s.loadResult(ctx, s.db.Q(ctx), examID, r.ID)
+	given, err := indexAnswers(sub.questions, in.Answers)
+	if err != nil {
+		return Result{}, err
+	}
+	r := Result{ID: ids.New(ids.Result), ExamID: examID, UserID: in.UserID, Region: sub.region}
+	for _, qu := range sub.questions {
+		a := s.score(ctx, qu, given[qu.ID])
+		r.Answers = append(r.Answers, a)
+		r.Score += a.Score
+		r.MaxScore += a.MaxScore
+	}
+	r.Status, r.Reason = resultStatus(r.Answers)
+	if err := s.insertResult(ctx, caller, &r, sub.questions, given); err != nil {
+		return Result{}, err
+	}
+	return r, nil
 }
 
-// auditSubmission records a submitted result and, when rules scored every
-// answer at once, its grading.
-func (s *Service) auditSubmission(ctx context.Context, caller *tenancy.Caller, r Result) error {
-	if err := s.audit(ctx, caller, "result.submitted", "result", r.ID, nil,
-		map[string]any{"examId": r.ExamID, "userId": r.UserID, "status": r.Status}); err != nil {
-		return err
-	}
-	if r.Status == StatusGrading {
-		return nil
-	}
-	return s.auditGraded(ctx, r)
+// submission is what SubmitResult reads before it scores.
+type submission struct {
+	questions []Question
+	// region is the organization's aiRegion now, recorded with the result.
+	region string
 }
 
-// auditGraded records that grading finished a result: result.graded, or
+// loadSubmission reads, in one batch, whether the exam and the user exist,
+// the organization's AI region, and the exam's questions with their types.
+func (s *Service) loadSubmission(ctx context.Context, examID, userID string) (submission, error) {
+	var (
+		sub                  submission
+		examKnown, userKnown bool
+		defs                 []TypeDef
+	)
+	b := &pgx.Batch{}
+	b.Queue(`SELECT EXISTS (SELECT 1 FROM exams WHERE org_id = app_org_id() AND id = $1), `+tenancy.AIRegionSQL, examID).
+		QueryRow(func(row pgx.Row) error { return row.Scan(&examKnown, &sub.region) })
+	tenancy.QueueUserExists(b, userID, &userKnown)
+	b.Queue(`SELECT `+questionColumns+` FROM questions WHERE org_id = app_org_id() AND exam_id = $1
+		 ORDER BY position LIMIT $2`, examID, maxQuestions).
+		Query(func(rows pgx.Rows) (err error) {
+			sub.questions, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Question, error) { return scanQuestion(r) })
+			return err
+		})
+	// The custom types as this organization sees them, as resolve reads them.
+	b.Queue(`SELECT `+typeColumns+` FROM question_types t
+		 WHERE t.id IN (SELECT type_id FROM questions WHERE org_id = app_org_id() AND exam_id = $1)`, examID).
+		Query(func(rows pgx.Rows) (err error) {
+			defs, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (TypeDef, error) { return scanTypeDef(r) })
+			return err
+		})
+	if err := s.db.SendBatch(ctx, b); err != nil {
+		return submission{}, fmt.Errorf("submit result: %w", err)
+	}
+	switch {
+	case !examKnown:
+		return submission{}, errs.NotFound("exam")
+	case !userKnown:
+		return submission{}, errs.Invalid("userId", "names no user of this organization")
+	}
+	resolveBuiltins(sub.questions)
+	resolveCustom(sub.questions, defs)
+	return sub, nil
+}
+
+// gradedEntry records that grading finished a result: result.graded, or
 // result.grading_failed when an answer could not be graded.
-func (s *Service) auditGraded(ctx context.Context, r Result) error {
+func gradedEntry(r Result) audit.Entry {
 	action := "result.graded"
 	if r.Status == StatusFailed {
 		action = "result.grading_failed"
 	}
-	return s.auditAs(ctx, gradingActor, action, "result", r.ID, nil,
-		map[string]any{"examId": r.ExamID, "userId": r.UserID, "score": r.Score, "maxScore": r.MaxScore})
+	return audit.Entry{Action: action, Actor: gradingActor, Target: audit.Target{Type: "result", ID: r.ID},
+		After: map[string]any{"examId": r.ExamID, "userId": r.UserID, "score": r.Score, "maxScore": r.MaxScore}}
+}
+
+// auditGraded appends gradedEntry(r) inside ctx's transaction.
+func (s *Service) auditGraded(ctx context.Context, r Result) error {
+	_, err := audit.Append(ctx, s.db.Q(ctx), gradedEntry(r))
+	return err
+}
+
+// givenAnswer is a submitted answer with its value encoded once: the
+// encoding is measured, stored, and decoded into the plain JSON values the
+// rules see.
+type givenAnswer struct {
+	*NewAnswer
+	json []byte // nil when the value is nil
 }
 
 // indexAnswers validates the submitted answers and maps them by question.
-func indexAnswers(questions []Question, answers []NewAnswer) (map[string]*NewAnswer, error) {
+func indexAnswers(questions []Question, answers []NewAnswer) (map[string]givenAnswer, error) {
 	inExam := map[string]bool{}
 	for _, q := range questions {
 		inExam[q.ID] = true
 	}
-	given := map[string]*NewAnswer{}
+	given := map[string]givenAnswer{}
 	for i := range answers {
-		a := &answers[i]
+		a := givenAnswer{NewAnswer: &answers[i]}
 		field := fmt.Sprintf("answers.%d", i)
 		switch {
 		case !ids.Valid(ids.Question, a.QuestionID):
 			return nil, errs.Invalid(field+".questionId", "must be a question id (qst_...)")
 		case !inExam[a.QuestionID]:
 			return nil, errs.Invalid(field+".questionId", "names no question of this exam")
-		case given[a.QuestionID] != nil:
+		case given[a.QuestionID].NewAnswer != nil:
 			return nil, errs.Invalid(field+".questionId", "answers the same question twice")
 		}
-		if b, _ := json.Marshal(a.Value); len(b) > maxValueBytes {
-			return nil, errs.Invalid(field+".value", "must be at most %d bytes of JSON", maxValueBytes)
+		if a.Value != nil {
+			b, err := json.Marshal(a.Value)
+			if err != nil {
+				return nil, errs.Invalid(field+".value", "must be a JSON value")
+			}
+			if len(b) > maxValueBytes {
+				return nil, errs.Invalid(field+".value", "must be at most %d bytes of JSON", maxValueBytes)
+			}
+			a.json = b
 		}
 		if len(a.Files) > maxFiles {
 			return nil, errs.Invalid(field+".files", "may list at most %d files", maxFiles)
@@ -214,11 +252,15 @@ func indexAnswers(questions []Question, answers []NewAnswer) (map[string]*NewAns
 	return given, nil
 }
 
-// score scores one question's answer (nil when unanswered).
-func score(ctx context.Context, q Question, in *NewAnswer) Answer {
+// score scores one question's answer (in.NewAnswer nil when unanswered).
+// The answer's value is the plain JSON form of what was submitted, as it
+// reads back from the database.
+func (s *Service) score(ctx context.Context, q Question, in givenAnswer) Answer {
 	a := Answer{QuestionID: q.ID, MaxScore: q.Points, Status: AnswerGraded, Files: []string{}}
-	if in != nil {
-		a.Value = in.Value
+	if in.NewAnswer != nil {
+		if in.json != nil {
+			_ = json.Unmarshal(in.json, &a.Value) // it was just encoded
+		}
 		if in.Files != nil {
 			a.Files = in.Files
 		}
@@ -231,7 +273,7 @@ func score(ctx context.Context, q Question, in *NewAnswer) Answer {
 	case q.Def.GradingEnabled:
 		a.Status = AnswerPending
 	default:
-		frac, err := evaluate(ctx, q.Def.Condition, a, q.Config)
+		frac, err := s.evaluate(ctx, q.Def.Condition, a, q.Config)
 		switch {
 		case errors.Is(err, expr.ErrTimeout):
 			a.Status, a.Feedback = AnswerFailed, "the scoring rule took too long to evaluate"
@@ -244,10 +286,11 @@ func score(ctx context.Context, q Question, in *NewAnswer) Answer {
 	return a
 }
 
-// evaluate runs a condition with the answer and config in scope. true is
-// full credit, false none, a number from 0 to 1 that fraction of the points.
-func evaluate(ctx context.Context, condition string, a Answer, config map[string]any) (float64, error) {
-	e, err := expr.Compile(condition)
+// evaluate runs a condition with the answer and config (both plain JSON
+// values) in scope. true is full credit, false none, a number from 0 to 1
+// that fraction of the points.
+func (s *Service) evaluate(ctx context.Context, condition string, a Answer, config map[string]any) (float64, error) {
+	e, err := s.rules.Compile(condition)
 	if err != nil {
 		return 0, err
 	}
@@ -256,8 +299,8 @@ func evaluate(ctx context.Context, condition string, a Answer, config map[string
 		files[i] = f
 	}
 	v, err := e.Eval(ctx, map[string]any{
-		"answer": map[string]any{"value": jsonValue(a.Value), "files": files},
-		"config": jsonValue(config),
+		"answer": map[string]any{"value": a.Value, "files": files},
+		"config": config,
 	})
 	if errors.Is(err, expr.ErrUndefined) {
 		return 0, nil
@@ -283,18 +326,6 @@ func evaluate(ctx context.Context, condition string, a Answer, config map[string
 	return 0, errors.New("the scoring rule must yield true, false or a number from 0 to 1")
 }
 
-// jsonValue converts v to plain JSON values (maps, slices, float64), the
-// form the evaluator expects, whatever decoded it.
-func jsonValue(v any) any {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil
-	}
-	var out any
-	_ = json.Unmarshal(b, &out)
-	return out
-}
-
 func roundScore(v float64) float64 { return math.Round(v*1e6) / 1e6 }
 
 func resultStatus(answers []Answer) (status, reason string) {
@@ -310,32 +341,34 @@ func resultStatus(answers []Answer) (status, reason string) {
 	return status, reason
 }
 
-// insertResult stores r and its answers and returns the AI region recorded
-// with it: the organization's aiRegion now.
-func (s *Service) insertResult(ctx context.Context, q store.Querier, r Result, questions []Question) (region string, err error) {
-	if err := q.QueryRow(ctx, `
-		INSERT INTO results (id, org_id, exam_id, user_id, status, score, max_score, reason, region, graded_at)
-		VALUES ($1, app_org_id(), $2, $3, $4, $5, $6, $7, `+tenancy.AIRegionSQL+`,
-		        CASE WHEN $4 = 'grading' THEN NULL ELSE now() END)
-		RETURNING region`,
-		r.ID, r.ExamID, r.UserID, r.Status, r.Score, r.MaxScore, r.Reason).Scan(&region); err != nil {
-		return "", fmt.Errorf("submit result: %w", err)
-	}
+// insertResult writes r, its answers, the audit entries of its submission
+// and, when an answer awaits AI grading, the grading request (decision 0045:
+// the dispatcher starts it after commit, on the region recorded with the
+// result), in one batch. It sets the times the database gave them.
+func (s *Service) insertResult(ctx context.Context, caller *tenancy.Caller, r *Result, questions []Question, given map[string]givenAnswer) error {
 	n := len(r.Answers)
 	qids, positions, values, files, statuses := make([]string, n), make([]int32, n), make([]*string, n), make([]string, n), make([]string, n)
 	scores, maxes, feedback := make([]float64, n), make([]float64, n), make([]string, n)
 	for i, a := range r.Answers {
 		qids[i], positions[i], statuses[i] = a.QuestionID, int32(questions[i].Position), a.Status
 		scores[i], maxes[i], feedback[i] = a.Score, a.MaxScore, a.Feedback
-		if a.Value != nil {
-			b, _ := json.Marshal(a.Value)
-			v := string(b)
-			values[i] = &v
+		if v := given[a.QuestionID].json; v != nil {
+			values[i] = new(string(v))
 		}
 		b, _ := json.Marshal(a.Files)
 		files[i] = string(b)
 	}
-	_, err = q.Exec(ctx, `
+	b := &pgx.Batch{}
+	var graded *time.Time
+	b.Queue(`
+		INSERT INTO results (id, org_id, exam_id, user_id, status, score, max_score, reason, region, graded_at)
+		VALUES ($1, app_org_id(), $2, $3, $4, $5, $6, $7, $8, CASE WHEN $4 = 'grading' THEN NULL ELSE now() END)
+		RETURNING submitted_at, graded_at`,
+		r.ID, r.ExamID, r.UserID, r.Status, r.Score, r.MaxScore, r.Reason, r.Region).
+		QueryRow(func(row pgx.Row) error { return row.Scan(&r.SubmittedAt, &graded) })
+	// now() is the transaction's start, so each answer's graded_at equals
+	// the result's submitted_at.
+	b.Queue(`
 		INSERT INTO result_answers (result_id, question_id, org_id, exam_id, position, value, files, status,
 		                            score, max_score, feedback, graded_at)
 		SELECT $1, a.qid, app_org_id(), $2, a.pos, a.val::jsonb, a.files::jsonb, a.status, a.score, a.max, a.fb,
@@ -343,10 +376,30 @@ func (s *Service) insertResult(ctx context.Context, q store.Querier, r Result, q
 		  FROM unnest($3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::float8[], $9::float8[], $10::text[])
 		       AS a(qid, pos, val, files, status, score, max, fb)`,
 		r.ID, r.ExamID, qids, positions, values, files, statuses, scores, maxes, feedback)
-	if err != nil {
-		return "", fmt.Errorf("submit result answers: %w", err)
+	entries := []audit.Entry{{Action: "result.submitted", Actor: tenancy.ActorOf(caller), Target: audit.Target{Type: "result", ID: r.ID},
+		After: map[string]any{"examId": r.ExamID, "userId": r.UserID, "status": r.Status}}}
+	if r.Status == StatusGrading {
+		outbox.Queue(b, outbox.KindGrading, r.ID, r.Region)
+	} else {
+		entries = append(entries, gradedEntry(*r))
 	}
-	return region, nil
+	for _, e := range entries {
+		if err := audit.Queue(ctx, b, e); err != nil {
+			return err
+		}
+	}
+	if err := s.db.SendBatch(ctx, b); err != nil {
+		return fmt.Errorf("submit result: %w", err)
+	}
+	if graded != nil {
+		r.GradedAt = *graded
+	}
+	for i := range r.Answers {
+		if r.Answers[i].Status != AnswerPending {
+			r.Answers[i].GradedAt = r.SubmittedAt
+		}
+	}
+	return nil
 }
 
 const resultColumns = `id, exam_id, user_id, status, score, max_score, reason, region, submitted_at, graded_at`

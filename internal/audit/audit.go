@@ -100,26 +100,46 @@ func (e *Entry) Validate() error {
 // Append writes e to the log of ctx's organization, through q so it joins
 // the caller's transaction, and returns it with its id and time.
 func Append(ctx context.Context, q store.Querier, e Entry) (Entry, error) {
+	args, err := e.prepare(ctx)
+	if err != nil {
+		return Entry{}, err
+	}
+	if err := q.QueryRow(ctx, appendSQL, args...).Scan(&e.CreatedAt); err != nil {
+		return Entry{}, fmt.Errorf("audit: append %s: %w", e.Action, err)
+	}
+	return e, nil
+}
+
+// Queue adds e to b: it is written to the log of ctx's organization when b
+// is sent (store.DB.SendBatch), together with the change it records.
+func Queue(ctx context.Context, b *pgx.Batch, e Entry) error {
+	args, err := e.prepare(ctx)
+	if err != nil {
+		return err
+	}
+	b.Queue(appendSQL, args...)
+	return nil
+}
+
+const appendSQL = `
+	INSERT INTO audit_logs (id, org_id, action, actor_kind, actor_id, actor_client_id,
+	                        target_type, target_id, session, reason, before, after, origin)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::jsonb, $12::jsonb, $13)
+	RETURNING created_at`
+
+// prepare gives e its id and default origin and returns the arguments of
+// appendSQL.
+func (e *Entry) prepare(ctx context.Context) ([]any, error) {
 	org, ok := store.OrgID(ctx)
 	if !ok {
-		return Entry{}, store.ErrNoTenant
+		return nil, store.ErrNoTenant
 	}
 	e.ID = ids.New(ids.Audit)
 	if e.Origin == "" {
 		e.Origin = OriginPlatform
 	}
-	err := q.QueryRow(ctx, `
-		INSERT INTO audit_logs (id, org_id, action, actor_kind, actor_id, actor_client_id,
-		                        target_type, target_id, session, reason, before, after, origin)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::jsonb, $12::jsonb, $13)
-		RETURNING created_at`,
-		e.ID, org, e.Action, e.Actor.Kind, e.Actor.ID, e.Actor.ClientID,
-		e.Target.Type, e.Target.ID, e.Session, e.Reason, store.JSON{V: e.Before}, store.JSON{V: e.After}, e.Origin,
-	).Scan(&e.CreatedAt)
-	if err != nil {
-		return Entry{}, fmt.Errorf("audit: append %s: %w", e.Action, err)
-	}
-	return e, nil
+	return []any{e.ID, org, e.Action, e.Actor.Kind, e.Actor.ID, e.Actor.ClientID,
+		e.Target.Type, e.Target.ID, e.Session, e.Reason, store.JSON{V: e.Before}, store.JSON{V: e.After}, e.Origin}, nil
 }
 
 // Filter selects entries; zero fields match everything.

@@ -133,8 +133,6 @@ func (s *storage) CreateAuthRequest(ctx context.Context, req *oidc.AuthRequest, 
 		return nil, oidc.ErrInvalidRequest().WithDescription("code_challenge_method must be S256")
 	}
 	now := s.now()
-	// Drop long-expired requests while we are here; they only served replay detection.
-	_, _ = s.db.Unscoped().Exec(ctx, `DELETE FROM oauth_auth_requests WHERE expires_at < $1`, now.Add(-24*time.Hour))
 	a := &authRequest{
 		id: ids.New("arq_"), clientID: req.ClientID, redirectURI: req.RedirectURI, scopes: req.Scopes,
 		state: req.State, nonce: req.Nonce, responseType: req.ResponseType, responseMode: req.ResponseMode,
@@ -150,6 +148,17 @@ func (s *storage) CreateAuthRequest(ctx context.Context, req *oidc.AuthRequest, 
 		return nil, fmt.Errorf("save auth request: %w", err)
 	}
 	return a, nil
+}
+
+// SweepAuthRequests deletes the auth requests that expired more than a day
+// ago: past their expiry they only serve replay detection. App.Start runs
+// it periodically, off the request path.
+func (p *Provider) SweepAuthRequests(ctx context.Context) error {
+	_, err := p.db.Unscoped().Exec(ctx, `DELETE FROM oauth_auth_requests WHERE expires_at < $1`, p.now().Add(-24*time.Hour))
+	if err != nil {
+		return fmt.Errorf("sweep auth requests: %w", err)
+	}
+	return nil
 }
 
 func (s *storage) AuthRequestByID(ctx context.Context, id string) (op.AuthRequest, error) {

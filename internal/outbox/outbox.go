@@ -52,16 +52,23 @@ type Item struct {
 // also notifies Channel (delivered on commit). Adding the same subject
 // twice keeps the first row.
 func Add(ctx context.Context, q store.Querier, kind Kind, subjectID, region string) error {
-	_, err := q.Exec(ctx, `
-		WITH added AS (
-		  INSERT INTO workflow_outbox (kind, subject_id, org_id, region) VALUES ($1, $2, app_org_id(), $3)
-		  ON CONFLICT DO NOTHING RETURNING 1)
-		SELECT pg_notify('`+Channel+`', '') FROM added`, string(kind), subjectID, region)
-	if err != nil {
+	if _, err := q.Exec(ctx, addSQL, string(kind), subjectID, region); err != nil {
 		return fmt.Errorf("outbox: add %s %s: %w", kind, subjectID, err)
 	}
 	return nil
 }
+
+// Queue is Add as a statement of b, sent with the writes it belongs to
+// (store.DB.SendBatch).
+func Queue(b *pgx.Batch, kind Kind, subjectID, region string) {
+	b.Queue(addSQL, string(kind), subjectID, region)
+}
+
+const addSQL = `
+	WITH added AS (
+	  INSERT INTO workflow_outbox (kind, subject_id, org_id, region) VALUES ($1, $2, app_org_id(), $3)
+	  ON CONFLICT DO NOTHING RETURNING 1)
+	SELECT pg_notify('` + Channel + `', '') FROM added`
 
 // Store is the dispatcher's cross-tenant access to the outbox.
 type Store struct {

@@ -33,7 +33,9 @@ func jsonErrors(next http.Handler) http.Handler {
 			_, _ = w.Write(jw.body.Bytes())
 			return
 		}
+		// The new body is plain JSON, whatever the held-back one declared.
 		w.Header().Del("Content-Length")
+		w.Header().Del("Content-Encoding")
 		api.WriteErrorStatus(w, jw.status, ce)
 	})
 }

@@ -121,17 +121,22 @@ func instrument(log *slog.Logger, m *observability.Metrics, routeOf func(*http.R
 	})
 }
 
-// limitBody reads the body up front, bounded by api.MaxBodyBytes: larger
-// bodies get 413, and a body on a request that takes none gets 400, both
-// in the API's error shape (the transcoder would report them as 500s).
+// limitBody reads the body up front, the one read of it, bounded by
+// api.MaxBodyBytes: larger bodies get 413, and a body on a request that
+// takes none gets 400, both in the API's error shape (the transcoder would
+// report them as 500s). An empty REST body becomes an empty object, so
+// whichever side of the transcoder decodes it, the domain names the
+// missing fields.
 func limitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > api.MaxBodyBytes {
 			tooLarge(w, r)
 			return
 		}
+		var body []byte
 		if r.Body != nil && r.Body != http.NoBody {
-			body, err := io.ReadAll(io.LimitReader(r.Body, api.MaxBodyBytes+1))
+			var err error
+			body, err = io.ReadAll(io.LimitReader(r.Body, api.MaxBodyBytes+1))
 			if err != nil {
 				api.WriteError(w, r, api.NewError(connect.CodeInvalidArgument, "INVALID_BODY", "could not read the request body", "", nil))
 				return
@@ -149,10 +154,20 @@ func limitBody(next http.Handler) http.Handler {
 					"request bodies must be JSON: send Content-Type: application/json", "", nil))
 				return
 			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		if takesBody(r.Method) && !api.IsRPC(r) && len(bytes.TrimSpace(body)) == 0 {
+			body = []byte("{}")
+			r.Header.Set("Content-Type", "application/json")
+		}
+		if body != nil {
+			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+func takesBody(method string) bool {
+	return method == http.MethodPost || method == http.MethodPatch || method == http.MethodPut
 }
 
 // jsonOrRPC reports whether the body is JSON or an RPC protocol's

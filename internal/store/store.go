@@ -42,6 +42,8 @@ type DB struct {
 	// role is the role every statement switches to: AppRole, except in
 	// tests of the start-up check.
 	role string
+	// tracer, when set, sees every statement the pool sends.
+	tracer pgx.QueryTracer
 }
 
 // Option configures Open.
@@ -56,6 +58,13 @@ func WithDirectURL(url string) Option {
 			db.directURL = url
 		}
 	}
+}
+
+// WithTracer has every connection of the pool report its statements to t
+// (which may also implement pgx.BatchTracer); tests count round trips with
+// it.
+func WithTracer(t pgx.QueryTracer) Option {
+	return func(db *DB) { db.tracer = t }
 }
 
 // ExecModeParam is the connection-URL parameter choosing how pgx sends
@@ -78,6 +87,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 	for _, o := range opts {
 		o(db)
 	}
+	cfg.ConnConfig.Tracer = db.tracer
 	if db.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
 		return nil, fmt.Errorf("store: connect: %w", err)
 	}
@@ -146,6 +156,26 @@ func (db *DB) Tx(ctx context.Context, fn func(ctx context.Context) error) error 
 		}
 		return fn(context.WithValue(ctx, txKey{}, tx))
 	}))
+}
+
+// SendBatch sends b's statements in one round trip: inside ctx's
+// transaction when there is one, otherwise as one implicit transaction
+// scoped to ctx's organization, so either every statement takes effect or
+// none does. The statements' callbacks (QueuedQuery.Exec, QueryRow, Query)
+// run before it returns; the first error is returned, translated as Q's
+// are.
+func (db *DB) SendBatch(ctx context.Context, b *pgx.Batch) error {
+	if tx, ok := ctx.Value(txKey{}).(pgx.Tx); ok {
+		return translate(tx.SendBatch(ctx, b).Close())
+	}
+	org, ok := OrgID(ctx)
+	if !ok {
+		return ErrNoTenant
+	}
+	scoped := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(b.QueuedQueries)+1)}
+	scoped.Queue(scopeSQL, db.role, org)
+	scoped.QueuedQueries = append(scoped.QueuedQueries, b.QueuedQueries...)
+	return translate(db.pool.SendBatch(ctx, scoped).Close())
 }
 
 // scopeSQL switches the current transaction to a role and an organization;

@@ -1,0 +1,45 @@
+package app_test
+
+import (
+	"context"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/oauth2"
+
+	"github.com/assessd/assessd/internal/identity"
+	"github.com/assessd/assessd/tenancy"
+)
+
+// TestExpiredAuthRequestsAreSwept: the sweeper that App.Start runs (off
+// the request path) deletes the auth requests expired over a day ago and
+// keeps the others.
+func TestExpiredAuthRequestsAreSwept(t *testing.T) {
+	var offset atomic.Int64
+	e := newEnvWithClock(t, func() time.Time { return time.Now().Add(time.Duration(offset.Load())) })
+	tn := e.newTenant("DE", "pro")
+	a := e.newOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
+	a.conf.Scopes = []string{"openid"}
+	ctx := context.Background()
+	if p := e.newBrowser().get(a.conf.AuthCodeURL("state-123", oauth2.S256ChallengeOption(oauth2.GenerateVerifier()))); p.status != http.StatusOK {
+		t.Fatalf("authorize: %d %s", p.status, p.location)
+	}
+	for _, c := range []struct {
+		later time.Duration
+		want  int
+	}{{23 * time.Hour, 1}, {25 * time.Hour, 0}} {
+		offset.Store(int64(c.later))
+		if err := e.app.Identity.SweepAuthRequests(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		if err := e.db.Unscoped().QueryRow(ctx, `SELECT count(*) FROM oauth_auth_requests`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != c.want {
+			t.Fatalf("%v after the request, the sweep left %d auth requests, want %d", c.later, n, c.want)
+		}
+	}
+}

@@ -1,0 +1,174 @@
+package assessment_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/assessd/assessd/internal/assessment"
+	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/internal/testkit/storetest"
+	"github.com/assessd/assessd/tenancy"
+)
+
+// roundTrips counts what the pool sends to PostgreSQL: every statement sent
+// on its own (BEGIN, COMMIT and set_config included) and every batch, which
+// pgx sends as one round trip however many statements it holds.
+type roundTrips struct{ n atomic.Int64 }
+
+func (c *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+
+func (c *roundTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (c *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+
+func (c *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (c *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+
+// fixture is an organization with a student and an exam whose questions
+// cover rule scoring (built-in and custom types) and AI grading.
+type fixture struct {
+	content *assessment.Service
+	staff   context.Context
+	student string
+	exam    assessment.Exam
+	custom  assessment.TypeDef
+	qs      []assessment.Question
+}
+
+func newFixture(t *testing.T, opts ...store.Option) fixture {
+	t.Helper()
+	db, err := store.Open(context.Background(), storetest.NewURL(t), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	ten := tenancy.NewService(db)
+	f := fixture{content: assessment.NewService(db)}
+	org, err := ten.CreateOrg(context.Background(), tenancy.NewOrg{Name: "School", Country: "DE", Plan: tenancy.PlanPro})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.staff = tenancy.WithCaller(context.Background(), tenancy.SystemCaller(org.ID))
+	student, err := ten.CreateUser(f.staff, tenancy.NewUser{Email: "s@school.test", Name: "S", Role: tenancy.RoleStudent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.student = student.ID
+	if f.exam, err = f.content.CreateExam(f.staff, assessment.NewExam{Name: "Trips", Language: "en"}); err != nil {
+		t.Fatal(err)
+	}
+	if f.custom, err = f.content.CreateQuestionType(f.staff, assessment.NewTypeDef{Key: "exact_word", Name: "Exact word",
+		Condition: `=answer.value = config.word`}); err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range []assessment.NewQuestion{
+		{Type: assessment.TypeTrueFalse, Prompt: "Water is wet.", Config: map[string]any{"correct": true}},
+		{Type: assessment.TypeTrueFalse, Prompt: "Fire is cold.", Config: map[string]any{"correct": false}},
+		{Type: f.custom.ID, Prompt: "Say hello.", Config: map[string]any{"word": "hello"}},
+		{Type: assessment.TypeEssay, Prompt: "Explain.", Config: map[string]any{}},
+	} {
+		q, err := f.content.CreateQuestion(f.staff, f.exam.ID, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.qs = append(f.qs, q)
+	}
+	return f
+}
+
+func (f fixture) submit(t *testing.T, essay bool) assessment.Result {
+	t.Helper()
+	answers := []assessment.NewAnswer{
+		{QuestionID: f.qs[0].ID, Value: true}, {QuestionID: f.qs[1].ID, Value: true}, {QuestionID: f.qs[2].ID, Value: "hello"},
+	}
+	if essay {
+		answers = append(answers, assessment.NewAnswer{QuestionID: f.qs[3].ID, Value: "Because."})
+	}
+	r, err := f.content.SubmitResult(f.staff, f.exam.ID, assessment.NewResult{UserID: f.student, Answers: answers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestSubmitResultRoundTrips holds SubmitResult to at most five round trips
+// to PostgreSQL, whether rules score every answer at once or an answer waits
+// for AI grading (which adds the outbox entry).
+func TestSubmitResultRoundTrips(t *testing.T) {
+	trips := &roundTrips{}
+	f := newFixture(t, store.WithTracer(trips))
+	for _, c := range []struct {
+		name  string
+		essay bool
+		want  string
+	}{{"scored by rules", false, assessment.StatusGraded}, {"awaiting AI grading", true, assessment.StatusGrading}} {
+		before := trips.n.Load()
+		r := f.submit(t, c.essay)
+		n := trips.n.Load() - before
+		t.Logf("%s: %d round trips", c.name, n)
+		if n > 5 {
+			t.Errorf("%s: SubmitResult took %d round trips, want at most 5", c.name, n)
+		}
+		if r.Status != c.want || r.Score != 2 || r.MaxScore != 4 || len(r.Answers) != 4 {
+			t.Errorf("%s: result %+v", c.name, r)
+		}
+		stored, err := f.content.Result(f.staff, f.exam.ID, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := summary(stored), summary(r); got != want {
+			t.Errorf("%s: SubmitResult returned\n%s\nbut the stored result is\n%s", c.name, want, got)
+		}
+	}
+}
+
+// summary prints a result with its times in UTC, for comparison.
+func summary(r assessment.Result) string {
+	r.SubmittedAt, r.GradedAt = r.SubmittedAt.UTC(), r.GradedAt.UTC()
+	for i := range r.Answers {
+		r.Answers[i].GradedAt = r.Answers[i].GradedAt.UTC()
+	}
+	return fmt.Sprintf("%+v", r)
+}
+
+// TestScoringRulesCompileOncePerRevision: many submissions compile each
+// rule once; changing a type's rule compiles the new one, which then scores.
+func TestScoringRulesCompileOncePerRevision(t *testing.T) {
+	f := newFixture(t)
+	f.submit(t, false)
+	first := assessment.RuleCompiles(f.content)
+	if first != 2 {
+		t.Fatalf("the first submission compiled %d rules, want 2 (true_false and exact_word)", first)
+	}
+	for range 20 {
+		f.submit(t, false)
+	}
+	if n := assessment.RuleCompiles(f.content); n != first {
+		t.Fatalf("20 more submissions compiled %d rules, want none", n-first)
+	}
+	rule := `=$lowercase(answer.value) = config.word`
+	if _, err := f.content.UpdateQuestionType(f.staff, f.custom.ID, assessment.TypeDefPatch{Condition: &rule}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := f.content.SubmitResult(f.staff, f.exam.ID, assessment.NewResult{UserID: f.student,
+		Answers: []assessment.NewAnswer{{QuestionID: f.qs[2].ID, Value: "HELLO"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := assessment.RuleCompiles(f.content); n != first+1 {
+		t.Fatalf("after the type changed, a submission compiled %d rules, want 1", n-first)
+	}
+	if r.Score != 1 {
+		t.Fatalf("the changed rule did not score: %+v", r.Answers)
+	}
+}
