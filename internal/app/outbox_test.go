@@ -2,10 +2,8 @@ package app_test
 
 import (
 	"context"
+	"fmt"
 	"io"
-	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -13,7 +11,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 	"go.temporal.io/sdk/client"
 
 	gradingactivities "github.com/assessd/assessd/activities/grading"
@@ -22,7 +19,7 @@ import (
 	"github.com/assessd/assessd/internal/assessment"
 	"github.com/assessd/assessd/internal/devenv"
 	"github.com/assessd/assessd/internal/media"
-	"github.com/assessd/assessd/internal/testkit/storetest"
+	"github.com/assessd/assessd/internal/testkit/eventually"
 	"github.com/assessd/assessd/tenancy"
 	"github.com/assessd/assessd/workflows"
 )
@@ -92,23 +89,12 @@ func TestWorkflowStartsSurviveATemporalOutage(t *testing.T) {
 	}
 	t.Cleanup(tc.Close)
 
-	db := storetest.New(t)
-	var handler http.Handler
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
-	t.Cleanup(srv.Close)
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
-	t.Cleanup(func() { rdb.Close() })
-	a, err := app.New(context.Background(), db, app.Config{
-		BaseURL: srv.URL, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Redis: rdb, Temporal: tc,
-		Dispatch: workflows.DispatchOptions{Sweep: 200 * time.Millisecond, StartTimeout: 2 * time.Second, MaxDelay: time.Second,
-			Reconcile: 500 * time.Millisecond, Quiet: time.Second},
+	e := newEnvWithConfig(t, func(c *app.Config) {
+		c.Temporal = tc
+		c.Dispatch = workflows.DispatchOptions{Sweep: 200 * time.Millisecond, StartTimeout: 2 * time.Second, MaxDelay: time.Second,
+			Reconcile: 500 * time.Millisecond, Quiet: time.Second}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	handler = a.Handler
-	a.Start(t.Context())
-	e := &env{t: t, srv: srv, app: a}
+	db, a := e.db, e.app
 
 	tn := e.newTenant("US", tenancy.PlanPro)
 	teacher := tn.keys[tenancy.RoleTeacher]
@@ -207,42 +193,33 @@ func TestWorkflowStartsSurviveATemporalOutage(t *testing.T) {
 // a failed one or after a minute).
 func waitStatus(t *testing.T, e *env, path, key, want string) response {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		r := e.do("GET", path, key, nil).must(t, 200)
+	var r response
+	eventually.Succeeds(t, time.Minute, func() error {
+		r = e.do("GET", path, key, nil).must(t, 200)
 		switch r.body["status"] {
 		case want:
-			return r
+			return nil
 		case "failed":
 			t.Fatalf("%s failed: %s", path, r.raw)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s still %v after a minute", path, r.body["status"])
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return fmt.Errorf("%s still %v", path, r.body["status"])
+	})
+	return r
 }
 
 // waitMetric polls /metrics until the sample named series satisfies ok.
 func waitMetric(t *testing.T, e *env, series string, ok func(float64) bool) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
+	eventually.Succeeds(t, time.Minute, func() error {
 		r := e.do("GET", "/metrics", "", nil).must(t, 200)
-		var value float64
-		var found bool
 		for line := range strings.SplitSeq(string(r.raw), "\n") {
 			if rest, has := strings.CutPrefix(line, series+" "); has {
-				value, _ = strconv.ParseFloat(rest, 64)
-				found = true
+				if value, _ := strconv.ParseFloat(rest, 64); !ok(value) {
+					return fmt.Errorf("%s is %v", series, value)
+				}
+				return nil
 			}
 		}
-		if found && ok(value) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s is %v (found %v) after a minute", series, value, found)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return fmt.Errorf("no sample %s", series)
+	})
 }

@@ -1,5 +1,6 @@
 // Package devenvtest gives tests a Temporal dev server (the CLI built by
-// make tools) and a client on it, both stopped when the test ends.
+// make tools) and a client on it, both stopped when the test ends. Tests
+// using them skip in -short mode, which runs without Temporal.
 package devenvtest
 
 import (
@@ -12,9 +13,9 @@ import (
 	"github.com/assessd/assessd/internal/devenv"
 )
 
-// Temporal starts a dev server for t and returns a client on it; it skips
-// t in -short mode.
-func Temporal(t testing.TB) client.Client {
+// Server starts a dev server for t, stopped when t ends, for tests that
+// hand its address to the code under test; it skips t in -short mode.
+func Server(t testing.TB) *devenv.Temporal {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts a Temporal dev server")
@@ -24,7 +25,14 @@ func Temporal(t testing.TB) client.Client {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = server.Stop() })
-	c, err := devenv.DialTemporal(server.Address)
+	return server
+}
+
+// Temporal starts a dev server for t and returns a client on it; it skips
+// t in -short mode.
+func Temporal(t testing.TB) client.Client {
+	t.Helper()
+	c, err := devenv.DialTemporal(Server(t).Address)
 	if err != nil {
 		t.Fatal(err)
 	}
