@@ -2,10 +2,13 @@ package tenancy_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/assessd/assessd/internal/platform/errs"
+	"github.com/assessd/assessd/internal/testkit/eventually"
 	"github.com/assessd/assessd/internal/testkit/storetest"
 	"github.com/assessd/assessd/tenancy"
 )
@@ -35,30 +38,24 @@ func TestRevocationReachesOtherInstances(t *testing.T) {
 	}
 	// Both watches must be listening before the revocation is sent, or a
 	// cached key could miss its notification.
-	for !a.CredentialListenerUp() || !b.CredentialListenerUp() {
-		select {
-		case <-ctx.Done():
-			t.Fatal(ctx.Err())
-		case <-time.After(5 * time.Millisecond):
+	eventually.Succeeds(t, 10*time.Second, func() error {
+		if !a.CredentialListenerUp() || !b.CredentialListenerUp() {
+			return errors.New("credential listeners not up")
 		}
-	}
+		return nil
+	})
 	if _, err := a.AuthenticateAPIKey(ctx, plain); err != nil {
 		t.Fatal(err) // now cached in a
 	}
 	if err := b.RevokeAPIKey(sys, k.ID); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(3 * time.Second)
-	for {
-		_, err := a.AuthenticateAPIKey(ctx, plain)
-		if errs.Is(err, errs.KindUnauthenticated) {
-			return
+	eventually.Succeeds(t, 3*time.Second, func() error {
+		if _, err := a.AuthenticateAPIKey(ctx, plain); !errs.Is(err, errs.KindUnauthenticated) {
+			return fmt.Errorf("instance a still accepts a key revoked by instance b: %v", err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("instance a still accepts a key revoked by instance b: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // TestOnlyRoleChangesPurgeCredentialCaches: a cached key holds its user's

@@ -2,6 +2,7 @@ package generation_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/assessd/assessd/internal/platform/errs"
 	"github.com/assessd/assessd/internal/platform/paging"
 	"github.com/assessd/assessd/internal/testkit/devenvtest"
+	"github.com/assessd/assessd/internal/testkit/eventually"
 	"github.com/assessd/assessd/internal/testkit/storetest"
 	"github.com/assessd/assessd/tenancy"
 	"github.com/assessd/assessd/workflows"
@@ -65,16 +67,15 @@ func TestGenerateExamOffline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for g.Status == "running" {
-		if time.Now().After(deadline) {
-			t.Fatal("generation still running")
-		}
-		time.Sleep(100 * time.Millisecond)
+	eventually.Succeeds(t, 30*time.Second, func() error {
 		if g, err = svc.Get(tctx, g.ID); err != nil {
 			t.Fatal(err)
 		}
-	}
+		if g.Status == "running" {
+			return errors.New("generation still running")
+		}
+		return nil
+	})
 	if g.Status != "ready" || g.ExamID == "" {
 		t.Fatalf("generation %+v", g)
 	}
