@@ -84,8 +84,8 @@ func TestUsageErrors(t *testing.T) {
 }
 
 func TestServeShutsDownGracefully(t *testing.T) {
-	t.Setenv("DATABASE_URL", storetest.NewURL(t))
 	t.Setenv("TEMPORAL_ADDRESS", devenvtest.Server(t).Address)
+	t.Setenv("DATABASE_URL", storetest.NewURL(t))
 	t.Setenv("REDIS_URL", redistest.URL(t))
 	addr := freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -20,9 +20,9 @@ import (
 // same environment, as a deployment does: both come up, the worker with
 // its metrics on ASSESSD_METRICS_ADDR.
 func TestServeAndWorkerShareAnEnvironment(t *testing.T) {
+	t.Setenv("TEMPORAL_ADDRESS", devenvtest.Server(t).Address)
 	apiAddr, metricsAddr := freeAddr(t), freeAddr(t)
 	t.Setenv("DATABASE_URL", storetest.NewURL(t))
-	t.Setenv("TEMPORAL_ADDRESS", devenvtest.Server(t).Address)
 	t.Setenv("REDIS_URL", redistest.URL(t))
 	t.Setenv("ASSESSD_ADDR", apiAddr)
 	t.Setenv("ASSESSD_METRICS_ADDR", metricsAddr)
