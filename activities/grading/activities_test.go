@@ -80,8 +80,7 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	h := &harness{t: t, db: storetest.New(t), eu: newRecordingAI(t), global: newRecordingAI(t)}
-	h.temporal = devenvtest.Temporal(t)
+	h := &harness{t: t, temporal: devenvtest.Temporal(t), db: storetest.New(t), eu: newRecordingAI(t), global: newRecordingAI(t)}
 	h.ten = tenancy.NewService(h.db)
 	h.content = assessment.NewService(h.db)
 	go app.NewDispatcher(h.temporal, h.db, prometheus.NewRegistry(), workflows.DispatchOptions{}).Run(t.Context())

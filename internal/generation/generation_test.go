@@ -28,8 +28,8 @@ import (
 // with the builtin provider: no network, a ready exam with valid questions.
 func TestGenerateExamOffline(t *testing.T) {
 	ctx := context.Background()
-	db := storetest.New(t)
 	tc := devenvtest.Temporal(t)
+	db := storetest.New(t)
 	reg := prometheus.NewRegistry()
 	w, err := app.NewWorker(tc, db, app.WorkerConfig{Region: "global", Provider: ai.NewBuiltin(), Fetcher: media.NewFetcher(nil, media.Options{}),
 		Metrics: gradingactivities.NewMetrics(reg, func(s string) string { return s })})
