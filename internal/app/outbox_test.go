@@ -3,7 +3,6 @@ package app_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -19,6 +18,7 @@ import (
 	"github.com/assessd/assessd/internal/assessment"
 	"github.com/assessd/assessd/internal/devenv"
 	"github.com/assessd/assessd/internal/media"
+	"github.com/assessd/assessd/internal/testkit/devenvtest"
 	"github.com/assessd/assessd/internal/testkit/eventually"
 	"github.com/assessd/assessd/tenancy"
 	"github.com/assessd/assessd/workflows"
@@ -40,31 +40,6 @@ func (p *countingProvider) GenerateQuestions(ctx context.Context, req ai.Generat
 	return p.Provider.GenerateQuestions(ctx, req)
 }
 
-// temporalServer is a dev server that can be stopped and started again on
-// the same address, as a Temporal outage would look to assessd.
-type temporalServer struct {
-	t       *testing.T
-	address string
-	server  *devenv.Temporal
-}
-
-func (s *temporalServer) start() {
-	s.t.Helper()
-	server, err := devenv.StartTemporalAt(context.Background(), s.address, io.Discard)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	s.server, s.address = server, server.Address
-}
-
-func (s *temporalServer) stop() {
-	s.t.Helper()
-	if err := s.server.Stop(); err != nil {
-		s.t.Fatal(err)
-	}
-	s.server = nil
-}
-
 // TestWorkflowStartsSurviveATemporalOutage submits a result needing AI
 // grading and requests an exam generation while Temporal is down: the API
 // answers, both wait in the outbox, and once a dev server is back on the
@@ -72,18 +47,9 @@ func (s *temporalServer) stop() {
 // generated exactly once. Then a workflow is lost with its server (a new,
 // empty dev server replaces it) and the reconciler starts it again.
 func TestWorkflowStartsSurviveATemporalOutage(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts Temporal dev servers")
-	}
-	temporal := &temporalServer{t: t}
-	temporal.start()
-	t.Cleanup(func() {
-		if temporal.server != nil {
-			_ = temporal.server.Stop()
-		}
-	})
+	temporal := devenvtest.StartRestartable(t)
 	// Lazy, like serve: no connection is needed to build the app.
-	tc, err := client.NewLazyClient(client.Options{HostPort: temporal.address})
+	tc, err := client.NewLazyClient(client.Options{HostPort: temporal.Address})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +86,7 @@ func TestWorkflowStartsSurviveATemporalOutage(t *testing.T) {
 	provider := &countingProvider{Provider: ai.NewBuiltin()}
 	startWorkers := func() func() {
 		t.Helper()
-		wc, err := devenv.DialTemporal(temporal.address)
+		wc, err := devenv.DialTemporal(temporal.Address)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,7 +111,7 @@ func TestWorkflowStartsSurviveATemporalOutage(t *testing.T) {
 	}
 
 	// Temporal goes away. The API still takes the work.
-	temporal.stop()
+	temporal.Stop()
 	first := submit()
 	gen := e.do("POST", "/exam-generations", teacher, map[string]any{"subject": "Photosynthesis", "count": 3}).must(t, 200)
 	if gen.body["status"] != "running" {
@@ -161,7 +127,7 @@ func TestWorkflowStartsSurviveATemporalOutage(t *testing.T) {
 	}
 
 	// Temporal is back on the same address: the app's client reconnects.
-	temporal.start()
+	temporal.Start()
 	stopWorkers := startWorkers()
 	waitStatus(t, e, "/exams/"+exam.ID+"/results/"+first, teacher, "graded")
 	ready := waitStatus(t, e, "/exam-generations/"+genID, teacher, "ready")
@@ -179,8 +145,8 @@ func TestWorkflowStartsSurviveATemporalOutage(t *testing.T) {
 	stopWorkers()
 	second := submit()
 	waitMetric(t, e, `assessd_outbox_dispatches_total{kind="grading",outcome="started"}`, func(v float64) bool { return v >= 2 })
-	temporal.stop()
-	temporal.start()
+	temporal.Stop()
+	temporal.Start()
 	defer startWorkers()()
 	waitMetric(t, e, `assessd_outbox_dispatches_total{kind="grading",outcome="restarted"}`, func(v float64) bool { return v >= 1 })
 	waitStatus(t, e, "/exams/"+exam.ID+"/results/"+second, teacher, "graded")

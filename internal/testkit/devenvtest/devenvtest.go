@@ -17,9 +17,7 @@ import (
 // hand its address to the code under test; it skips t in -short mode.
 func Server(t testing.TB) *devenv.Temporal {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("starts a Temporal dev server")
-	}
+	skipShort(t)
 	server, err := devenv.StartTemporal(context.Background(), io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -38,4 +36,55 @@ func Temporal(t testing.TB) client.Client {
 	}
 	t.Cleanup(c.Close)
 	return c
+}
+
+// Restartable is a dev server a test stops and starts again on the same
+// address, as a Temporal outage looks to the clients of it.
+type Restartable struct {
+	t testing.TB
+	// Address is the frontend host:port, the same across restarts.
+	Address string
+	server  *devenv.Temporal
+}
+
+// StartRestartable starts a Restartable dev server for t, stopped when t
+// ends; it skips t in -short mode.
+func StartRestartable(t testing.TB) *Restartable {
+	t.Helper()
+	skipShort(t)
+	r := &Restartable{t: t}
+	r.Start()
+	t.Cleanup(func() {
+		if r.server != nil {
+			_ = r.server.Stop()
+		}
+	})
+	return r
+}
+
+// Start starts the server (again) on its address; a restarted server has
+// lost every workflow, as an in-memory one does.
+func (r *Restartable) Start() {
+	r.t.Helper()
+	server, err := devenv.StartTemporalAt(context.Background(), r.Address, io.Discard)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.server, r.Address = server, server.Address
+}
+
+// Stop stops the server.
+func (r *Restartable) Stop() {
+	r.t.Helper()
+	if err := r.server.Stop(); err != nil {
+		r.t.Fatal(err)
+	}
+	r.server = nil
+}
+
+func skipShort(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a Temporal dev server")
+	}
 }
