@@ -2,10 +2,16 @@ package tenancy_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/assessd/assessd/internal/platform/errs"
+	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/internal/testkit/eventually"
 	"github.com/assessd/assessd/internal/testkit/storetest"
 	"github.com/assessd/assessd/tenancy"
 )
@@ -35,45 +41,49 @@ func TestRevocationReachesOtherInstances(t *testing.T) {
 	}
 	// Both watches must be listening before the revocation is sent, or a
 	// cached key could miss its notification.
-	for !a.CredentialListenerUp() || !b.CredentialListenerUp() {
-		select {
-		case <-ctx.Done():
-			t.Fatal(ctx.Err())
-		case <-time.After(5 * time.Millisecond):
+	eventually.Succeeds(t, 10*time.Second, func() error {
+		if !a.CredentialListenerUp() || !b.CredentialListenerUp() {
+			return errors.New("credential listeners not up")
 		}
-	}
+		return nil
+	})
 	if _, err := a.AuthenticateAPIKey(ctx, plain); err != nil {
 		t.Fatal(err) // now cached in a
 	}
 	if err := b.RevokeAPIKey(sys, k.ID); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(3 * time.Second)
-	for {
-		_, err := a.AuthenticateAPIKey(ctx, plain)
-		if errs.Is(err, errs.KindUnauthenticated) {
-			return
+	eventually.Succeeds(t, 3*time.Second, func() error {
+		if _, err := a.AuthenticateAPIKey(ctx, plain); !errs.Is(err, errs.KindUnauthenticated) {
+			return fmt.Errorf("instance a still accepts a key revoked by instance b: %v", err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("instance a still accepts a key revoked by instance b: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // TestOnlyRoleChangesPurgeCredentialCaches: a cached key holds its user's
 // role and nothing else a patch changes, so renaming a user must not make
 // every instance drop every cached key, while a role change must.
 func TestOnlyRoleChangesPurgeCredentialCaches(t *testing.T) {
-	db := storetest.New(t)
-	s := tenancy.NewService(db)
 	ctx, stop := context.WithTimeout(context.Background(), 30*time.Second)
 	defer stop()
-	ready, notified := make(chan struct{}), make(chan struct{}, 16)
-	go func() {
-		_ = db.Listen(ctx, "assessd_credentials", func() { close(ready) }, func() { notified <- struct{}{} })
-	}()
-	<-ready
+	dbURL := storetest.NewURL(t)
+	db, err := store.Open(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s := tenancy.NewService(db)
+	// A listener of its own reads payloads: the test's marker, sent last,
+	// ends the wait, since notifications arrive in commit order.
+	listener, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer listener.Close(context.Background())
+	if _, err := listener.Exec(ctx, "LISTEN assessd_credentials"); err != nil {
+		t.Fatal(err)
+	}
 
 	org, err := s.CreateOrg(ctx, tenancy.NewOrg{Name: "X", Country: "US"})
 	if err != nil {
@@ -91,16 +101,23 @@ func TestOnlyRoleChangesPurgeCredentialCaches(t *testing.T) {
 	if _, err := s.UpdateUser(sys, u.ID, tenancy.UserPatch{Role: &role}); err != nil {
 		t.Fatal(err)
 	}
-	// Notifications arrive in commit order: the first one must be the role
-	// change's, and no other may follow.
-	select {
-	case <-notified:
-	case <-ctx.Done():
-		t.Fatal("a role change sent no credential notification")
+	const marker = "end of test"
+	if _, err := listener.Exec(ctx, "SELECT pg_notify('assessd_credentials', $1)", marker); err != nil {
+		t.Fatal(err)
 	}
-	select {
-	case <-notified:
-		t.Fatal("a rename purged the credential caches")
-	case <-time.After(300 * time.Millisecond):
+	purges := 0
+	for {
+		n, err := listener.WaitForNotification(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.Payload == marker {
+			break
+		}
+		purges++
+	}
+	// The rename must have sent nothing, the role change one notification.
+	if purges != 1 {
+		t.Fatalf("a rename and a role change sent %d credential notifications, want 1 (the role change's)", purges)
 	}
 }

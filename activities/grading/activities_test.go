@@ -3,6 +3,8 @@ package grading_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -21,6 +23,7 @@ import (
 	"github.com/assessd/assessd/internal/media"
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/internal/testkit/devenvtest"
+	"github.com/assessd/assessd/internal/testkit/eventually"
 	"github.com/assessd/assessd/internal/testkit/storetest"
 	"github.com/assessd/assessd/tenancy"
 	"github.com/assessd/assessd/workflows"
@@ -77,8 +80,7 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	h := &harness{t: t, db: storetest.New(t), eu: newRecordingAI(t), global: newRecordingAI(t)}
-	h.temporal = devenvtest.Temporal(t)
+	h := &harness{t: t, temporal: devenvtest.Temporal(t), db: storetest.New(t), eu: newRecordingAI(t), global: newRecordingAI(t)}
 	h.ten = tenancy.NewService(h.db)
 	h.content = assessment.NewService(h.db)
 	go app.NewDispatcher(h.temporal, h.db, prometheus.NewRegistry(), workflows.DispatchOptions{}).Run(t.Context())
@@ -162,20 +164,18 @@ func (h *harness) submit(s school, files []string) string {
 
 func (h *harness) waitGraded(s school, resultID string) assessment.Result {
 	h.t.Helper()
-	deadline := time.Now().Add(45 * time.Second)
-	for {
-		r, err := h.content.Result(s.staff, s.exam.ID, resultID)
-		if err != nil {
+	var r assessment.Result
+	eventually.Succeeds(h.t, 45*time.Second, func() error {
+		var err error
+		if r, err = h.content.Result(s.staff, s.exam.ID, resultID); err != nil {
 			h.t.Fatal(err)
 		}
-		if r.Status != "grading" {
-			return r
+		if r.Status == "grading" {
+			return fmt.Errorf("result %s still grading", resultID)
 		}
-		if time.Now().After(deadline) {
-			h.t.Fatalf("result %s still grading", resultID)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
+	return r
 }
 
 func countContaining(bodies []string, s string) int {
@@ -245,13 +245,12 @@ func TestGradingSurvivesAWorkerRestart(t *testing.T) {
 	stop := h.startWorker("eu")
 	s := h.newSchool("FR")
 	id := h.submit(s, nil)
-	deadline := time.Now().Add(20 * time.Second)
-	for len(h.eu.requests()) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the worker never called the AI endpoint")
+	eventually.Succeeds(t, 20*time.Second, func() error {
+		if len(h.eu.requests()) == 0 {
+			return errors.New("the worker never called the AI endpoint")
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 	stop() // the worker dies mid-grading
 	h.eu.mu.Lock()
 	close(h.eu.hold)

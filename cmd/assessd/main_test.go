@@ -18,7 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/assessd/assessd/internal/devenv"
+	"github.com/assessd/assessd/internal/testkit/devenvtest"
+	"github.com/assessd/assessd/internal/testkit/redistest"
 	"github.com/assessd/assessd/internal/testkit/storetest"
 )
 
@@ -83,31 +84,14 @@ func TestUsageErrors(t *testing.T) {
 }
 
 func TestServeShutsDownGracefully(t *testing.T) {
+	t.Setenv("TEMPORAL_ADDRESS", devenvtest.Server(t).Address)
 	t.Setenv("DATABASE_URL", storetest.NewURL(t))
-	tmp, err := devenv.StartTemporal(context.Background(), io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tmp.Stop()
-	t.Setenv("TEMPORAL_ADDRESS", tmp.Address)
-	t.Setenv("REDIS_URL", "redis://127.0.0.1:6379/0")
+	t.Setenv("REDIS_URL", redistest.URL(t))
 	addr := freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	var errOut bytes.Buffer
-	go func() { done <- run(ctx, []string{"serve", "--assessd-addr", addr}, &bytes.Buffer{}, &errOut) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		res, err := http.Get("http://" + addr + "/healthz")
-		if err == nil {
-			res.Body.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server did not come up: %v\n%s", err, errOut.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	go func() { done <- run(ctx, []string{"serve", "--assessd-addr", addr}, &bytes.Buffer{}, &bytes.Buffer{}) }()
+	waitHealthy(t, "http://"+addr+"/healthz", done)
 	cancel()
 	select {
 	case err := <-done:

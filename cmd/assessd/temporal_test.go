@@ -21,7 +21,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/assessd/assessd/internal/devenv"
+	"github.com/assessd/assessd/internal/testkit/devenvtest"
 )
 
 var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -146,14 +146,7 @@ func tlsProxy(t *testing.T, p pki, target string) string {
 // client certificate; the namespace is verified, and registered only when
 // allowed.
 func TestTemporalOverMTLSAndNamespace(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Temporal dev server")
-	}
-	server, err := devenv.StartTemporal(context.Background(), io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = server.Stop() })
+	server := devenvtest.Server(t)
 	p := newPKI(t)
 	cfg := config{
 		TemporalAddress: tlsProxy(t, p, server.Address), TemporalNamespace: "default", TemporalCreateNamespace: "false",

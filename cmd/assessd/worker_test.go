@@ -3,13 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/assessd/assessd/internal/devenv"
+	"github.com/assessd/assessd/internal/testkit/devenvtest"
+	"github.com/assessd/assessd/internal/testkit/eventually"
+	"github.com/assessd/assessd/internal/testkit/redistest"
 	"github.com/assessd/assessd/internal/testkit/storetest"
 )
 
@@ -17,15 +20,10 @@ import (
 // same environment, as a deployment does: both come up, the worker with
 // its metrics on ASSESSD_METRICS_ADDR.
 func TestServeAndWorkerShareAnEnvironment(t *testing.T) {
-	tmp, err := devenv.StartTemporal(context.Background(), io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tmp.Stop()
+	t.Setenv("TEMPORAL_ADDRESS", devenvtest.Server(t).Address)
 	apiAddr, metricsAddr := freeAddr(t), freeAddr(t)
 	t.Setenv("DATABASE_URL", storetest.NewURL(t))
-	t.Setenv("TEMPORAL_ADDRESS", tmp.Address)
-	t.Setenv("REDIS_URL", "redis://127.0.0.1:6379/0")
+	t.Setenv("REDIS_URL", redistest.URL(t))
 	t.Setenv("ASSESSD_ADDR", apiAddr)
 	t.Setenv("ASSESSD_METRICS_ADDR", metricsAddr)
 
@@ -63,23 +61,20 @@ func TestServeAndWorkerShareAnEnvironment(t *testing.T) {
 // behind it returns.
 func waitHealthy(t *testing.T, url string, done <-chan error) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		res, err := http.Get(url)
-		if err == nil {
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				return
-			}
-		}
+	eventually.Succeeds(t, 20*time.Second, func() error {
 		select {
 		case err := <-done:
 			t.Fatalf("%s: the command returned %v before it was healthy", url, err)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not come up: %v", url, err)
+		res, err := http.Get(url)
+		if err != nil {
+			return err
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s answered %d", url, res.StatusCode)
+		}
+		return nil
+	})
 }

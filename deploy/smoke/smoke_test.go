@@ -27,7 +27,6 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/redis/go-redis/v9"
 	"go.temporal.io/sdk/client"
 
 	gradingactivities "github.com/assessd/assessd/activities/grading"
@@ -37,6 +36,8 @@ import (
 	"github.com/assessd/assessd/internal/media"
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/internal/testkit/devenvtest"
+	"github.com/assessd/assessd/internal/testkit/eventually"
+	"github.com/assessd/assessd/internal/testkit/redistest"
 	"github.com/assessd/assessd/internal/testkit/storetest"
 	"github.com/assessd/assessd/observability"
 	"github.com/assessd/assessd/observability/temporalmetrics"
@@ -59,13 +60,11 @@ func TestDashboardsQueryRealMetrics(t *testing.T) {
 	ctx := context.Background()
 	tc := devenvtest.Temporal(t)
 	db := storetest.New(t)
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
-	t.Cleanup(func() { rdb.Close() })
 
 	var handler http.Handler
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 	t.Cleanup(srv.Close)
-	a, err := app.New(ctx, db, app.Config{BaseURL: srv.URL, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Redis: rdb, Temporal: tc})
+	a, err := app.New(ctx, db, app.Config{BaseURL: srv.URL, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Redis: redistest.Client(t), Temporal: tc})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +86,8 @@ func TestDashboardsQueryRealMetrics(t *testing.T) {
 	}
 	waitFor(t, prom, `sum(assessd_grading_results_total{outcome="graded"})`, 2)
 	waitFor(t, prom, `count(sum by (region) (assessd_grading_results_total{outcome="graded"}))`, 2)
-	time.Sleep(3 * time.Second) // a few more scrapes, so rates have two samples
+	// Rates need two samples of every graded series.
+	waitFor(t, prom, `min(count_over_time(assessd_grading_results_total{outcome="graded"}[1m]))`, 2)
 
 	files, _ := filepath.Glob("../grafana/dashboards/*.json")
 	if len(files) != 4 {
@@ -159,17 +159,18 @@ scrape_configs:
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	base := "http://" + addr
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if res, err := http.Get(base + "/-/ready"); err == nil {
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				return base
-			}
+	eventually.Succeeds(t, 20*time.Second, func() error {
+		res, err := http.Get(base + "/-/ready")
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("prometheus did not start:\n%s", logs.String())
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			return fmt.Errorf("prometheus /-/ready answered %d:\n%s", res.StatusCode, logs.String())
 		}
-	}
+		return nil
+	})
+	return base
 }
 
 type tenant struct {
@@ -317,12 +318,13 @@ func instant(t *testing.T, prom, expr string) (int, error) {
 }
 
 func waitFor(t *testing.T, prom, expr string, want float64) {
-	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
-		if n, err := instant(t, prom, fmt.Sprintf("(%s) >= %v", expr, want)); err == nil && n > 0 {
-			return
+	t.Helper()
+	eventually.Succeeds(t, 60*time.Second, func() error {
+		if n, err := instant(t, prom, fmt.Sprintf("(%s) >= %v", expr, want)); err != nil || n == 0 {
+			return fmt.Errorf("%s is not >= %v yet (%v)", expr, want, err)
 		}
-	}
-	t.Fatalf("timed out waiting for %s >= %v", expr, want)
+		return nil
+	})
 }
 
 // dashboard is the part of the generated JSON the test reads.

@@ -12,11 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/assessd/assessd/internal/app"
-	"github.com/assessd/assessd/internal/platform/ids"
 	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/internal/testkit/redistest"
 	"github.com/assessd/assessd/internal/testkit/storetest"
 	"github.com/assessd/assessd/tenancy"
 )
@@ -48,7 +46,7 @@ func newEnvWithConfig(t *testing.T, adjust func(*app.Config)) *env {
 
 // newEnvOn starts an assessd instance on db, with the configuration adjust
 // (if not nil) leaves; several instances may share one database. Each
-// server gets its own rate-limit keys in the shared Redis.
+// server gets its own in-process Redis, so the tests need no Redis server.
 func newEnvOn(t *testing.T, db *store.DB, adjust func(*app.Config)) *env {
 	t.Helper()
 	// The issuer must be known before the server has an address: route the
@@ -56,12 +54,7 @@ func newEnvOn(t *testing.T, db *store.DB, adjust func(*app.Config)) *env {
 	var handler http.Handler
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 	t.Cleanup(srv.Close)
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
-	t.Cleanup(func() { rdb.Close() })
-	cfg := app.Config{
-		BaseURL: srv.URL, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Redis: rdb,
-		RateLimitPrefix: "test:" + ids.New("rl_") + ":",
-	}
+	cfg := app.Config{BaseURL: srv.URL, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Redis: redistest.Client(t)}
 	if adjust != nil {
 		adjust(&cfg)
 	}

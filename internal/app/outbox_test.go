@@ -2,10 +2,7 @@ package app_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
-	"net/http"
-	"net/http/httptest"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -13,7 +10,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 	"go.temporal.io/sdk/client"
 
 	gradingactivities "github.com/assessd/assessd/activities/grading"
@@ -22,7 +18,8 @@ import (
 	"github.com/assessd/assessd/internal/assessment"
 	"github.com/assessd/assessd/internal/devenv"
 	"github.com/assessd/assessd/internal/media"
-	"github.com/assessd/assessd/internal/testkit/storetest"
+	"github.com/assessd/assessd/internal/testkit/devenvtest"
+	"github.com/assessd/assessd/internal/testkit/eventually"
 	"github.com/assessd/assessd/tenancy"
 	"github.com/assessd/assessd/workflows"
 )
@@ -43,31 +40,6 @@ func (p *countingProvider) GenerateQuestions(ctx context.Context, req ai.Generat
 	return p.Provider.GenerateQuestions(ctx, req)
 }
 
-// temporalServer is a dev server that can be stopped and started again on
-// the same address, as a Temporal outage would look to assessd.
-type temporalServer struct {
-	t       *testing.T
-	address string
-	server  *devenv.Temporal
-}
-
-func (s *temporalServer) start() {
-	s.t.Helper()
-	server, err := devenv.StartTemporalAt(context.Background(), s.address, io.Discard)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	s.server, s.address = server, server.Address
-}
-
-func (s *temporalServer) stop() {
-	s.t.Helper()
-	if err := s.server.Stop(); err != nil {
-		s.t.Fatal(err)
-	}
-	s.server = nil
-}
-
 // TestWorkflowStartsSurviveATemporalOutage submits a result needing AI
 // grading and requests an exam generation while Temporal is down: the API
 // answers, both wait in the outbox, and once a dev server is back on the
@@ -75,40 +47,20 @@ func (s *temporalServer) stop() {
 // generated exactly once. Then a workflow is lost with its server (a new,
 // empty dev server replaces it) and the reconciler starts it again.
 func TestWorkflowStartsSurviveATemporalOutage(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts Temporal dev servers")
-	}
-	temporal := &temporalServer{t: t}
-	temporal.start()
-	t.Cleanup(func() {
-		if temporal.server != nil {
-			_ = temporal.server.Stop()
-		}
-	})
+	temporal := devenvtest.StartRestartable(t)
 	// Lazy, like serve: no connection is needed to build the app.
-	tc, err := client.NewLazyClient(client.Options{HostPort: temporal.address})
+	tc, err := client.NewLazyClient(client.Options{HostPort: temporal.Address})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(tc.Close)
 
-	db := storetest.New(t)
-	var handler http.Handler
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
-	t.Cleanup(srv.Close)
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
-	t.Cleanup(func() { rdb.Close() })
-	a, err := app.New(context.Background(), db, app.Config{
-		BaseURL: srv.URL, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Redis: rdb, Temporal: tc,
-		Dispatch: workflows.DispatchOptions{Sweep: 200 * time.Millisecond, StartTimeout: 2 * time.Second, MaxDelay: time.Second,
-			Reconcile: 500 * time.Millisecond, Quiet: time.Second},
+	e := newEnvWithConfig(t, func(c *app.Config) {
+		c.Temporal = tc
+		c.Dispatch = workflows.DispatchOptions{Sweep: 200 * time.Millisecond, StartTimeout: 2 * time.Second, MaxDelay: time.Second,
+			Reconcile: 500 * time.Millisecond, Quiet: time.Second}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	handler = a.Handler
-	a.Start(t.Context())
-	e := &env{t: t, srv: srv, app: a}
+	db, a := e.db, e.app
 
 	tn := e.newTenant("US", tenancy.PlanPro)
 	teacher := tn.keys[tenancy.RoleTeacher]
@@ -134,7 +86,7 @@ func TestWorkflowStartsSurviveATemporalOutage(t *testing.T) {
 	provider := &countingProvider{Provider: ai.NewBuiltin()}
 	startWorkers := func() func() {
 		t.Helper()
-		wc, err := devenv.DialTemporal(temporal.address)
+		wc, err := devenv.DialTemporal(temporal.Address)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -159,7 +111,7 @@ func TestWorkflowStartsSurviveATemporalOutage(t *testing.T) {
 	}
 
 	// Temporal goes away. The API still takes the work.
-	temporal.stop()
+	temporal.Stop()
 	first := submit()
 	gen := e.do("POST", "/exam-generations", teacher, map[string]any{"subject": "Photosynthesis", "count": 3}).must(t, 200)
 	if gen.body["status"] != "running" {
@@ -175,7 +127,7 @@ func TestWorkflowStartsSurviveATemporalOutage(t *testing.T) {
 	}
 
 	// Temporal is back on the same address: the app's client reconnects.
-	temporal.start()
+	temporal.Start()
 	stopWorkers := startWorkers()
 	waitStatus(t, e, "/exams/"+exam.ID+"/results/"+first, teacher, "graded")
 	ready := waitStatus(t, e, "/exam-generations/"+genID, teacher, "ready")
@@ -193,8 +145,8 @@ func TestWorkflowStartsSurviveATemporalOutage(t *testing.T) {
 	stopWorkers()
 	second := submit()
 	waitMetric(t, e, `assessd_outbox_dispatches_total{kind="grading",outcome="started"}`, func(v float64) bool { return v >= 2 })
-	temporal.stop()
-	temporal.start()
+	temporal.Stop()
+	temporal.Start()
 	defer startWorkers()()
 	waitMetric(t, e, `assessd_outbox_dispatches_total{kind="grading",outcome="restarted"}`, func(v float64) bool { return v >= 1 })
 	waitStatus(t, e, "/exams/"+exam.ID+"/results/"+second, teacher, "graded")
@@ -207,42 +159,33 @@ func TestWorkflowStartsSurviveATemporalOutage(t *testing.T) {
 // a failed one or after a minute).
 func waitStatus(t *testing.T, e *env, path, key, want string) response {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		r := e.do("GET", path, key, nil).must(t, 200)
+	var r response
+	eventually.Succeeds(t, time.Minute, func() error {
+		r = e.do("GET", path, key, nil).must(t, 200)
 		switch r.body["status"] {
 		case want:
-			return r
+			return nil
 		case "failed":
 			t.Fatalf("%s failed: %s", path, r.raw)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s still %v after a minute", path, r.body["status"])
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return fmt.Errorf("%s still %v", path, r.body["status"])
+	})
+	return r
 }
 
 // waitMetric polls /metrics until the sample named series satisfies ok.
 func waitMetric(t *testing.T, e *env, series string, ok func(float64) bool) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
+	eventually.Succeeds(t, time.Minute, func() error {
 		r := e.do("GET", "/metrics", "", nil).must(t, 200)
-		var value float64
-		var found bool
 		for line := range strings.SplitSeq(string(r.raw), "\n") {
 			if rest, has := strings.CutPrefix(line, series+" "); has {
-				value, _ = strconv.ParseFloat(rest, 64)
-				found = true
+				if value, _ := strconv.ParseFloat(rest, 64); !ok(value) {
+					return fmt.Errorf("%s is %v", series, value)
+				}
+				return nil
 			}
 		}
-		if found && ok(value) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s is %v (found %v) after a minute", series, value, found)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return fmt.Errorf("no sample %s", series)
+	})
 }

@@ -12,13 +12,14 @@ import (
 	"github.com/assessd/assessd/internal/assessment"
 	"github.com/assessd/assessd/internal/embedflow"
 	"github.com/assessd/assessd/internal/testkit/browsertest"
+	"github.com/assessd/assessd/internal/testkit/redistest"
 	"github.com/assessd/assessd/internal/testkit/storetest"
 	"github.com/assessd/assessd/tenancy"
 )
 
 func TestAuthoringFlow(t *testing.T) {
 	db := storetest.New(t)
-	f := newFixtureWith(t, localRedis(t), db, nilGenerator)
+	f := newFixtureWith(t, redistest.Client(t), db, nilGenerator)
 	content := assessment.NewService(db)
 	srv := serve(t, f)
 	exam, err := content.CreateExam(f.teacher, assessment.NewExam{Name: "Geography", Language: "en"})

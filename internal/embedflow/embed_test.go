@@ -3,12 +3,11 @@ package embedflow_test
 import (
 	"context"
 	"fmt"
-	"net"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/assessd/assessd/internal/embedflow"
 	"github.com/assessd/assessd/internal/platform/errs"
 	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/internal/testkit/redistest"
 	"github.com/assessd/assessd/internal/testkit/storetest"
 	"github.com/assessd/assessd/tenancy"
 )
@@ -67,14 +67,8 @@ func newFixtureWith(t *testing.T, rdb *redis.Client, db *store.DB, gen func(*sto
 	return f
 }
 
-func localRedis(t *testing.T) *redis.Client {
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
-	t.Cleanup(func() { rdb.Close() })
-	return rdb
-}
-
 func TestCreateAndOpen(t *testing.T) {
-	rdb := localRedis(t)
+	rdb := redistest.Client(t)
 	f := newFixture(t, rdb)
 	in := embedflow.NewSession{Flow: "generate-exam", ActorID: f.users[tenancy.RoleTeacher].ID, ExpiresIn: 120,
 		Strings:        map[string]string{"account.attributes.studentLevel-name": "Grade"},
@@ -114,7 +108,7 @@ func TestCreateAndOpen(t *testing.T) {
 }
 
 func TestCreateRules(t *testing.T) {
-	f := newFixture(t, localRedis(t))
+	f := newFixture(t, redistest.Client(t))
 	teacher, student := f.users[tenancy.RoleTeacher].ID, f.users[tenancy.RoleStudent].ID
 	tests := []struct {
 		name  string
@@ -154,46 +148,26 @@ func TestCreateRules(t *testing.T) {
 	}
 }
 
-// TestRedisOutage stops a private Redis and starts it again: creating a
-// session is a clear 503 while it is down and works again once it is back.
+// TestRedisOutage stops the session store's Redis and starts it again on
+// the same address: creating a session is a clear 503 while it is down and
+// works again once it is back.
 func TestRedisOutage(t *testing.T) {
-	server, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server not installed")
-	}
-	l, _ := net.Listen("tcp", "127.0.0.1:0")
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	start := func() *exec.Cmd {
-		cmd := exec.Command(server, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		for range 100 {
-			if c, err := net.Dial("tcp", fmt.Sprint("127.0.0.1:", port)); err == nil {
-				c.Close()
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		return cmd
-	}
-	cmd := start()
-	rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprint("127.0.0.1:", port), MaxRetries: 1, DialTimeout: 500 * time.Millisecond})
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), MaxRetries: 1, DialTimeout: 500 * time.Millisecond})
 	defer rdb.Close()
 	f := newFixture(t, rdb)
 	in := embedflow.NewSession{Flow: "generate-exam", ActorID: f.users[tenancy.RoleTeacher].ID}
 	if _, err := f.svc.Create(f.teacher, in); err != nil {
 		t.Fatal(err)
 	}
-	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
-	_, err = f.svc.Create(f.teacher, in)
+	mr.Close()
+	_, err := f.svc.Create(f.teacher, in)
 	if e, ok := errs.As(err); !ok || e.Kind != errs.KindUnavailable || !strings.Contains(e.Message, "temporarily unavailable") {
 		t.Fatalf("with Redis down: %v", err)
 	}
-	cmd = start()
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	if err := mr.Restart(); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := f.svc.Create(f.teacher, in); err != nil {
 		t.Fatalf("after Redis came back: %v", err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/assessd/assessd/internal/embedflow"
 	"github.com/assessd/assessd/internal/testkit/browsertest"
+	"github.com/assessd/assessd/internal/testkit/redistest"
 	"github.com/assessd/assessd/tenancy"
 )
 
@@ -24,7 +25,7 @@ func serve(t *testing.T, f fixture) *httptest.Server {
 }
 
 func TestGenerateExamPage(t *testing.T) {
-	f := newFixture(t, localRedis(t))
+	f := newFixture(t, redistest.Client(t))
 	srv := serve(t, f)
 	sess, err := f.svc.Create(f.teacher, embedflow.NewSession{
 		Flow: "generate-exam", ActorID: f.users[tenancy.RoleTeacher].ID,
@@ -97,7 +98,7 @@ func TestGenerateExamPage(t *testing.T) {
 }
 
 func TestExpiredSessionPage(t *testing.T) {
-	f := newFixture(t, localRedis(t))
+	f := newFixture(t, redistest.Client(t))
 	srv := serve(t, f)
 	for _, id := range []string{"emb_" + strings.Repeat("b", 32), "nonsense"} {
 		res, err := http.Get(srv.URL + "/embed/" + id)

@@ -17,6 +17,7 @@ import (
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/internal/testkit/browsertest"
 	"github.com/assessd/assessd/internal/testkit/devenvtest"
+	"github.com/assessd/assessd/internal/testkit/redistest"
 	"github.com/assessd/assessd/internal/testkit/storetest"
 	"github.com/assessd/assessd/tenancy"
 	"github.com/assessd/assessd/workflows"
@@ -42,8 +43,8 @@ func TestStudentTakesExamAndSeesGradedResult(t *testing.T) {
 	}
 	content := assessment.NewService(db)
 	go app.NewDispatcher(tc, db, prometheus.NewRegistry(), workflows.DispatchOptions{}).Run(t.Context())
-	f := newFixtureWith(t, localRedis(t), db, func(*store.DB) embedflow.Generator { return nil })
-	f.svc = embedflow.NewService(embedflow.NewStore(localRedis(t)), tenancy.NewService(db), content, nil, "https://assessd.example", prometheus.NewRegistry(), func(s string) string { return s })
+	f := newFixtureWith(t, redistest.Client(t), db, func(*store.DB) embedflow.Generator { return nil })
+	f.svc = embedflow.NewService(embedflow.NewStore(redistest.Client(t)), tenancy.NewService(db), content, nil, "https://assessd.example", prometheus.NewRegistry(), func(s string) string { return s })
 	srv := serve(t, f)
 
 	exam, err := content.CreateExam(f.teacher, assessment.NewExam{Name: "Plants", Language: "en"})

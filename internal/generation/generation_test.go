@@ -2,6 +2,7 @@ package generation_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/assessd/assessd/internal/platform/errs"
 	"github.com/assessd/assessd/internal/platform/paging"
 	"github.com/assessd/assessd/internal/testkit/devenvtest"
+	"github.com/assessd/assessd/internal/testkit/eventually"
 	"github.com/assessd/assessd/internal/testkit/storetest"
 	"github.com/assessd/assessd/tenancy"
 	"github.com/assessd/assessd/workflows"
@@ -26,8 +28,8 @@ import (
 // with the builtin provider: no network, a ready exam with valid questions.
 func TestGenerateExamOffline(t *testing.T) {
 	ctx := context.Background()
-	db := storetest.New(t)
 	tc := devenvtest.Temporal(t)
+	db := storetest.New(t)
 	reg := prometheus.NewRegistry()
 	w, err := app.NewWorker(tc, db, app.WorkerConfig{Region: "global", Provider: ai.NewBuiltin(), Fetcher: media.NewFetcher(nil, media.Options{}),
 		Metrics: gradingactivities.NewMetrics(reg, func(s string) string { return s })})
@@ -65,16 +67,15 @@ func TestGenerateExamOffline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for g.Status == "running" {
-		if time.Now().After(deadline) {
-			t.Fatal("generation still running")
-		}
-		time.Sleep(100 * time.Millisecond)
+	eventually.Succeeds(t, 30*time.Second, func() error {
 		if g, err = svc.Get(tctx, g.ID); err != nil {
 			t.Fatal(err)
 		}
-	}
+		if g.Status == "running" {
+			return errors.New("generation still running")
+		}
+		return nil
+	})
 	if g.Status != "ready" || g.ExamID == "" {
 		t.Fatalf("generation %+v", g)
 	}

@@ -3,7 +3,6 @@ package grading
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,8 +18,8 @@ import (
 	"go.temporal.io/sdk/worker"
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"github.com/assessd/assessd/internal/devenv"
 	"github.com/assessd/assessd/internal/outbox"
+	"github.com/assessd/assessd/internal/testkit/devenvtest"
 	"github.com/assessd/assessd/workflows"
 )
 
@@ -102,16 +101,7 @@ func TestRecordGradeResultHistory(t *testing.T) {
 		t.Skip("set UPDATE_HISTORIES=1 to record the replay test's history")
 	}
 	ctx := context.Background()
-	server, err := devenv.StartTemporal(ctx, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer server.Stop()
-	c, err := devenv.DialTemporal(server.Address)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := devenvtest.Temporal(t)
 	f := &fakeGrading{pending: []string{"a1", "a2", "a3"}, failOnce: map[string]bool{"a2": true}, invalid: map[string]bool{"a3": true}}
 	w := worker.New(c, "grading-eu", worker.Options{})
 	w.RegisterWorkflow(GradeResult)

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/assessd/assessd/internal/platform/ratelimit"
+	"github.com/assessd/assessd/internal/testkit/redistest"
 )
 
 // prefix isolates a test's keys in the shared Redis.
@@ -31,6 +32,15 @@ func redisClient(t *testing.T, addr string) *redis.Client {
 	return c
 }
 
+// sharedRedis is the local Redis server the limiter's script is tested
+// against; -short mode, which runs without one, uses an in-process Redis.
+func sharedRedis(t *testing.T) *redis.Client {
+	if testing.Short() {
+		return redistest.Client(t)
+	}
+	return redisClient(t, "127.0.0.1:6379")
+}
+
 func newLimiter(t *testing.T, opts ratelimit.Options) *ratelimit.Limiter {
 	l := ratelimit.New(opts)
 	t.Cleanup(func() { l.Close() })
@@ -40,7 +50,7 @@ func newLimiter(t *testing.T, opts ratelimit.Options) *ratelimit.Limiter {
 // TestSharedAcrossInstances runs two limiters, as two server instances
 // would, on one Redis: they draw from the same bucket.
 func TestSharedAcrossInstances(t *testing.T) {
-	rdb := redisClient(t, "127.0.0.1:6379")
+	rdb := sharedRedis(t)
 	p := prefix(t)
 	a := newLimiter(t, ratelimit.Options{Redis: rdb, Prefix: p})
 	b := newLimiter(t, ratelimit.Options{Redis: rdb, Prefix: p})
@@ -70,7 +80,7 @@ func TestSharedAcrossInstances(t *testing.T) {
 
 func TestPeekTakesNothing(t *testing.T) {
 	for name, opts := range map[string]ratelimit.Options{
-		"redis": {Redis: redisClient(t, "127.0.0.1:6379"), Prefix: prefix(t)},
+		"redis": {Redis: sharedRedis(t), Prefix: prefix(t)},
 		"local": {},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -95,7 +105,7 @@ func TestPeekTakesNothing(t *testing.T) {
 // an address block that pair only.
 func TestFailuresPerAddressAndCredential(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	l := newLimiter(t, ratelimit.Options{Redis: redisClient(t, "127.0.0.1:6379"), Prefix: prefix(t), Registerer: reg})
+	l := newLimiter(t, ratelimit.Options{Redis: sharedRedis(t), Prefix: prefix(t), Registerer: reg})
 	f := l.Failures("login", 3, 1)
 	ctx := context.Background()
 	for range 3 {

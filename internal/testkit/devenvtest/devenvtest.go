@@ -1,5 +1,6 @@
 // Package devenvtest gives tests a Temporal dev server (the CLI built by
-// make tools) and a client on it, both stopped when the test ends.
+// make tools) and a client on it, both stopped when the test ends. Tests
+// using them skip in -short mode, which runs without Temporal.
 package devenvtest
 
 import (
@@ -12,22 +13,78 @@ import (
 	"github.com/assessd/assessd/internal/devenv"
 )
 
-// Temporal starts a dev server for t and returns a client on it; it skips
-// t in -short mode.
-func Temporal(t testing.TB) client.Client {
+// Server starts a dev server for t, stopped when t ends, for tests that
+// hand its address to the code under test; it skips t in -short mode.
+func Server(t testing.TB) *devenv.Temporal {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("starts a Temporal dev server")
-	}
+	skipShort(t)
 	server, err := devenv.StartTemporal(context.Background(), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = server.Stop() })
-	c, err := devenv.DialTemporal(server.Address)
+	return server
+}
+
+// Temporal starts a dev server for t and returns a client on it; it skips
+// t in -short mode.
+func Temporal(t testing.TB) client.Client {
+	t.Helper()
+	c, err := devenv.DialTemporal(Server(t).Address)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
 	return c
+}
+
+// Restartable is a dev server a test stops and starts again on the same
+// address, as a Temporal outage looks to the clients of it.
+type Restartable struct {
+	t testing.TB
+	// Address is the frontend host:port, the same across restarts.
+	Address string
+	server  *devenv.Temporal
+}
+
+// StartRestartable starts a Restartable dev server for t, stopped when t
+// ends; it skips t in -short mode.
+func StartRestartable(t testing.TB) *Restartable {
+	t.Helper()
+	skipShort(t)
+	r := &Restartable{t: t}
+	r.Start()
+	t.Cleanup(func() {
+		if r.server != nil {
+			_ = r.server.Stop()
+		}
+	})
+	return r
+}
+
+// Start starts the server (again) on its address; a restarted server has
+// lost every workflow, as an in-memory one does.
+func (r *Restartable) Start() {
+	r.t.Helper()
+	server, err := devenv.StartTemporalAt(context.Background(), r.Address, io.Discard)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.server, r.Address = server, server.Address
+}
+
+// Stop stops the server.
+func (r *Restartable) Stop() {
+	r.t.Helper()
+	if err := r.server.Stop(); err != nil {
+		r.t.Fatal(err)
+	}
+	r.server = nil
+}
+
+func skipShort(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a Temporal dev server")
+	}
 }
