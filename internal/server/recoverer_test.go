@@ -135,3 +135,10 @@ func TestPanicsBecomeAPIErrors(t *testing.T) {
 		})
 	}
 }
+
+// panics is a handler that panics with v, for the recoverer to catch.
+func panics(v any) http.HandlerFunc {
+	return func(http.ResponseWriter, *http.Request) {
+		panic(v) //nolint:forbidigo // the panic the recoverer under test must catch
+	}
+}
