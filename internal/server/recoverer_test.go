@@ -69,9 +69,9 @@ type errorDetail struct {
 func TestPanicsBecomeAPIErrors(t *testing.T) {
 	var logs lockedBuffer
 	pages := http.NewServeMux()
-	pages.HandleFunc("GET /boom/string", func(http.ResponseWriter, *http.Request) { panic("kaboom") }) //nolint:forbidigo // the panics the recoverer under test must catch
-	pages.HandleFunc("GET /boom/error", func(http.ResponseWriter, *http.Request) { panic(errors.New("assignment to entry in nil map")) }) //nolint:forbidigo // the panics the recoverer under test must catch
-	pages.HandleFunc("GET /boom/abort", func(http.ResponseWriter, *http.Request) { panic(http.ErrAbortHandler) }) //nolint:forbidigo // the panics the recoverer under test must catch
+	pages.HandleFunc("GET /boom/string", panics("kaboom"))
+	pages.HandleFunc("GET /boom/error", panics(errors.New("assignment to entry in nil map")))
+	pages.HandleFunc("GET /boom/abort", panics(http.ErrAbortHandler))
 	pages.HandleFunc("GET /fine", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "fine") })
 	srv := httptest.NewServer(New(Config{
 		Logger:  slog.New(slog.NewJSONHandler(&logs, nil)),
