@@ -51,7 +51,7 @@ func (builtin) RegenerateQuestion(_ context.Context, req RegenerateRequest) (Reg
 		}
 		before, after := apply(a, op, b), apply(na, op, nb)
 		delta = after - before
-		prompt = prompt[:m[2]] + strconv.Itoa(na) + prompt[m[4]:m[8]] + strconv.Itoa(nb) + prompt[m[11]:]
+		prompt = prompt[:m[2]] + strconv.Itoa(na) + prompt[m[3]:m[10]] + strconv.Itoa(nb) + prompt[m[11]:]
 		if c, ok := number(config["correct"]); ok && c == float64(before) {
 			config["correct"] = float64(after)
 		}
