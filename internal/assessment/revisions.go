@@ -148,11 +148,17 @@ func CheckProposal(qu Question, p Proposal) error {
 	return checkConfig(*qu.Def, p.Config)
 }
 
-// QuestionForRevision returns a question with its resolved type, for
-// services acting for the platform (the regeneration workflow): it checks
-// no caller permission.
-func (s *Service) QuestionForRevision(ctx context.Context, examID, id string) (Question, error) {
-	return s.loadQuestion(ctx, s.db.Q(ctx), examID, id, false)
+// QuestionInExam returns a question with its resolved type and its exam's
+// language. Like ExamExists it serves other services (the regeneration
+// workflow acts for the platform) and checks no caller permission.
+func (s *Service) QuestionInExam(ctx context.Context, examID, id string) (Question, string, error) {
+	q := s.db.Q(ctx)
+	exam, err := s.loadExam(ctx, q, "examId", examID, false)
+	if err != nil {
+		return Question{}, "", err
+	}
+	qu, err := s.loadQuestion(ctx, q, examID, id, false)
+	return qu, exam.Language, err
 }
 
 const revisionColumns = `question_id, revision, coalesce(builtin_type, type_id), prompt, config, points, source,
