@@ -22,6 +22,7 @@ import (
 	"github.com/assessd/assessd/internal/identity"
 	"github.com/assessd/assessd/internal/platform/clientaddr"
 	"github.com/assessd/assessd/internal/platform/ratelimit"
+	"github.com/assessd/assessd/internal/regeneration"
 	"github.com/assessd/assessd/internal/server"
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/internal/web"
@@ -126,7 +127,8 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 		dispatcher = NewDispatcher(cfg.Temporal, db, metrics.Registry, cfg.Dispatch)
 	}
 	embeds := embedflow.NewService(embedflow.NewStore(cfg.Redis), ten, content, gen, cfg.BaseURL, metrics.Registry, metrics.Org)
-	apiHandler, err := api.NewHandler(api.Services{Tenancy: ten, Assessment: content, Generation: gen, Embed: embeds, AllowedClients: idp})
+	apiHandler, err := api.NewHandler(api.Services{Tenancy: ten, Assessment: content, Generation: gen, Embed: embeds, AllowedClients: idp,
+		Regeneration: regeneration.NewService(db, content)})
 	if err != nil {
 		limiter.Close()
 		return nil, fmt.Errorf("api: %w", err)
