@@ -126,9 +126,10 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	if cfg.Temporal != nil {
 		dispatcher = NewDispatcher(cfg.Temporal, db, metrics.Registry, cfg.Dispatch)
 	}
-	embeds := embedflow.NewService(embedflow.NewStore(cfg.Redis), ten, content, gen, cfg.BaseURL, metrics.Registry, metrics.Org)
+	regen := regeneration.NewService(db, content)
+	embeds := embedflow.NewService(embedflow.NewStore(cfg.Redis), ten, content, gen, regen, cfg.BaseURL, metrics.Registry, metrics.Org)
 	apiHandler, err := api.NewHandler(api.Services{Tenancy: ten, Assessment: content, Generation: gen, Embed: embeds, AllowedClients: idp,
-		Regeneration: regeneration.NewService(db, content)})
+		Regeneration: regen})
 	if err != nil {
 		limiter.Close()
 		return nil, fmt.Errorf("api: %w", err)
