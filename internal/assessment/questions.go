@@ -267,7 +267,8 @@ func checkConfig(def TypeDef, config map[string]any) error {
 
 // UpdateQuestion applies p. Changing the type is like creating a question
 // of the new type; changing only the config keeps the current type, even a
-// deprecated one (existing questions keep working).
+// deprecated one (existing questions keep working). Changed content becomes the
+// question's next revision (decision 0090).
 func (s *Service) UpdateQuestion(ctx context.Context, examID, id string, p QuestionPatch) (Question, error) {
 	caller, err := tenancy.Authorize(ctx, WriteExams)
 	if err != nil {
