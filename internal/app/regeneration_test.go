@@ -18,6 +18,7 @@ import (
 	"github.com/assessd/assessd/internal/ai"
 	"github.com/assessd/assessd/internal/app"
 	"github.com/assessd/assessd/internal/media"
+	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/internal/testkit/devenvtest"
 	"github.com/assessd/assessd/tenancy"
 	"github.com/assessd/assessd/workflows"
@@ -298,5 +299,28 @@ func TestRegenerationStaysInItsRegion(t *testing.T) {
 		if got := endpoints[region].requests(); len(got) != 1 || !strings.Contains(got[0], prompt) || !strings.Contains(got[0], "larger numbers") {
 			t.Fatalf("the %s endpoint saw %q", region, got)
 		}
+	}
+}
+
+// TestGradingUsesTheAnsweredRevision edits an AI-graded question while its
+// answer waits for grading: the grader still gets the revision the student
+// answered.
+func TestGradingUsesTheAnsweredRevision(t *testing.T) {
+	e := newEnv(t)
+	tn := e.newTenant("US", "pro")
+	teacher := tn.keys[tenancy.RoleTeacher]
+	exam := str(e.do("POST", "/exams", teacher, map[string]any{"name": "Essays", "language": "en"}).must(t, http.StatusOK).body, "id")
+	qid := str(e.do("POST", "/exams/"+exam+"/questions", teacher, map[string]any{"type": "essay", "prompt": "Describe photosynthesis.",
+		"points": 4, "config": map[string]any{"rubric": "light"}}).must(t, http.StatusOK).body, "id")
+	res := e.do("POST", "/exams/"+exam+"/results", teacher, map[string]any{"userId": tn.users[tenancy.RoleStudent].ID,
+		"answers": []any{map[string]any{"questionId": qid, "value": "Plants use light."}}}).must(t, http.StatusOK).body
+	e.do("PATCH", "/exams/"+exam+"/questions/"+qid, teacher, map[string]any{"prompt": "Describe respiration.", "points": 6,
+		"config": map[string]any{"rubric": "oxygen"}}).must(t, http.StatusOK)
+	in, err := e.app.Assessment.GradingInput(store.WithOrg(t.Context(), tn.org.ID), str(res, "id"), qid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Prompt != "Describe photosynthesis." || in.Config["rubric"] != "light" || in.Points != 4 {
+		t.Fatalf("grading input %+v: want revision 1", in)
 	}
 }
