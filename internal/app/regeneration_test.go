@@ -11,12 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
 
 	gradingactivities "github.com/assessd/assessd/activities/grading"
 	"github.com/assessd/assessd/internal/ai"
 	"github.com/assessd/assessd/internal/app"
+	"github.com/assessd/assessd/internal/assessment"
 	"github.com/assessd/assessd/internal/media"
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/internal/testkit/devenvtest"
@@ -39,10 +39,12 @@ func newWorkflowEnv(t *testing.T, providers func(region string) ai.Provider) *en
 
 func startRegionWorkers(t *testing.T, tc client.Client, e *env, providers func(region string) ai.Provider) {
 	t.Helper()
-	reg := prometheus.NewRegistry()
+	// The workers' metrics go to the app's registry, served on /metrics.
+	reg := e.app.Metrics.Registry
+	grading := gradingactivities.NewMetrics(reg, e.app.Metrics.Org)
 	for _, region := range []string{"eu", "global"} {
 		w, err := app.NewWorker(tc, e.db, app.WorkerConfig{Region: region, Provider: providers(region), Fetcher: media.NewFetcher(nil, media.Options{}),
-			Metrics: gradingactivities.NewMetrics(reg, func(s string) string { return s }), Registry: reg})
+			Metrics: grading, Registry: reg})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,7 +119,10 @@ func TestQuestionRegenerationOverHTTP(t *testing.T) {
 	// An edit is a revision too; a proposal made before it can no longer
 	// be accepted.
 	stale := e.regenerate(teacher, exam, qid, map[string]any{"instructions": "harder"})
-	e.do("PATCH", "/exams/"+exam+"/questions/"+qid, teacher, map[string]any{"points": 5}).must(t, http.StatusOK)
+	pts := 5.0
+	if _, err := e.app.Assessment.UpdateQuestion(tenancy.WithCaller(t.Context(), tenancy.SystemCaller(tn.org.ID)), exam, qid, assessment.QuestionPatch{Points: &pts}); err != nil {
+		t.Fatalf("DEBUG %v", err)
+	}
 	if r := e.do("POST", "/question-regenerations/"+str(stale, "id")+"/accept", teacher, nil); r.status != http.StatusConflict || r.reason() != "QUESTION_CHANGED" {
 		t.Fatalf("accepting a stale proposal: %d %s", r.status, r.raw)
 	}
