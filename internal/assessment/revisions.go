@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -177,13 +178,13 @@ func (s *Service) QuestionRevisions(ctx context.Context, examID, id string, p pa
 	if _, err := tenancy.Authorize(ctx, ReadQuestions); err != nil {
 		return nil, "", err
 	}
-	before := int64(1) << 31
+	upTo := int64(math.MaxInt32)
 	if p.After != "" {
 		n, err := strconv.ParseInt(p.After, 10, 32)
 		if err != nil || n < 1 {
 			return nil, "", errs.Invalid("pageToken", "is not a token returned by this list")
 		}
-		before = n
+		upTo = n - 1
 	}
 	q := s.db.Q(ctx)
 	if _, err := s.loadQuestion(ctx, q, examID, id, false); err != nil {
@@ -191,8 +192,8 @@ func (s *Service) QuestionRevisions(ctx context.Context, examID, id string, p pa
 	}
 	out, next, err := store.ListPage(ctx, q, p, scanRevision, func(r Revision) string { return strconv.Itoa(r.Revision) }, `
 		SELECT `+revisionColumns+` FROM question_revisions
-		 WHERE org_id = app_org_id() AND question_id = $1 AND revision < $2
-		 ORDER BY revision DESC LIMIT $3`, id, before, p.Limit())
+		 WHERE org_id = app_org_id() AND question_id = $1 AND revision <= $2
+		 ORDER BY revision DESC LIMIT $3`, id, upTo, p.Limit())
 	if err != nil {
 		return nil, "", fmt.Errorf("list question revisions: %w", err)
 	}
