@@ -1,6 +1,7 @@
 package embedflow_test
 
 import (
+	"html"
 	"io"
 	"net/http"
 	"net/url"
@@ -30,7 +31,8 @@ import (
 func TestAuthoringRegenerate(t *testing.T) {
 	tc := devenvtest.Temporal(t)
 	db := storetest.New(t)
-	w, err := app.NewWorker(tc, db, app.WorkerConfig{Region: "global", Provider: ai.NewBuiltin(), Fetcher: media.NewFetcher(nil, media.Options{}),
+	// The fixture's organization is German: its AI region is eu.
+	w, err := app.NewWorker(tc, db, app.WorkerConfig{Region: "eu", Provider: ai.NewBuiltin(), Fetcher: media.NewFetcher(nil, media.Options{}),
 		Metrics: gradingactivities.NewMetrics(prometheus.NewRegistry(), func(s string) string { return s })})
 	if err != nil {
 		t.Fatal(err)
@@ -85,6 +87,7 @@ func TestAuthoringRegenerate(t *testing.T) {
 			t.Fatalf("no proposal after a minute:\n%s", body)
 		}
 		_, body = get(page)
+		body = html.UnescapeString(body)
 	}
 	if !strings.Contains(body, "How much is 3 + 4?") || strings.Count(body, "How much is") != 2 {
 		t.Fatalf("the page does not show both versions:\n%s", body)
