@@ -23,7 +23,7 @@ func questionToProto(q assessment.Question) *v1.Question {
 	out := &v1.Question{
 		Id: q.ID, ExamId: q.ExamID, Position: int32(q.Position), Type: q.Type, Prompt: q.Prompt,
 		Config: toStruct(q.Config), Points: q.Points, TypeStatus: &v1.TypeStatus{State: "OK"},
-		CreatedAt: ts(q.CreatedAt), UpdatedAt: ts(q.UpdatedAt),
+		CreatedAt: ts(q.CreatedAt), UpdatedAt: ts(q.UpdatedAt), Revision: int32(q.Revision),
 	}
 	if q.Def != nil {
 		out.TypeDefinition = typeToProto(*q.Def)
@@ -59,6 +59,7 @@ func resultToProto(r assessment.Result) *v1.Result {
 		out.Answers[i] = &v1.Answer{
 			QuestionId: a.QuestionID, Value: v, Files: a.Files, Status: a.Status, Score: a.Score,
 			MaxScore: a.MaxScore, Feedback: a.Feedback, Grading: optionalStruct(a.Grading), GradedAt: ts(a.GradedAt),
+			QuestionRevision: int32(a.QuestionRevision),
 		}
 	}
 	return out

@@ -22,6 +22,7 @@ import (
 	"github.com/assessd/assessd/internal/assessment"
 	"github.com/assessd/assessd/internal/embedflow"
 	"github.com/assessd/assessd/internal/generation"
+	"github.com/assessd/assessd/internal/regeneration"
 	"github.com/assessd/assessd/observability"
 	"github.com/assessd/assessd/tenancy"
 )
@@ -38,6 +39,8 @@ type Services struct {
 	Assessment *assessment.Service
 	// Generation starts and reads AI exam generations.
 	Generation *generation.Service
+	// Regeneration starts, reads and accepts AI question regenerations.
+	Regeneration *regeneration.Service
 	// Embed creates embed sessions.
 	Embed *embedflow.Service
 	// AllowedClients manages the OAuth clients an organization allowed
@@ -113,6 +116,9 @@ func newHandler(s Services, c codecs, extra ...connect.HandlerOption) (http.Hand
 		},
 		func() (string, http.Handler) {
 			return assessdv1connect.NewEmbedServiceHandler(embedServer{s.Embed}, opts...)
+		},
+		func() (string, http.Handler) {
+			return assessdv1connect.NewQuestionRegenerationServiceHandler(regenerationServer{s.Regeneration, s.Assessment}, opts...)
 		},
 	} {
 		path, handler := h()

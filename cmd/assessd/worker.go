@@ -93,6 +93,7 @@ func workerConfig(cfg config, region string, metrics *observability.Metrics, gra
 		Provider: provider,
 		Fetcher:  media.NewFetcher(cfg.mediaPrefixes(), media.Options{Registerer: metrics.Registry}),
 		Metrics:  grading,
+		Registry: metrics.Registry,
 	}, nil
 }
 

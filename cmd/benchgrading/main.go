@@ -1,7 +1,9 @@
 // Command benchgrading measures grading throughput end to end: N results
 // submitted through the HTTP API and graded on a Temporal dev server with
 // the builtin provider, side by side with a no-op workflow baseline on the
-// same server and worker, and the submit-to-graded latency.
+// same server and worker, and the submit-to-graded latency. It then
+// measures question regeneration latency (request to ready proposal, the
+// builtin provider) against the no-op workflow's round trip.
 package main
 
 import (
@@ -49,6 +51,7 @@ func noop(workflow.Context) error { return nil }
 func run(ctx context.Context) (err error) {
 	n := flag.Int("n", 200, "results to grade")
 	clients := flag.Int("c", 16, "concurrent submitting clients")
+	regenerations := flag.Int("r", 100, "question regenerations to time")
 	flag.Parse()
 	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil))) // the OIDC library logs its routes
 
@@ -103,7 +106,7 @@ func run(ctx context.Context) (err error) {
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	a.Start(runCtx)
-	baseRate, err := baseline(ctx, tc, *n, *clients)
+	baseRate, _, err := baseline(ctx, tc, "noop", *n, *clients)
 	if err != nil {
 		return err
 	}
@@ -115,7 +118,9 @@ func run(ctx context.Context) (err error) {
 	if len(ids) != *n {
 		return fmt.Errorf("submitted %d of %d results", len(ids), *n)
 	}
-	latencies, err := waitGraded(ctx, db, orgID, *n)
+	latencies, err := waitFinished(ctx, db, orgID, *n, `SELECT count(*) FILTER (WHERE status = 'grading'),
+		coalesce(array_agg(extract(epoch FROM graded_at - submitted_at)) FILTER (WHERE status = 'graded'), '{}')
+		FROM results WHERE org_id = app_org_id()`)
 	if err != nil {
 		return err
 	}
@@ -128,6 +133,37 @@ func run(ctx context.Context) (err error) {
 	fmt.Printf("\nratio assessd/baseline: %.2f (target >= 0.50)\n", rate/baseRate)
 	fmt.Printf("submit-to-graded latency: p50 %.0f ms, p99 %.0f ms\n",
 		ms(latencies[len(latencies)/2]), ms(latencies[len(latencies)*99/100]))
+	return regenerationBench(ctx, tc, db, srv.URL, key, orgID, examID, questionID, *regenerations)
+}
+
+// regenerationBench times r regenerations of one question, one at a time
+// (request to ready proposal, from the database's timestamps), against the
+// round trip of as many no-op workflows on the same worker, one at a time.
+func regenerationBench(ctx context.Context, tc client.Client, db *store.DB, base, key, orgID, examID, questionID string, r int) error {
+	_, noops, err := baseline(ctx, tc, "noop-latency", r, 1)
+	if err != nil {
+		return err
+	}
+	var latencies []time.Duration
+	for i := range r {
+		if err := post(base+"/exams/"+examID+"/questions/"+questionID+"/regenerations", key, map[string]any{"instructions": "change the numbers"}, nil); err != nil {
+			return err
+		}
+		if latencies, err = waitFinished(ctx, db, orgID, i+1, `SELECT count(*) FILTER (WHERE status = 'running'),
+			coalesce(array_agg(extract(epoch FROM updated_at - created_at)) FILTER (WHERE status = 'ready'), '{}')
+			FROM question_regenerations WHERE org_id = app_org_id()`); err != nil {
+			return err
+		}
+	}
+	slices.Sort(latencies)
+	slices.Sort(noops)
+	p50, p99 := latencies[len(latencies)/2], latencies[len(latencies)*99/100]
+	b50, b99 := noops[len(noops)/2], noops[len(noops)*99/100]
+	fmt.Printf("\n%d question regenerations, one at a time, builtin provider\n\n", r)
+	fmt.Printf("%-34s %9s %9s\n", "latency", "p50 ms", "p99 ms")
+	fmt.Printf("%-34s %9.0f %9.0f\n", "no-op workflow round trip", ms(b50), ms(b99))
+	fmt.Printf("%-34s %9.0f %9.0f\n", "request to ready proposal", ms(p50), ms(p99))
+	fmt.Printf("\nratio regeneration/baseline: p50 %.2f, p99 %.2f\n", float64(p50)/float64(b50), float64(p99)/float64(b99))
 	return nil
 }
 
@@ -162,66 +198,78 @@ func seed(ctx context.Context, a *app.App) (orgID, key, examID, questionID, stud
 	return orgID, key, exam.ID, q.ID, student.ID, err
 }
 
-func baseline(ctx context.Context, c client.Client, n, clients int) (float64, error) {
+// baseline runs n no-op workflows with ids prefix-0..n-1, clients at a
+// time, and returns their rate and each one's start-to-result time.
+func baseline(ctx context.Context, c client.Client, prefix string, n, clients int) (float64, []time.Duration, error) {
 	queue, err := workflows.RegionTaskQueue("global")
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
+	latencies := make([]time.Duration, n)
 	start := time.Now()
 	err = parallel(n, clients, func(i int) error {
-		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: fmt.Sprintf("noop-%d", i), TaskQueue: queue}, noop)
+		begin := time.Now()
+		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: fmt.Sprintf("%s-%d", prefix, i), TaskQueue: queue}, noop)
 		if err != nil {
 			return err
 		}
-		return run.Get(ctx, nil)
+		err = run.Get(ctx, nil)
+		latencies[i] = time.Since(begin)
+		return err
 	})
-	return float64(n) / time.Since(start).Seconds(), err
+	return float64(n) / time.Since(start).Seconds(), latencies, err
 }
 
 func submitAll(base, key, examID, questionID, studentID string, n, clients int) ([]string, error) {
 	ids := make([]string, n)
 	err := parallel(n, clients, func(i int) error {
-		body, _ := json.Marshal(map[string]any{"userId": studentID, "answers": []any{map[string]any{
-			"questionId": questionID, "value": "Plants use light and chlorophyll to turn water and carbon dioxide into sugar and oxygen."}}})
-		req, _ := http.NewRequest(http.MethodPost, base+"/exams/"+examID+"/results", bytes.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+key)
-		req.Header.Set("Content-Type", "application/json")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return err
-		}
-		defer res.Body.Close()
 		var r struct{ ID string }
-		if res.StatusCode != http.StatusOK {
-			b, _ := io.ReadAll(res.Body)
-			return fmt.Errorf("submit: %d %s", res.StatusCode, b)
-		}
-		if err := json.NewDecoder(res.Body).Decode(&r); err != nil {
-			return err
-		}
+		err := post(base+"/exams/"+examID+"/results", key, map[string]any{"userId": studentID, "answers": []any{map[string]any{
+			"questionId": questionID, "value": "Plants use light and chlorophyll to turn water and carbon dioxide into sugar and oxygen."}}}, &r)
 		ids[i] = r.ID
-		return nil
+		return err
 	})
 	return ids, err
 }
 
-// waitGraded waits until no result of the organization is grading and
-// returns each result's submit-to-graded time.
-func waitGraded(ctx context.Context, db *store.DB, orgID string, n int) ([]time.Duration, error) {
+// post sends body as JSON with the API key and decodes a 200 answer into
+// out (when not nil).
+func post(url, key string, body, out any) error {
+	data, _ := json.Marshal(body)
+	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(data))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(res.Body)
+		return fmt.Errorf("POST %s: %d %s", url, res.StatusCode, b)
+	}
+	if out == nil {
+		return nil
+	}
+	return json.NewDecoder(res.Body).Decode(out)
+}
+
+// waitFinished waits until query, run for the organization, counts no
+// unfinished subject, and returns the durations (seconds) it lists for the
+// finished ones: all n of them, or an error.
+func waitFinished(ctx context.Context, db *store.DB, orgID string, n int, query string) ([]time.Duration, error) {
 	ctx = store.WithOrg(ctx, orgID)
 	deadline := time.Now().Add(5 * time.Minute)
 	for time.Now().Before(deadline) {
 		var grading int
 		var latencies []float64
-		err := db.Q(ctx).QueryRow(ctx, `SELECT count(*) FILTER (WHERE status = 'grading'),
-			coalesce(array_agg(extract(epoch FROM graded_at - submitted_at)) FILTER (WHERE status = 'graded'), '{}')
-			FROM results WHERE org_id = app_org_id()`).Scan(&grading, &latencies)
+		err := db.Q(ctx).QueryRow(ctx, query).Scan(&grading, &latencies)
 		if err != nil {
 			return nil, err
 		}
 		if grading == 0 {
 			if len(latencies) != n {
-				return nil, fmt.Errorf("%d of %d results graded", len(latencies), n)
+				return nil, fmt.Errorf("%d of %d finished successfully", len(latencies), n)
 			}
 			out := make([]time.Duration, len(latencies))
 			for i, l := range latencies {
@@ -231,7 +279,7 @@ func waitGraded(ctx context.Context, db *store.DB, orgID string, n int) ([]time.
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return nil, errors.New("results not graded within 5 minutes")
+	return nil, errors.New("not finished within 5 minutes")
 }
 
 // parallel runs fn(0..n-1) on clients goroutines and returns the first error.

@@ -1,5 +1,5 @@
-// Package ai grades answers and generates exam questions with an AI
-// provider. Two providers implement Provider: an OpenAI-compatible
+// Package ai grades answers, generates exam questions and regenerates one
+// question with an AI provider. Two providers implement Provider: an OpenAI-compatible
 // chat-completions client (NewOpenAI) and a deterministic builtin grader
 // that needs no network (NewBuiltin), so the whole pipeline runs offline.
 // Instrument adds metrics to either.
@@ -62,10 +62,11 @@ type GeneratedQuestion struct {
 	Points float64
 }
 
-// Provider grades answers and generates questions.
+// Provider grades answers, generates questions and regenerates one.
 type Provider interface {
 	Grade(ctx context.Context, req GradeRequest) (Grade, error)
 	GenerateQuestions(ctx context.Context, req GenerateRequest) ([]GeneratedQuestion, error)
+	RegenerateQuestion(ctx context.Context, req RegenerateRequest) (RegeneratedQuestion, error)
 }
 
 // Question type keys the builtin generator knows and the generation prompt

@@ -18,8 +18,9 @@ const (
 
 // Operation label values.
 const (
-	OperationGrade    = "grade"
-	OperationGenerate = "generate"
+	OperationGrade      = "grade"
+	OperationGenerate   = "generate"
+	OperationRegenerate = "regenerate"
 )
 
 type instrumented struct {
@@ -53,7 +54,7 @@ func Instrument(p Provider, name, region string, reg prometheus.Registerer) Prov
 	}
 	// The region's series exist from the start: error ratios are 0, not
 	// absent, before the first call.
-	for _, op := range []string{OperationGrade, OperationGenerate} {
+	for _, op := range []string{OperationGrade, OperationGenerate, OperationRegenerate} {
 		for _, outcome := range []string{OutcomeOK, OutcomeRetryableError, OutcomeInvalidRequest} {
 			m.requests.WithLabelValues(region, name, op, outcome)
 		}
@@ -77,6 +78,14 @@ func (m *instrumented) GenerateQuestions(ctx context.Context, req GenerateReques
 	qs, err := m.next.GenerateQuestions(ctx, req)
 	m.record(req.Region, OperationGenerate, start, err)
 	return qs, err
+}
+
+// RegenerateQuestion calls the wrapped provider and records the call.
+func (m *instrumented) RegenerateQuestion(ctx context.Context, req RegenerateRequest) (RegeneratedQuestion, error) {
+	start := time.Now()
+	q, err := m.next.RegenerateQuestion(ctx, req)
+	m.record(req.Region, OperationRegenerate, start, err)
+	return q, err
 }
 
 func (m *instrumented) record(region, operation string, start time.Time, err error) {

@@ -23,6 +23,10 @@ func (s stubProvider) GenerateQuestions(context.Context, ai.GenerateRequest) ([]
 	return nil, s.err
 }
 
+func (s stubProvider) RegenerateQuestion(context.Context, ai.RegenerateRequest) (ai.RegeneratedQuestion, error) {
+	return ai.RegeneratedQuestion{}, s.err
+}
+
 func TestInstrumentCountsOutcomes(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	ctx := context.Background()

@@ -23,6 +23,7 @@ import (
 	"github.com/assessd/assessd/internal/identity"
 	"github.com/assessd/assessd/internal/platform/clientaddr"
 	"github.com/assessd/assessd/internal/platform/ratelimit"
+	"github.com/assessd/assessd/internal/regeneration"
 	"github.com/assessd/assessd/internal/server"
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/internal/web"
@@ -157,8 +158,10 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	if cfg.Temporal != nil {
 		dispatcher = NewDispatcher(cfg.Temporal, db, metrics.Registry, cfg.Dispatch)
 	}
-	embeds := embedflow.NewService(embedflow.NewStore(cfg.Redis), ten, content, gen, cfg.BaseURL, metrics.Registry, metrics.Org)
-	apiHandler, err := api.NewHandler(api.Services{Tenancy: ten, Assessment: content, Generation: gen, Embed: embeds, AllowedClients: idp})
+	regen := regeneration.NewService(db, content)
+	embeds := embedflow.NewService(embedflow.NewStore(cfg.Redis), ten, content, gen, regen, cfg.BaseURL, metrics.Registry, metrics.Org)
+	apiHandler, err := api.NewHandler(api.Services{Tenancy: ten, Assessment: content, Generation: gen, Embed: embeds, AllowedClients: idp,
+		Regeneration: regen})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("api: %w", err), limiter.Close())
 	}

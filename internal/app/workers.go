@@ -25,10 +25,13 @@ type WorkerConfig struct {
 	Provider ai.Provider
 	Fetcher  *media.Fetcher
 	Metrics  *gradingactivities.Metrics
+	// Registry takes the metrics the worker's other workflows register
+	// (shared by the regions of one process); nil leaves them unregistered.
+	Registry prometheus.Registerer
 }
 
 // NewWorker returns a worker that polls only cfg.Region's task queue and
-// runs the grading and generation workflows with that region's provider.
+// runs the grading, generation and regeneration workflows with that region's provider.
 // An unknown region is an error.
 func NewWorker(c client.Client, db *store.DB, cfg WorkerConfig) (worker.Worker, error) {
 	queue, err := workflows.RegionTaskQueue(cfg.Region)
@@ -43,6 +46,7 @@ func NewWorker(c client.Client, db *store.DB, cfg WorkerConfig) (worker.Worker, 
 	grading.Register(w)
 	gen := &generationactivities.Activities{Generations: generation.NewService(db, content), Provider: cfg.Provider, Region: cfg.Region}
 	gen.Register(w)
+	registerRegeneration(w, db, content, cfg)
 	return w, nil
 }
 
@@ -52,7 +56,8 @@ func NewDispatcher(c client.Client, db *store.DB, reg prometheus.Registerer, opt
 	content := assessment.NewService(db)
 	gen := generation.NewService(db, content)
 	return workflows.NewDispatcher(c, outbox.NewStore(db), map[outbox.Kind]workflows.Route{
-		outbox.KindGrading:    gradingworkflow.Route(content.FailGrading),
-		outbox.KindGeneration: generationworkflow.Route(gen.Finish),
+		outbox.KindGrading:      gradingworkflow.Route(content.FailGrading),
+		outbox.KindGeneration:   generationworkflow.Route(gen.Finish),
+		outbox.KindRegeneration: regenerationRoute(db, content),
 	}, reg, opts)
 }

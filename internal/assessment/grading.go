@@ -54,16 +54,22 @@ func (s *Service) GradingInput(ctx context.Context, resultID, questionID string)
 	var in GradingInput
 	var examID string
 	var files []string
-	err := q.QueryRow(ctx, `SELECT exam_id, value, files, max_score FROM result_answers
+	var revision int
+	err := q.QueryRow(ctx, `SELECT exam_id, value, files, max_score, question_revision FROM result_answers
 		WHERE org_id = app_org_id() AND result_id = $1 AND question_id = $2`, resultID, questionID).
-		Scan(&examID, &in.Answer, &files, &in.Points)
+		Scan(&examID, &in.Answer, &files, &in.Points, &revision)
 	if isNoRows(err) {
 		return in, fmt.Errorf("%w: the answer no longer exists", ErrCannotGrade)
 	}
 	if err != nil {
 		return in, fmt.Errorf("load answer: %w", err)
 	}
-	qu, err := scanQuestion(q.QueryRow(ctx, `SELECT `+questionColumns+` FROM questions WHERE org_id = app_org_id() AND exam_id = $1 AND id = $2`, examID, questionID))
+	// The answer is graded against the revision the student answered, even
+	// if the question was revised since (decision 0090).
+	qu, err := scanQuestion(q.QueryRow(ctx, `
+		SELECT q.id, q.exam_id, q.position, coalesce(v.builtin_type, v.type_id), v.prompt, v.config, v.points, v.revision, q.created_at, q.updated_at
+		  FROM questions q JOIN question_revisions v ON v.org_id = q.org_id AND v.question_id = q.id AND v.revision = $3
+		 WHERE q.org_id = app_org_id() AND q.exam_id = $1 AND q.id = $2`, examID, questionID, revision))
 	if isNoRows(err) {
 		return in, fmt.Errorf("%w: the question was deleted", ErrCannotGrade)
 	}

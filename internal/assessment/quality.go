@@ -18,7 +18,9 @@ type QualityReport struct {
 
 // Quality analyses a question (spec 2.5, decision 0025): the deterministic
 // checks of package quality plus, once graded results exist, its item
-// statistics.
+// statistics. Both describe the current revision: statistics count only
+// answers given to it (decision 0090), since earlier answers measured
+// another item.
 func (s *Service) Quality(ctx context.Context, examID, id string) (QualityReport, error) {
 	if _, err := tenancy.Authorize(ctx, ReadQuestions); err != nil {
 		return QualityReport{}, err
@@ -33,8 +35,8 @@ func (s *Service) Quality(ctx context.Context, examID, id string) (QualityReport
 		SELECT count(*), coalesce(avg(CASE WHEN a.max_score > 0 THEN a.score / a.max_score ELSE 0 END), 0),
 		       corr(a.score, r.score - a.score)
 		  FROM result_answers a JOIN results r ON r.id = a.result_id
-		 WHERE a.org_id = app_org_id() AND a.exam_id = $1 AND a.question_id = $2
-		   AND r.org_id = app_org_id() AND r.status = 'graded'`, examID, id).
+		 WHERE a.org_id = app_org_id() AND a.exam_id = $1 AND a.question_id = $2 AND a.question_revision = $3
+		   AND r.org_id = app_org_id() AND r.status = 'graded'`, examID, id, qu.Revision).
 		Scan(&st.Responses, &st.Difficulty, &st.Discrimination)
 	if err != nil {
 		return QualityReport{}, fmt.Errorf("question statistics: %w", err)

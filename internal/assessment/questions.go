@@ -21,10 +21,13 @@ type Question struct {
 	ExamID   string
 	Position int // 1-based order within the exam
 	// Type is what the question names: a built-in key or a type id.
-	Type      string
-	Prompt    string
-	Config    map[string]any
-	Points    float64
+	Type   string
+	Prompt string
+	Config map[string]any
+	Points float64
+	// Revision numbers the question's content: 1 at creation, one more
+	// for every edit or accepted regeneration (decision 0090).
+	Revision  int
 	CreatedAt time.Time
 	UpdatedAt time.Time
 	// Def is the resolved type definition; nil when the type no longer
@@ -58,17 +61,17 @@ type QuestionPatch struct {
 // of work.
 const maxQuestions = 500
 
-const questionColumns = `id, exam_id, position, coalesce(builtin_type, type_id), prompt, config, points, created_at, updated_at`
+const questionColumns = `id, exam_id, position, coalesce(builtin_type, type_id), prompt, config, points, revision, created_at, updated_at`
 
 func scanQuestion(row pgx.Row) (Question, error) {
 	var q Question
-	err := row.Scan(&q.ID, &q.ExamID, &q.Position, &q.Type, &q.Prompt, &q.Config, &q.Points, &q.CreatedAt, &q.UpdatedAt)
+	err := row.Scan(&q.ID, &q.ExamID, &q.Position, &q.Type, &q.Prompt, &q.Config, &q.Points, &q.Revision, &q.CreatedAt, &q.UpdatedAt)
 	return q, err
 }
 
 func questionSnapshot(q Question) map[string]any {
 	return map[string]any{"examId": q.ExamID, "position": q.Position, "type": q.Type, "prompt": q.Prompt,
-		"config": q.Config, "points": q.Points}
+		"config": q.Config, "points": q.Points, "revision": q.Revision}
 }
 
 func validPoints(p float64) error {
@@ -228,6 +231,9 @@ func (s *Service) CreateQuestion(ctx context.Context, examID string, in NewQuest
 			id, examID, position, builtin, typeID, prompt, store.JSON{V: in.Config}, in.Points); err != nil {
 			return fmt.Errorf("create question: %w", err)
 		}
+		if err := appendRevision(ctx, q, id, RevisionCreated, "", caller.UserID); err != nil {
+			return err
+		}
 		if out, err = s.loadQuestion(ctx, q, examID, id, false); err != nil {
 			return err
 		}
@@ -273,7 +279,8 @@ func checkConfig(def TypeDef, config map[string]any) error {
 
 // UpdateQuestion applies p. Changing the type is like creating a question
 // of the new type; changing only the config keeps the current type, even a
-// deprecated one (existing questions keep working).
+// deprecated one (existing questions keep working). Changed content becomes the
+// question's next revision (decision 0090).
 func (s *Service) UpdateQuestion(ctx context.Context, examID, id string, p QuestionPatch) (Question, error) {
 	caller, err := tenancy.Authorize(ctx, WriteExams)
 	if err != nil {
@@ -316,17 +323,8 @@ func (s *Service) UpdateQuestion(ctx context.Context, examID, id string, p Quest
 				return err
 			}
 		}
-		builtin, typeID := typeColumnsOf(TypeDef{BuiltIn: isBuiltin(out.Type), ID: out.Type, Key: out.Type})
-		if _, err := q.Exec(ctx, `
-			UPDATE questions SET prompt = $3, points = $4, config = $5::jsonb, builtin_type = $6, type_id = $7, updated_at = now()
-			 WHERE org_id = app_org_id() AND exam_id = $1 AND id = $2`,
-			examID, id, out.Prompt, out.Points, store.JSON{V: out.Config}, builtin, typeID); err != nil {
-			return fmt.Errorf("update question: %w", err)
-		}
-		if out, err = s.loadQuestion(ctx, q, examID, id, false); err != nil {
-			return err
-		}
-		return s.audit(ctx, caller, "question.updated", "question", id, questionSnapshot(before), questionSnapshot(out))
+		out, err = s.saveRevision(ctx, caller, before, out, RevisionEdited, "")
+		return err
 	})
 	return out, err
 }

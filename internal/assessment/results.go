@@ -59,6 +59,9 @@ type Answer struct {
 	Score      float64
 	MaxScore   float64
 	Feedback   string
+	// QuestionRevision is the revision of the question the student
+	// answered; MaxScore is that revision's points.
+	QuestionRevision int
 	// Grading holds the AI grading details: rationale, region, and the
 	// files attached and skipped (with the reason); nil for rule scoring.
 	Grading  map[string]any
@@ -349,8 +352,11 @@ func (s *Service) insertResult(ctx context.Context, caller *tenancy.Caller, r *R
 	n := len(r.Answers)
 	qids, positions, values, files, statuses := make([]string, n), make([]int32, n), make([]*string, n), make([]string, n), make([]string, n)
 	scores, maxes, feedback := make([]float64, n), make([]float64, n), make([]string, n)
+	// Each answer records the revision it answered (decision 0090).
+	revisions := make([]int32, n)
 	for i, a := range r.Answers {
 		qids[i], positions[i], statuses[i] = a.QuestionID, int32(questions[i].Position), a.Status
+		revisions[i] = int32(questions[i].Revision)
 		scores[i], maxes[i], feedback[i] = a.Score, a.MaxScore, a.Feedback
 		if v := given[a.QuestionID].json; v != nil {
 			values[i] = new(string(v))
@@ -370,12 +376,12 @@ func (s *Service) insertResult(ctx context.Context, caller *tenancy.Caller, r *R
 	// the result's submitted_at.
 	b.Queue(`
 		INSERT INTO result_answers (result_id, question_id, org_id, exam_id, position, value, files, status,
-		                            score, max_score, feedback, graded_at)
+		                            score, max_score, feedback, graded_at, question_revision)
 		SELECT $1, a.qid, app_org_id(), $2, a.pos, a.val::jsonb, a.files::jsonb, a.status, a.score, a.max, a.fb,
-		       CASE WHEN a.status = 'pending' THEN NULL ELSE now() END
-		  FROM unnest($3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::float8[], $9::float8[], $10::text[])
-		       AS a(qid, pos, val, files, status, score, max, fb)`,
-		r.ID, r.ExamID, qids, positions, values, files, statuses, scores, maxes, feedback)
+		       CASE WHEN a.status = 'pending' THEN NULL ELSE now() END, a.rev
+		  FROM unnest($3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::float8[], $9::float8[], $10::text[], $11::int[])
+		       AS a(qid, pos, val, files, status, score, max, fb, rev)`,
+		r.ID, r.ExamID, qids, positions, values, files, statuses, scores, maxes, feedback, revisions)
 	entries := []audit.Entry{{Action: "result.submitted", Actor: tenancy.ActorOf(caller), Target: audit.Target{Type: "result", ID: r.ID},
 		After: map[string]any{"examId": r.ExamID, "userId": r.UserID, "status": r.Status}}}
 	if r.Status == StatusGrading {
@@ -496,7 +502,7 @@ func (s *Service) attachAnswers(ctx context.Context, q store.Querier, rs []Resul
 		idx[r.ID], resultIDs[i] = i, r.ID
 	}
 	rows, err := q.Query(ctx, `
-		SELECT result_id, question_id, value, files, status, score, max_score, feedback, grading, graded_at
+		SELECT result_id, question_id, value, files, status, score, max_score, feedback, grading, graded_at, question_revision
 		  FROM result_answers WHERE org_id = app_org_id() AND result_id = ANY($1)
 		 ORDER BY result_id, position`, resultIDs)
 	if err != nil {
@@ -507,7 +513,7 @@ func (s *Service) attachAnswers(ctx context.Context, q store.Querier, rs []Resul
 		var resultID string
 		var a Answer
 		var graded *time.Time
-		if err := rows.Scan(&resultID, &a.QuestionID, &a.Value, &a.Files, &a.Status, &a.Score, &a.MaxScore, &a.Feedback, &a.Grading, &graded); err != nil {
+		if err := rows.Scan(&resultID, &a.QuestionID, &a.Value, &a.Files, &a.Status, &a.Score, &a.MaxScore, &a.Feedback, &a.Grading, &graded, &a.QuestionRevision); err != nil {
 			return fmt.Errorf("load answers: %w", err)
 		}
 		if graded != nil {

@@ -18,6 +18,7 @@ import (
 type Authoring interface {
 	Exam(ctx context.Context, id string) (assessment.Exam, error)
 	Questions(ctx context.Context, examID string, p paging.Page) ([]assessment.Question, string, error)
+	Question(ctx context.Context, examID, id string) (assessment.Question, error)
 	Quality(ctx context.Context, examID, id string) (assessment.QualityReport, error)
 	CreateQuestion(ctx context.Context, examID string, in assessment.NewQuestion) (assessment.Question, error)
 	UpdateQuestion(ctx context.Context, examID, id string, p assessment.QuestionPatch) (assessment.Question, error)

@@ -14,6 +14,7 @@ import (
 	"github.com/assessd/assessd/internal/assessment"
 	"github.com/assessd/assessd/internal/embedflow"
 	"github.com/assessd/assessd/internal/platform/errs"
+	"github.com/assessd/assessd/internal/regeneration"
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/internal/testkit/redistest"
 	"github.com/assessd/assessd/internal/testkit/storetest"
@@ -63,7 +64,8 @@ func newFixtureWith(t *testing.T, rdb *redis.Client, db *store.DB, gen func(*sto
 				UserID: f.users[tenancy.RoleTeacher].ID, Role: tenancy.RoleTeacher, Scopes: tenancy.APIKeyScopes(tenancy.RoleTeacher)})
 		}
 	}
-	f.svc = embedflow.NewService(embedflow.NewStore(rdb), ten, assessment.NewService(db), gen(db), "https://assessd.example", prometheus.NewRegistry(), func(s string) string { return s })
+	content := assessment.NewService(db)
+	f.svc = embedflow.NewService(embedflow.NewStore(rdb), ten, content, gen(db), regeneration.NewService(db, content), "https://assessd.example", prometheus.NewRegistry(), func(s string) string { return s })
 	return f
 }
 

@@ -87,6 +87,7 @@ func (s *Service) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /embed/{id}/generations/{generation}", s.generationPage)
 	mux.HandleFunc("POST /embed/{id}/submit", s.submit)
 	s.authoringRoutes(mux)
+	s.regenerationRoutes(mux)
 }
 
 type examView struct {

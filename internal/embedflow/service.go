@@ -65,17 +65,19 @@ type Service struct {
 	actors    Actors
 	resources Content
 	generator Generator
-	baseURL   string
-	now       func() time.Time
-	orgLabel  func(string) string
-	created   *prometheus.CounterVec
-	opened    *prometheus.CounterVec
+	// regenerator serves the authoring flow's Regenerate button.
+	regenerator Regenerator
+	baseURL     string
+	now         func() time.Time
+	orgLabel    func(string) string
+	created     *prometheus.CounterVec
+	opened      *prometheus.CounterVec
 }
 
 // NewService returns a Service whose session URLs start with baseURL.
 // orgLabel bounds the org label of the metrics.
-func NewService(store *Store, actors Actors, resources Content, generator Generator, baseURL string, reg prometheus.Registerer, orgLabel func(string) string) *Service {
-	s := &Service{store: store, actors: actors, resources: resources, generator: generator, baseURL: baseURL, now: time.Now, orgLabel: orgLabel,
+func NewService(store *Store, actors Actors, resources Content, generator Generator, regenerator Regenerator, baseURL string, reg prometheus.Registerer, orgLabel func(string) string) *Service {
+	s := &Service{store: store, actors: actors, resources: resources, generator: generator, regenerator: regenerator, baseURL: baseURL, now: time.Now, orgLabel: orgLabel,
 		created: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "assessd_embed_sessions_created_total", Help: "Embed sessions created by organization and flow.",
 		}, []string{"org", "flow"}),

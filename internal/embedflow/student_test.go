@@ -44,7 +44,7 @@ func TestStudentTakesExamAndSeesGradedResult(t *testing.T) {
 	content := assessment.NewService(db)
 	go app.NewDispatcher(tc, db, prometheus.NewRegistry(), workflows.DispatchOptions{}).Run(t.Context())
 	f := newFixtureWith(t, redistest.Client(t), db, func(*store.DB) embedflow.Generator { return nil })
-	f.svc = embedflow.NewService(embedflow.NewStore(redistest.Client(t)), tenancy.NewService(db), content, nil, "https://assessd.example", prometheus.NewRegistry(), func(s string) string { return s })
+	f.svc = embedflow.NewService(embedflow.NewStore(redistest.Client(t)), tenancy.NewService(db), content, nil, nil, "https://assessd.example", prometheus.NewRegistry(), func(s string) string { return s })
 	srv := serve(t, f)
 
 	exam, err := content.CreateExam(f.teacher, assessment.NewExam{Name: "Plants", Language: "en"})

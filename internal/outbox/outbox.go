@@ -28,6 +28,8 @@ type Kind string
 const (
 	KindGrading    Kind = "grading"
 	KindGeneration Kind = "generation"
+	// KindRegeneration is a question regeneration (decision 0091).
+	KindRegeneration Kind = "regeneration"
 )
 
 // Channel is notified on commit of every new or re-armed row, so

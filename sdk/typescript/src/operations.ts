@@ -4,6 +4,7 @@ import type { Params, Result } from "./types.js";
 
 /** How each operation is sent. */
 export const operationTable = {
+  acceptQuestionRegeneration: { method: "post", path: "/question-regenerations/{id}/accept", pathParams: ["id"], queryParams: [], body: "none" },
   allowClient: { method: "post", path: "/org/allowed-clients", pathParams: [], queryParams: [], body: "json" },
   createAuditLog: { method: "post", path: "/audit-logs", pathParams: [], queryParams: [], body: "json" },
   createEmbedSession: { method: "post", path: "/embed-sessions", pathParams: [], queryParams: [], body: "json" },
@@ -11,6 +12,7 @@ export const operationTable = {
   createExamGeneration: { method: "post", path: "/exam-generations", pathParams: [], queryParams: [], body: "json" },
   createFolder: { method: "post", path: "/folders", pathParams: [], queryParams: [], body: "json" },
   createQuestion: { method: "post", path: "/exams/{examId}/questions", pathParams: ["examId"], queryParams: [], body: "json" },
+  createQuestionRegeneration: { method: "post", path: "/exams/{examId}/questions/{questionId}/regenerations", pathParams: ["examId","questionId"], queryParams: [], body: "json" },
   createQuestionType: { method: "post", path: "/question-types", pathParams: [], queryParams: [], body: "json" },
   createUser: { method: "post", path: "/users", pathParams: [], queryParams: [], body: "json" },
   deleteExam: { method: "delete", path: "/exams/{id}", pathParams: ["id"], queryParams: [], body: "none" },
@@ -29,6 +31,7 @@ export const operationTable = {
   getOrg: { method: "get", path: "/org", pathParams: [], queryParams: [], body: "none" },
   getQuestion: { method: "get", path: "/exams/{examId}/questions/{questionId}", pathParams: ["examId","questionId"], queryParams: [], body: "none" },
   getQuestionQuality: { method: "get", path: "/exams/{examId}/questions/{questionId}/quality", pathParams: ["examId","questionId"], queryParams: [], body: "none" },
+  getQuestionRegeneration: { method: "get", path: "/question-regenerations/{id}", pathParams: ["id"], queryParams: [], body: "none" },
   getQuestionType: { method: "get", path: "/question-types/{id}", pathParams: ["id"], queryParams: [], body: "none" },
   getResult: { method: "get", path: "/results/{id}", pathParams: ["id"], queryParams: [], body: "none" },
   getResultsSummary: { method: "get", path: "/exams/{examId}/results/summary", pathParams: ["examId"], queryParams: [], body: "none" },
@@ -39,6 +42,7 @@ export const operationTable = {
   listAuditLogs: { method: "get", path: "/audit-logs", pathParams: [], queryParams: ["pageSize","pageToken","action","actorId","targetType","targetId","since","until"], body: "none" },
   listExams: { method: "get", path: "/exams", pathParams: [], queryParams: ["pageSize","pageToken","folderId","q"], body: "none" },
   listFolders: { method: "get", path: "/folders", pathParams: [], queryParams: ["pageSize","pageToken","parentId"], body: "none" },
+  listQuestionRevisions: { method: "get", path: "/exams/{examId}/questions/{questionId}/revisions", pathParams: ["examId","questionId"], queryParams: ["pageSize","pageToken"], body: "none" },
   listQuestions: { method: "get", path: "/exams/{examId}/questions", pathParams: ["examId"], queryParams: ["pageSize","pageToken"], body: "none" },
   listQuestionTypes: { method: "get", path: "/question-types", pathParams: [], queryParams: ["pageSize","pageToken"], body: "none" },
   listResults: { method: "get", path: "/exams/{examId}/results", pathParams: ["examId"], queryParams: ["pageSize","pageToken","userId","status"], body: "none" },
@@ -61,6 +65,20 @@ export type OperationId = keyof typeof operationTable;
 
 /** One method per API operation: path, query and body parameters in one object, an optional axios config second. */
 export interface Operations {
+  /**
+   * Applies a ready proposal as the question's next revision and returns
+   *  the question.
+   *
+   * Applies a ready proposal as the question's next revision and returns
+   *  the question. 409 when the regeneration is not ready
+   *  (REGENERATION_NOT_READY), was accepted already
+   *  (REGENERATION_ALREADY_ACCEPTED), or the question changed since the
+   *  proposal was made (QUESTION_CHANGED). Earlier results keep the revision
+   *  they answered.
+   *
+   * Requires scope `exams:write` and one of the roles owner, admin, teacher.
+   */
+  acceptQuestionRegeneration(params: Params<"acceptQuestionRegeneration">, config?: AxiosRequestConfig): Promise<Result<"acceptQuestionRegeneration">>;
   /**
    * Allows an OAuth client extra scopes for the caller's organization's
    *  users; allowing a client again is harmless.
@@ -124,6 +142,19 @@ export interface Operations {
    * Requires scope `exams:write` and one of the roles owner, admin, teacher.
    */
   createQuestion(params: Params<"createQuestion">, config?: AxiosRequestConfig): Promise<Result<"createQuestion">>;
+  /**
+   * Starts regenerating a question: the AI proposes a new version of the
+   *  same type (deprecated types and other organizations' public types
+   *  included).
+   *
+   * Starts regenerating a question: the AI proposes a new version of the
+   *  same type (deprecated types and other organizations' public types
+   *  included). Poll the returned regeneration until it is ready (with a
+   *  proposal) or failed (error says why).
+   *
+   * Requires scope `exams:write` and one of the roles owner, admin, teacher.
+   */
+  createQuestionRegeneration(params: Params<"createQuestionRegeneration">, config?: AxiosRequestConfig): Promise<Result<"createQuestionRegeneration">>;
   /**
    * Creates a question type owned by the organization.
    *
@@ -270,6 +301,14 @@ export interface Operations {
    */
   getQuestionQuality(params: Params<"getQuestionQuality">, config?: AxiosRequestConfig): Promise<Result<"getQuestionQuality">>;
   /**
+   * Returns a regeneration and its proposal.
+   *
+   * Returns a regeneration and its proposal.
+   *
+   * Requires scope `exams:read` and one of the roles owner, admin, teacher.
+   */
+  getQuestionRegeneration(params: Params<"getQuestionRegeneration">, config?: AxiosRequestConfig): Promise<Result<"getQuestionRegeneration">>;
+  /**
    * Returns a type by id, or a built-in type by key.
    *
    * Returns a type by id, or a built-in type by key.
@@ -345,6 +384,14 @@ export interface Operations {
    * Requires scope `exams:read`.
    */
   listFolders(params?: Params<"listFolders">, config?: AxiosRequestConfig): Promise<Result<"listFolders">>;
+  /**
+   * Lists a question's revisions, newest first.
+   *
+   * Lists a question's revisions, newest first.
+   *
+   * Requires scope `exams:read` and one of the roles owner, admin, teacher.
+   */
+  listQuestionRevisions(params: Params<"listQuestionRevisions">, config?: AxiosRequestConfig): Promise<Result<"listQuestionRevisions">>;
   /**
    * Lists an exam's questions in order, each with its resolved type.
    *

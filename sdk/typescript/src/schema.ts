@@ -214,6 +214,55 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/exams/{examId}/questions/{questionId}/regenerations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Starts regenerating a question: the AI proposes a new version of the
+         *      same type (deprecated types and other organizations' public types
+         *      included).
+         * @description Starts regenerating a question: the AI proposes a new version of the
+         *      same type (deprecated types and other organizations' public types
+         *      included). Poll the returned regeneration until it is ready (with a
+         *      proposal) or failed (error says why).
+         *
+         *     Requires scope `exams:write` and one of the roles owner, admin, teacher.
+         */
+        post: operations["createQuestionRegeneration"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/exams/{examId}/questions/{questionId}/revisions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Lists a question's revisions, newest first.
+         * @description Lists a question's revisions, newest first.
+         *
+         *     Requires scope `exams:read` and one of the roles owner, admin, teacher.
+         */
+        get: operations["listQuestionRevisions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/exams/{examId}/questions/reorder": {
         parameters: {
             query?: never;
@@ -601,6 +650,56 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/question-regenerations/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Returns a regeneration and its proposal.
+         * @description Returns a regeneration and its proposal.
+         *
+         *     Requires scope `exams:read` and one of the roles owner, admin, teacher.
+         */
+        get: operations["getQuestionRegeneration"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/question-regenerations/{id}/accept": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Applies a ready proposal as the question's next revision and returns
+         *      the question.
+         * @description Applies a ready proposal as the question's next revision and returns
+         *      the question. 409 when the regeneration is not ready
+         *      (REGENERATION_NOT_READY), was accepted already
+         *      (REGENERATION_ALREADY_ACCEPTED), or the question changed since the
+         *      proposal was made (QUESTION_CHANGED). Earlier results keep the revision
+         *      they answered.
+         *
+         *     Requires scope `exams:write` and one of the roles owner, admin, teacher.
+         */
+        post: operations["acceptQuestionRegeneration"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/question-types": {
         parameters: {
             query?: never;
@@ -811,6 +910,11 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** AcceptQuestionRegenerationRequest */
+        "assessd.v1.AcceptQuestionRegenerationRequest": {
+            /** id */
+            id?: string;
+        };
         /** AllowClientRequest */
         "assessd.v1.AllowClientRequest": {
             /**
@@ -878,6 +982,13 @@ export interface components {
             maxScore?: number;
             /** question_id */
             questionId?: string;
+            /**
+             * question_revision
+             * Format: int32
+             * @description The revision of the question the student answered; maxScore is that
+             *      revision's points.
+             */
+            questionRevision?: number;
             /**
              * score
              * Format: double
@@ -1103,6 +1214,19 @@ export interface components {
              * @description The parent folder; empty or absent for a top-level folder.
              */
             parentId?: string;
+        };
+        /** CreateQuestionRegenerationRequest */
+        "assessd.v1.CreateQuestionRegenerationRequest": {
+            /** exam_id */
+            examId?: string;
+            /**
+             * instructions
+             * @description What the new version should change, e.g. "harder", "change the
+             *      numbers", "in Spanish"; at most 500 characters.
+             */
+            instructions?: string;
+            /** question_id */
+            questionId?: string;
         };
         /** CreateQuestionRequest */
         "assessd.v1.CreateQuestionRequest": {
@@ -1377,6 +1501,11 @@ export interface components {
             /** question_id */
             questionId?: string;
         };
+        /** GetQuestionRegenerationRequest */
+        "assessd.v1.GetQuestionRegenerationRequest": {
+            /** id */
+            id?: string;
+        };
         /** GetQuestionRequest */
         "assessd.v1.GetQuestionRequest": {
             /** exam_id */
@@ -1596,6 +1725,34 @@ export interface components {
              * @description Token for the next page; empty on the last page.
              */
             nextPageToken?: string;
+        };
+        /** ListQuestionRevisionsRequest */
+        "assessd.v1.ListQuestionRevisionsRequest": {
+            /** exam_id */
+            examId?: string;
+            /**
+             * page_size
+             * Format: int32
+             * @description Page size, 1 to 200; default 50.
+             */
+            pageSize?: number;
+            /**
+             * page_token
+             * @description The nextPageToken of the previous page.
+             */
+            pageToken?: string;
+            /** question_id */
+            questionId?: string;
+        };
+        /** ListQuestionRevisionsResponse */
+        "assessd.v1.ListQuestionRevisionsResponse": {
+            /**
+             * next_page_token
+             * @description Token for the next page; empty on the last page.
+             */
+            nextPageToken?: string;
+            /** revisions */
+            revisions?: components["schemas"]["assessd.v1.QuestionRevision"][];
         };
         /** ListQuestionTypesRequest */
         "assessd.v1.ListQuestionTypesRequest": {
@@ -1818,6 +1975,13 @@ export interface components {
             /** prompt */
             prompt?: string;
             /**
+             * revision
+             * Format: int32
+             * @description The current revision of the question's content: 1 at creation, one
+             *      more for every edit or accepted regeneration.
+             */
+            revision?: number;
+            /**
              * type
              * @description The question type: a built-in key or a question type id ("qtp_...").
              */
@@ -1834,6 +1998,24 @@ export interface components {
             typeStatus?: components["schemas"]["assessd.v1.TypeStatus"];
             /** updated_at */
             updatedAt?: components["schemas"]["google.protobuf.Timestamp"];
+        };
+        /**
+         * QuestionProposal
+         * @description A proposed new version of a question: its type stays.
+         */
+        "assessd.v1.QuestionProposal": {
+            /**
+             * config
+             * @description Valid against the question type's config schema.
+             */
+            config?: components["schemas"]["google.protobuf.Struct"];
+            /**
+             * points
+             * Format: double
+             */
+            points?: number;
+            /** prompt */
+            prompt?: string;
         };
         /**
          * QuestionQuality
@@ -1861,6 +2043,106 @@ export interface components {
              * @description Item statistics over graded results; null before any.
              */
             statistics?: components["schemas"]["assessd.v1.ItemStatistics"];
+        };
+        /**
+         * QuestionRegeneration
+         * @description A question regeneration request.
+         */
+        "assessd.v1.QuestionRegeneration": {
+            /** accepted_at */
+            acceptedAt?: components["schemas"]["google.protobuf.Timestamp"];
+            /**
+             * accepted_revision
+             * Format: int32
+             * @description The revision the accepted proposal became; 0 until accepted.
+             */
+            acceptedRevision?: number;
+            /**
+             * base_revision
+             * Format: int32
+             * @description The question revision the proposal was made from.
+             */
+            baseRevision?: number;
+            /** created_at */
+            createdAt?: components["schemas"]["google.protobuf.Timestamp"];
+            /**
+             * error
+             * @description Why it failed.
+             */
+            error?: string;
+            /** exam_id */
+            examId?: string;
+            /**
+             * id
+             * @description Opaque id with the prefix "rgn_".
+             */
+            id?: string;
+            /** instructions */
+            instructions?: string;
+            /**
+             * proposal
+             * @description The proposal, once ready.
+             */
+            proposal?: components["schemas"]["assessd.v1.QuestionProposal"];
+            /** question_id */
+            questionId?: string;
+            /**
+             * region
+             * @description The AI region it ran in.
+             */
+            region?: string;
+            /**
+             * status
+             * @description running, ready or failed.
+             */
+            status?: string;
+            /** updated_at */
+            updatedAt?: components["schemas"]["google.protobuf.Timestamp"];
+        };
+        /**
+         * QuestionRevision
+         * @description One version of a question's content.
+         */
+        "assessd.v1.QuestionRevision": {
+            /** config */
+            config?: components["schemas"]["google.protobuf.Struct"];
+            /** created_at */
+            createdAt?: components["schemas"]["google.protobuf.Timestamp"];
+            /**
+             * created_by
+             * @description The user who made the revision.
+             */
+            createdBy?: string;
+            /**
+             * points
+             * Format: double
+             */
+            points?: number;
+            /** prompt */
+            prompt?: string;
+            /** question_id */
+            questionId?: string;
+            /**
+             * regeneration_id
+             * @description The accepted regeneration, for a regenerated revision.
+             */
+            regenerationId?: string;
+            /**
+             * revision
+             * Format: int32
+             * @description 1 at creation, one more for every edit or accepted regeneration.
+             */
+            revision?: number;
+            /**
+             * source
+             * @description created, edited or regenerated.
+             */
+            source?: string;
+            /**
+             * type
+             * @description The question type: a built-in key or a question type id.
+             */
+            type?: string;
         };
         /**
          * QuestionSummary
@@ -3041,6 +3323,7 @@ export interface operations {
                      *           "points": 2,
                      *           "position": 1,
                      *           "prompt": "What is 3/4 as a decimal?",
+                     *           "revision": 1,
                      *           "type": "numeric",
                      *           "typeDefinition": {
                      *             "builtIn": true,
@@ -3149,6 +3432,7 @@ export interface operations {
                      *       "points": 2,
                      *       "position": 1,
                      *       "prompt": "What is 3/4 as a decimal?",
+                     *       "revision": 1,
                      *       "type": "numeric",
                      *       "typeDefinition": {
                      *         "builtIn": true,
@@ -3226,6 +3510,7 @@ export interface operations {
                      *       "points": 2,
                      *       "position": 1,
                      *       "prompt": "What is 3/4 as a decimal?",
+                     *       "revision": 1,
                      *       "type": "numeric",
                      *       "typeDefinition": {
                      *         "builtIn": true,
@@ -3355,6 +3640,7 @@ export interface operations {
                      *       "points": 2,
                      *       "position": 1,
                      *       "prompt": "What is 3/4 as a decimal?",
+                     *       "revision": 1,
                      *       "type": "numeric",
                      *       "typeDefinition": {
                      *         "builtIn": true,
@@ -3451,6 +3737,139 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    createQuestionRegeneration: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                examId: string;
+                questionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "instructions": "change the numbers"
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * instructions
+                     * @description What the new version should change, e.g. "harder", "change the
+                     *      numbers", "in Spanish"; at most 500 characters.
+                     */
+                    instructions?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "acceptedRevision": 0,
+                     *       "baseRevision": 1,
+                     *       "createdAt": "2026-09-02T10:30:00Z",
+                     *       "error": "",
+                     *       "examId": "exm_01JD3M4Q9ZB8K1T7W2X5C6V0P2",
+                     *       "id": "rgn_01JD3M4Q9ZB8K1T7W2X5C6V0Q1",
+                     *       "instructions": "change the numbers",
+                     *       "questionId": "qst_01JD3M4Q9ZB8K1T7W2X5C6V0P3",
+                     *       "region": "eu",
+                     *       "status": "running",
+                     *       "updatedAt": "2026-09-02T10:30:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.QuestionRegeneration"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listQuestionRevisions: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 200; default 50. */
+                pageSize?: number;
+                /** @description The nextPageToken of the previous page. */
+                pageToken?: string;
+            };
+            header?: never;
+            path: {
+                examId: string;
+                questionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "nextPageToken": "",
+                     *       "revisions": [
+                     *         {
+                     *           "config": {
+                     *             "correct": 0.4,
+                     *             "tolerance": 0.001
+                     *           },
+                     *           "createdAt": "2026-09-02T10:31:00Z",
+                     *           "createdBy": "usr_01JD3M4Q9ZB8K1T7W2X5C6V0NA",
+                     *           "points": 2,
+                     *           "prompt": "What is 2/5 as a decimal?",
+                     *           "questionId": "qst_01JD3M4Q9ZB8K1T7W2X5C6V0P3",
+                     *           "regenerationId": "rgn_01JD3M4Q9ZB8K1T7W2X5C6V0Q1",
+                     *           "revision": 2,
+                     *           "source": "regenerated",
+                     *           "type": "numeric"
+                     *         },
+                     *         {
+                     *           "config": {
+                     *             "correct": 0.75,
+                     *             "tolerance": 0.001
+                     *           },
+                     *           "createdAt": "2026-09-01T08:00:00Z",
+                     *           "createdBy": "usr_01JD3M4Q9ZB8K1T7W2X5C6V0NA",
+                     *           "points": 2,
+                     *           "prompt": "What is 3/4 as a decimal?",
+                     *           "questionId": "qst_01JD3M4Q9ZB8K1T7W2X5C6V0P3",
+                     *           "regenerationId": "",
+                     *           "revision": 1,
+                     *           "source": "created",
+                     *           "type": "numeric"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.ListQuestionRevisionsResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     reorderQuestions: {
         parameters: {
             query?: never;
@@ -3501,6 +3920,7 @@ export interface operations {
                      *           "points": 2,
                      *           "position": 1,
                      *           "prompt": "What is 3/4 as a decimal?",
+                     *           "revision": 1,
                      *           "type": "numeric",
                      *           "typeDefinition": {
                      *             "builtIn": true,
@@ -4603,6 +5023,134 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["PermissionDenied"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getQuestionRegeneration: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "acceptedRevision": 0,
+                     *       "baseRevision": 1,
+                     *       "createdAt": "2026-09-02T10:30:00Z",
+                     *       "error": "",
+                     *       "examId": "exm_01JD3M4Q9ZB8K1T7W2X5C6V0P2",
+                     *       "id": "rgn_01JD3M4Q9ZB8K1T7W2X5C6V0Q1",
+                     *       "instructions": "change the numbers",
+                     *       "proposal": {
+                     *         "config": {
+                     *           "correct": 0.4,
+                     *           "tolerance": 0.001
+                     *         },
+                     *         "points": 2,
+                     *         "prompt": "What is 2/5 as a decimal?"
+                     *       },
+                     *       "questionId": "qst_01JD3M4Q9ZB8K1T7W2X5C6V0P3",
+                     *       "region": "eu",
+                     *       "status": "ready",
+                     *       "updatedAt": "2026-09-02T10:30:04Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.QuestionRegeneration"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    acceptQuestionRegeneration: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "config": {
+                     *         "correct": 0.75,
+                     *         "tolerance": 0.001
+                     *       },
+                     *       "createdAt": "2026-09-01T08:00:00Z",
+                     *       "examId": "exm_01JD3M4Q9ZB8K1T7W2X5C6V0P2",
+                     *       "id": "qst_01JD3M4Q9ZB8K1T7W2X5C6V0P3",
+                     *       "points": 2,
+                     *       "position": 1,
+                     *       "prompt": "What is 3/4 as a decimal?",
+                     *       "revision": 1,
+                     *       "type": "numeric",
+                     *       "typeDefinition": {
+                     *         "builtIn": true,
+                     *         "configSchema": {
+                     *           "required": [
+                     *             "correct"
+                     *           ],
+                     *           "type": "object"
+                     *         },
+                     *         "deprecated": false,
+                     *         "description": "The answer value is a number, correct within the tolerance (absolute, default 0).",
+                     *         "enabled": true,
+                     *         "grading": {
+                     *           "enabled": false,
+                     *           "fileInputs": ""
+                     *         },
+                     *         "id": "numeric",
+                     *         "key": "numeric",
+                     *         "name": "Numeric",
+                     *         "orgId": "",
+                     *         "owned": false,
+                     *         "public": true,
+                     *         "responseProcessing": {
+                     *           "condition": "=$abs(answer.value - config.correct) <= config.tolerance"
+                     *         }
+                     *       },
+                     *       "typeStatus": {
+                     *         "message": "",
+                     *         "reason": "",
+                     *         "state": "OK"
+                     *       },
+                     *       "updatedAt": "2026-09-01T08:00:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.Question"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
         };

@@ -929,9 +929,12 @@ type Question struct {
 	// The resolved type definition; null when the type no longer resolves.
 	TypeDefinition *QuestionType `protobuf:"bytes,8,opt,name=type_definition,json=typeDefinition,proto3" json:"type_definition,omitempty"`
 	// Whether the type resolves; says why when it does not.
-	TypeStatus    *TypeStatus            `protobuf:"bytes,9,opt,name=type_status,json=typeStatus,proto3" json:"type_status,omitempty"`
-	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
-	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	TypeStatus *TypeStatus            `protobuf:"bytes,9,opt,name=type_status,json=typeStatus,proto3" json:"type_status,omitempty"`
+	CreatedAt  *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	UpdatedAt  *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	// The current revision of the question's content: 1 at creation, one
+	// more for every edit or accepted regeneration.
+	Revision      int32 `protobuf:"varint,12,opt,name=revision,proto3" json:"revision,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1041,6 +1044,13 @@ func (x *Question) GetUpdatedAt() *timestamppb.Timestamp {
 		return x.UpdatedAt
 	}
 	return nil
+}
+
+func (x *Question) GetRevision() int32 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
 }
 
 // TypeStatus is the resolution state of a question's type.
@@ -2813,9 +2823,12 @@ type Answer struct {
 	GradedAt *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=graded_at,json=gradedAt,proto3" json:"graded_at,omitempty"`
 	// AI grading details: rationale, region, attachedFiles, and skippedFiles
 	// (url and reason: files not on the media CDN are never attached).
-	Grading       *structpb.Struct `protobuf:"bytes,9,opt,name=grading,proto3" json:"grading,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Grading *structpb.Struct `protobuf:"bytes,9,opt,name=grading,proto3" json:"grading,omitempty"`
+	// The revision of the question the student answered; maxScore is that
+	// revision's points.
+	QuestionRevision int32 `protobuf:"varint,20,opt,name=question_revision,json=questionRevision,proto3" json:"question_revision,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Answer) Reset() {
@@ -2909,6 +2922,13 @@ func (x *Answer) GetGrading() *structpb.Struct {
 		return x.Grading
 	}
 	return nil
+}
+
+func (x *Answer) GetQuestionRevision() int32 {
+	if x != nil {
+		return x.QuestionRevision
+	}
+	return 0
 }
 
 type SubmitResultRequest struct {
@@ -3646,7 +3666,7 @@ const file_assessd_v1_assessment_proto_rawDesc = "" +
 	"\f_descriptionB\x13\n" +
 	"\x11_duration_minutes\"#\n" +
 	"\x11DeleteExamRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"\xb6\x03\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\xd2\x03\n" +
 	"\bQuestion\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x17\n" +
 	"\aexam_id\x18\x02 \x01(\tR\x06examId\x12\x1a\n" +
@@ -3662,7 +3682,8 @@ const file_assessd_v1_assessment_proto_rawDesc = "" +
 	"created_at\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
-	"updated_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"T\n" +
+	"updated_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12\x1a\n" +
+	"\brevision\x18\f \x01(\x05R\brevision\"T\n" +
 	"\n" +
 	"TypeStatus\x12\x14\n" +
 	"\x05state\x18\x01 \x01(\tR\x05state\x12\x16\n" +
@@ -3822,7 +3843,7 @@ const file_assessd_v1_assessment_proto_rawDesc = "" +
 	"\fsubmitted_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\vsubmittedAt\x127\n" +
 	"\tgraded_at\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\bgradedAt\x12\x16\n" +
-	"\x06region\x18\v \x01(\tR\x06region\"\xc0\x02\n" +
+	"\x06region\x18\v \x01(\tR\x06region\"\xed\x02\n" +
 	"\x06Answer\x12\x1f\n" +
 	"\vquestion_id\x18\x01 \x01(\tR\n" +
 	"questionId\x12,\n" +
@@ -3833,7 +3854,8 @@ const file_assessd_v1_assessment_proto_rawDesc = "" +
 	"\tmax_score\x18\x06 \x01(\x01R\bmaxScore\x12\x1a\n" +
 	"\bfeedback\x18\a \x01(\tR\bfeedback\x127\n" +
 	"\tgraded_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\bgradedAt\x121\n" +
-	"\agrading\x18\t \x01(\v2\x17.google.protobuf.StructR\agrading\"~\n" +
+	"\agrading\x18\t \x01(\v2\x17.google.protobuf.StructR\agrading\x12+\n" +
+	"\x11question_revision\x18\x14 \x01(\x05R\x10questionRevision\"~\n" +
 	"\x13SubmitResultRequest\x12\x17\n" +
 	"\aexam_id\x18\x01 \x01(\tR\x06examId\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\x125\n" +
