@@ -1,6 +1,7 @@
 package assessment
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -29,6 +30,9 @@ const (
 	AnswerPending = "pending" // awaits AI grading
 	AnswerGraded  = "graded"
 	AnswerFailed  = "failed"
+
+	SourceAPI  = "api"  // submitted through the API
+	SourceScan = "scan" // read from a scanned answer sheet
 )
 
 // Result is one student's submission to an exam.
@@ -42,7 +46,10 @@ type Result struct {
 	Reason   string
 	// Region is the AI region grading runs in: the organization's
 	// aiRegion when the result was submitted.
-	Region      string
+	Region string
+	// Source is how the answers came in: SourceAPI, or SourceScan for a
+	// result read from a scanned answer sheet.
+	Source      string
 	SubmittedAt time.Time
 	GradedAt    time.Time
 	Answers     []Answer
@@ -60,8 +67,11 @@ type Answer struct {
 	Feedback   string
 	// Grading holds the AI grading details: rationale, region, and the
 	// files attached and skipped (with the reason); nil for rule scoring.
-	Grading  map[string]any
-	GradedAt time.Time
+	Grading map[string]any
+	// NeedsReview marks a scanned answer a person should check (and may
+	// correct with CorrectAnswer).
+	NeedsReview bool
+	GradedAt    time.Time
 }
 
 // NewAnswer is one submitted answer.
@@ -71,9 +81,11 @@ type NewAnswer struct {
 	Files      []string
 }
 
-// NewResult is the input of SubmitResult. UserID defaults to the caller.
+// NewResult is the input of SubmitResult. UserID defaults to the caller,
+// Source to SourceAPI.
 type NewResult struct {
 	UserID  string
+	Source  string
 	Answers []NewAnswer
 }
 
@@ -129,7 +141,7 @@ func (s *Service) SubmitResult(ctx context.Context, examID string, in NewResult)
 		if err != nil {
 			return err
 		}
-		r = Result{ID: ids.New(ids.Result), ExamID: examID, UserID: in.UserID}
+		r = Result{ID: ids.New(ids.Result), ExamID: examID, UserID: in.UserID, Source: cmp.Or(in.Source, SourceAPI)}
 		for _, qu := range questions {
 			a := score(ctx, qu, given[qu.ID])
 			r.Answers = append(r.Answers, a)
@@ -314,11 +326,11 @@ func resultStatus(answers []Answer) (status, reason string) {
 // with it: the organization's aiRegion now.
 func (s *Service) insertResult(ctx context.Context, q store.Querier, r Result, questions []Question) (region string, err error) {
 	if err := q.QueryRow(ctx, `
-		INSERT INTO results (id, org_id, exam_id, user_id, status, score, max_score, reason, region, graded_at)
+		INSERT INTO results (id, org_id, exam_id, user_id, status, score, max_score, reason, region, graded_at, source)
 		VALUES ($1, app_org_id(), $2, $3, $4, $5, $6, $7, `+tenancy.AIRegionSQL+`,
-		        CASE WHEN $4 = 'grading' THEN NULL ELSE now() END)
+		        CASE WHEN $4 = 'grading' THEN NULL ELSE now() END, $8)
 		RETURNING region`,
-		r.ID, r.ExamID, r.UserID, r.Status, r.Score, r.MaxScore, r.Reason).Scan(&region); err != nil {
+		r.ID, r.ExamID, r.UserID, r.Status, r.Score, r.MaxScore, r.Reason, r.Source).Scan(&region); err != nil {
 		return "", fmt.Errorf("submit result: %w", err)
 	}
 	n := len(r.Answers)
@@ -349,12 +361,12 @@ func (s *Service) insertResult(ctx context.Context, q store.Querier, r Result, q
 	return region, nil
 }
 
-const resultColumns = `id, exam_id, user_id, status, score, max_score, reason, region, submitted_at, graded_at`
+const resultColumns = `id, exam_id, user_id, status, score, max_score, reason, region, source, submitted_at, graded_at`
 
 func scanResult(row pgx.Row) (Result, error) {
 	var r Result
 	var graded *time.Time
-	err := row.Scan(&r.ID, &r.ExamID, &r.UserID, &r.Status, &r.Score, &r.MaxScore, &r.Reason, &r.Region, &r.SubmittedAt, &graded)
+	err := row.Scan(&r.ID, &r.ExamID, &r.UserID, &r.Status, &r.Score, &r.MaxScore, &r.Reason, &r.Region, &r.Source, &r.SubmittedAt, &graded)
 	if graded != nil {
 		r.GradedAt = *graded
 	}
@@ -443,7 +455,7 @@ func (s *Service) attachAnswers(ctx context.Context, q store.Querier, rs []Resul
 		idx[r.ID], resultIDs[i] = i, r.ID
 	}
 	rows, err := q.Query(ctx, `
-		SELECT result_id, question_id, value, files, status, score, max_score, feedback, grading, graded_at
+		SELECT result_id, question_id, value, files, status, score, max_score, feedback, grading, needs_review, graded_at
 		  FROM result_answers WHERE org_id = app_org_id() AND result_id = ANY($1)
 		 ORDER BY result_id, position`, resultIDs)
 	if err != nil {
@@ -454,7 +466,7 @@ func (s *Service) attachAnswers(ctx context.Context, q store.Querier, rs []Resul
 		var resultID string
 		var a Answer
 		var graded *time.Time
-		if err := rows.Scan(&resultID, &a.QuestionID, &a.Value, &a.Files, &a.Status, &a.Score, &a.MaxScore, &a.Feedback, &a.Grading, &graded); err != nil {
+		if err := rows.Scan(&resultID, &a.QuestionID, &a.Value, &a.Files, &a.Status, &a.Score, &a.MaxScore, &a.Feedback, &a.Grading, &a.NeedsReview, &graded); err != nil {
 			return fmt.Errorf("load answers: %w", err)
 		}
 		if graded != nil {

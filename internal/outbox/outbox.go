@@ -28,6 +28,7 @@ type Kind string
 const (
 	KindGrading    Kind = "grading"
 	KindGeneration Kind = "generation"
+	KindScanning   Kind = "scanning"
 )
 
 // Channel is notified on commit of every new or re-armed row, so

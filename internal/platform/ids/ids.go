@@ -29,6 +29,7 @@ const (
 	Generation     Prefix = "gen_"
 	Embed          Prefix = "emb_"
 	ServiceAccount Prefix = "sva_"
+	Scan           Prefix = "scn_"
 )
 
 // New returns a fresh id with prefix p.
