@@ -18,8 +18,9 @@ const (
 
 // Operation label values.
 const (
-	OperationGrade    = "grade"
-	OperationGenerate = "generate"
+	OperationGrade      = "grade"
+	OperationGenerate   = "generate"
+	OperationTranscribe = "transcribe"
 )
 
 type instrumented struct {
@@ -53,7 +54,7 @@ func Instrument(p Provider, name, region string, reg prometheus.Registerer) Prov
 	}
 	// The region's series exist from the start: error ratios are 0, not
 	// absent, before the first call.
-	for _, op := range []string{OperationGrade, OperationGenerate} {
+	for _, op := range []string{OperationGrade, OperationGenerate, OperationTranscribe} {
 		for _, outcome := range []string{OutcomeOK, OutcomeRetryableError, OutcomeInvalidRequest} {
 			m.requests.WithLabelValues(region, name, op, outcome)
 		}
@@ -77,6 +78,14 @@ func (m *instrumented) GenerateQuestions(ctx context.Context, req GenerateReques
 	qs, err := m.next.GenerateQuestions(ctx, req)
 	m.record(req.Region, OperationGenerate, start, err)
 	return qs, err
+}
+
+// Transcribe calls the wrapped provider and records the call.
+func (m *instrumented) Transcribe(ctx context.Context, req TranscribeRequest) (Transcription, error) {
+	start := time.Now()
+	t, err := m.next.Transcribe(ctx, req)
+	m.record(req.Region, OperationTranscribe, start, err)
+	return t, err
 }
 
 func (m *instrumented) record(region, operation string, start time.Time, err error) {

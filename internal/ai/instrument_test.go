@@ -23,6 +23,10 @@ func (s stubProvider) GenerateQuestions(context.Context, ai.GenerateRequest) ([]
 	return nil, s.err
 }
 
+func (s stubProvider) Transcribe(context.Context, ai.TranscribeRequest) (ai.Transcription, error) {
+	return ai.Transcription{}, s.err
+}
+
 func TestInstrumentCountsOutcomes(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	ctx := context.Background()

@@ -23,19 +23,21 @@ CREATE INDEX answer_sheet_scans_org ON answer_sheet_scans (org_id, id);
 -- One row per file: a media-CDN URL the worker fetches, or uploaded bytes.
 -- The bytes are dropped once the file is split into pages.
 CREATE TABLE answer_sheet_scan_files (
-  scan_id  text NOT NULL REFERENCES answer_sheet_scans (id) ON DELETE CASCADE,
-  position integer NOT NULL,
-  org_id   text NOT NULL REFERENCES orgs (id),
-  url      text NOT NULL DEFAULT '',
-  content  bytea,
-  split    boolean NOT NULL DEFAULT false,
-  error    text NOT NULL DEFAULT '',
+  scan_id    text NOT NULL REFERENCES answer_sheet_scans (id) ON DELETE CASCADE,
+  position   integer NOT NULL,
+  org_id     text NOT NULL REFERENCES orgs (id),
+  url        text NOT NULL DEFAULT '',
+  content    bytea,
+  split      boolean NOT NULL DEFAULT false,
+  error_code text NOT NULL DEFAULT '',
+  error      text NOT NULL DEFAULT '',
   PRIMARY KEY (scan_id, position)
 );
 
 -- One row per page of the scan, numbered across its files. image holds the
 -- page (an uploaded PNG or JPEG as it came, a PDF page as PNG) until it is
--- read; reading fills user_id, sheet_page and answers, or error.
+-- read (then dropped); reading fills user_id, sheet_page and answers, or
+-- error_code and error.
 CREATE TABLE answer_sheet_scan_pages (
   scan_id     text NOT NULL REFERENCES answer_sheet_scans (id) ON DELETE CASCADE,
   page        integer NOT NULL,
