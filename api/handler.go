@@ -24,6 +24,7 @@ import (
 	"github.com/assessd/assessd/internal/assessment"
 	"github.com/assessd/assessd/internal/embedflow"
 	"github.com/assessd/assessd/internal/generation"
+	"github.com/assessd/assessd/internal/scanning"
 	"github.com/assessd/assessd/observability"
 	"github.com/assessd/assessd/tenancy"
 )
@@ -45,6 +46,8 @@ type Services struct {
 	// AllowedClients manages the OAuth clients an organization allowed
 	// extra scopes.
 	AllowedClients AllowedClients
+	// Scans prints answer sheets and reads scans of them.
+	Scans *scanning.Service
 }
 
 // NewHandler returns the API handler: every service on its REST paths and
@@ -102,6 +105,9 @@ func NewHandler(s Services) (http.Handler, error) {
 		},
 		func() (string, http.Handler) {
 			return assessdv1connect.NewEmbedServiceHandler(embedServer{s.Embed}, opts...)
+		},
+		func() (string, http.Handler) {
+			return assessdv1connect.NewAnswerSheetServiceHandler(answerSheetServer{s.Scans, s.Assessment}, opts...)
 		},
 	} {
 		path, handler := h()

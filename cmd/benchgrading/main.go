@@ -1,7 +1,8 @@
 // Command benchgrading measures grading throughput end to end: N results
 // submitted through the HTTP API and graded on a Temporal dev server with
 // the builtin provider, side by side with a no-op workflow baseline on the
-// same server and worker, and the submit-to-graded latency.
+// same server and worker, and the submit-to-graded latency. It then
+// measures answer-sheet scanning in pages per second (scanning.go).
 package main
 
 import (
@@ -49,6 +50,7 @@ func noop(workflow.Context) error { return nil }
 func run(ctx context.Context) error {
 	n := flag.Int("n", 200, "results to grade")
 	clients := flag.Int("c", 16, "concurrent submitting clients")
+	sheets := flag.Int("sheets", 40, "answer sheets in the scanning benchmark's upload")
 	flag.Parse()
 	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil))) // the OIDC library logs its routes
 
@@ -127,7 +129,7 @@ func run(ctx context.Context) error {
 	fmt.Printf("\nratio assessd/baseline: %.2f (target >= 0.50)\n", rate/baseRate)
 	fmt.Printf("submit-to-graded latency: p50 %.0f ms, p99 %.0f ms\n",
 		ms(latencies[len(latencies)/2]), ms(latencies[len(latencies)*99/100]))
-	return nil
+	return benchScanning(ctx, a, srv.URL, orgID, key, *sheets)
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

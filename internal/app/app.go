@@ -20,6 +20,7 @@ import (
 	"github.com/assessd/assessd/internal/embedflow"
 	"github.com/assessd/assessd/internal/generation"
 	"github.com/assessd/assessd/internal/identity"
+	"github.com/assessd/assessd/internal/media"
 	"github.com/assessd/assessd/internal/platform/clientaddr"
 	"github.com/assessd/assessd/internal/platform/ratelimit"
 	"github.com/assessd/assessd/internal/server"
@@ -54,6 +55,9 @@ type Config struct {
 	// RequestsPerMinute is the request quota of a plan; nil means
 	// tenancy.RequestsPerMinute. Benchmarks raise it.
 	RequestsPerMinute func(plan string) int
+	// MediaCDN are the URL prefixes of the media CDN (ASSESSD_MEDIA_CDN):
+	// answer-sheet scans may name files there only.
+	MediaCDN []string
 }
 
 // App is the wired server.
@@ -126,7 +130,9 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 		dispatcher = NewDispatcher(cfg.Temporal, db, metrics.Registry, cfg.Dispatch)
 	}
 	embeds := embedflow.NewService(embedflow.NewStore(cfg.Redis), ten, content, gen, cfg.BaseURL, metrics.Registry, metrics.Org)
-	apiHandler, err := api.NewHandler(api.Services{Tenancy: ten, Assessment: content, Generation: gen, Embed: embeds, AllowedClients: idp})
+	scans := newScans(db, content, media.NewFetcher(cfg.MediaCDN, media.Options{}).OnCDN)
+	apiHandler, err := api.NewHandler(api.Services{Tenancy: ten, Assessment: content, Generation: gen, Embed: embeds, AllowedClients: idp,
+		Scans: scans})
 	if err != nil {
 		limiter.Close()
 		return nil, fmt.Errorf("api: %w", err)
@@ -164,6 +170,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 			"/docs/":                            docs,
 			"/embed/":                           pages,
 		},
+		Uploads: map[string]http.Handler{scanUploadRoute: api.ScanUploads(scans)},
 		Ready:   readiness(db, cfg.Temporal),
 		OpenAPI: openapi.Document,
 		Route:   api.RouteOf(),

@@ -7,6 +7,7 @@ import (
 
 	generationactivities "github.com/assessd/assessd/activities/generation"
 	gradingactivities "github.com/assessd/assessd/activities/grading"
+	scanningactivities "github.com/assessd/assessd/activities/scanning"
 	"github.com/assessd/assessd/internal/ai"
 	"github.com/assessd/assessd/internal/assessment"
 	"github.com/assessd/assessd/internal/generation"
@@ -16,6 +17,7 @@ import (
 	"github.com/assessd/assessd/workflows"
 	generationworkflow "github.com/assessd/assessd/workflows/generation"
 	gradingworkflow "github.com/assessd/assessd/workflows/grading"
+	scanningworkflow "github.com/assessd/assessd/workflows/scanning"
 )
 
 // WorkerConfig is what one region's worker needs: that region's AI
@@ -25,10 +27,12 @@ type WorkerConfig struct {
 	Provider ai.Provider
 	Fetcher  *media.Fetcher
 	Metrics  *gradingactivities.Metrics
+	// ScanMetrics are the scanning metrics; nil records them nowhere.
+	ScanMetrics *scanningactivities.Metrics
 }
 
 // NewWorker returns a worker that polls only cfg.Region's task queue and
-// runs the grading and generation workflows with that region's provider.
+// runs the grading, generation and scanning workflows with that region's provider.
 // An unknown region is an error.
 func NewWorker(c client.Client, db *store.DB, cfg WorkerConfig) (worker.Worker, error) {
 	queue, err := workflows.RegionTaskQueue(cfg.Region)
@@ -43,16 +47,19 @@ func NewWorker(c client.Client, db *store.DB, cfg WorkerConfig) (worker.Worker, 
 	grading.Register(w)
 	gen := &generationactivities.Activities{Generations: generation.NewService(db, content), Provider: cfg.Provider, Region: cfg.Region}
 	gen.Register(w)
+	registerScanning(w, db, content, cfg)
 	return w, nil
 }
 
 // NewDispatcher returns the outbox dispatcher, the one starter of the
-// grading and generation workflows, with c; its metrics go to reg.
+// grading, generation and scanning workflows, with c; its metrics go to
+// reg.
 func NewDispatcher(c client.Client, db *store.DB, reg prometheus.Registerer, opts workflows.DispatchOptions) *workflows.Dispatcher {
 	content := assessment.NewService(db)
 	gen := generation.NewService(db, content)
 	return workflows.NewDispatcher(c, outbox.NewStore(db), map[outbox.Kind]workflows.Route{
 		outbox.KindGrading:    gradingworkflow.Route(content.FailGrading),
 		outbox.KindGeneration: generationworkflow.Route(gen.Finish),
+		outbox.KindScanning:   scanningworkflow.Route(newScans(db, content, nil).Fail),
 	}, reg, opts)
 }

@@ -268,13 +268,14 @@ func (s *Service) IsStudent(ctx context.Context, userID string) (bool, error) {
 // actor is the scanning the platform does on its own.
 var actor = audit.Actor{Kind: audit.ActorSystem, ID: "scanning"}
 
-// Finish submits one result per student whose sheet was read, with source
+// Finish reports the pages whose reading failed for good (failures, by
+// page, with a reason), submits one result per student whose sheet was read, with source
 // "scan" and the doubtful answers flagged for review, through the normal
 // submission path (rules score now, AI-graded questions go to grading), and
 // completes the scan. A page that repeats a student's sheet page is
 // reported instead of overwriting the first. Everything commits at once;
 // a scan already finished is returned as it is.
-func (s *Service) Finish(ctx context.Context, scanID string) (Scan, error) {
+func (s *Service) Finish(ctx context.Context, scanID string, failures map[int]string) (Scan, error) {
 	err := s.db.Tx(ctx, func(ctx context.Context) error {
 		q := s.db.Q(ctx)
 		var examID, status string
@@ -284,6 +285,11 @@ func (s *Service) Finish(ctx context.Context, scanID string) (Scan, error) {
 		}
 		if status != StatusRunning {
 			return nil
+		}
+		for page, reason := range failures {
+			if err := s.RecordPage(ctx, scanID, page, Reading{Reason: "READ_FAILED", Message: reason}); err != nil {
+				return err
+			}
 		}
 		sheets, err := s.readSheets(ctx, scanID)
 		if err != nil {
@@ -409,6 +415,12 @@ func (s *Service) Fail(ctx context.Context, scanID, reason string) error {
 			Target: audit.Target{Type: "answer_sheet_scan", ID: scanID}, After: map[string]any{"error": reason}})
 		return err
 	})
+}
+
+// Questions returns the exam and its questions as printed on its sheets,
+// for reading them (no permission check: for the scanning activities).
+func (s *Service) Questions(ctx context.Context, examID string) (assessment.Exam, []assessment.SheetQuestion, error) {
+	return s.content.AnswerSheet(asScanning(ctx), examID)
 }
 
 // load is Get without the permission check, for the workflow.
