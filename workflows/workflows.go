@@ -9,6 +9,7 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 )
@@ -34,6 +35,19 @@ func RegionTaskQueue(region string) (string, error) {
 // retrying cannot fix (the AI provider refused the request, the subject can
 // never be processed); the workflows' retry policies do not retry it.
 const ErrTypeInvalidRequest = "InvalidRequest"
+
+// RetryPolicy is the retry policy of the workflows' activities: backoff
+// doubling from one second up to a minute, at most maxAttempts attempts,
+// and never a retry of ErrTypeInvalidRequest.
+func RetryPolicy(maxAttempts int32) *temporal.RetryPolicy {
+	return &temporal.RetryPolicy{
+		InitialInterval:        time.Second,
+		BackoffCoefficient:     2,
+		MaximumInterval:        time.Minute,
+		MaximumAttempts:        maxAttempts,
+		NonRetryableErrorTypes: []string{ErrTypeInvalidRequest},
+	}
+}
 
 // Permanent wraps err, whose message is safe to show to clients, as a
 // failure no retry can fix.

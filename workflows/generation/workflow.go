@@ -13,7 +13,6 @@ import (
 	"context"
 	"time"
 
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/assessd/assessd/internal/ai"
@@ -69,10 +68,7 @@ func GenerateExam(ctx workflow.Context, in Input) (string, error) {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 3 * time.Minute,
 		HeartbeatTimeout:    20 * time.Second,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 5,
-			NonRetryableErrorTypes: []string{workflows.ErrTypeInvalidRequest},
-		},
+		RetryPolicy:         workflows.RetryPolicy(5),
 	})
 	var questions []ai.GeneratedQuestion
 	err := workflow.ExecuteActivity(ctx, ActivityGenerateQuestions, in).Get(ctx, &questions)

@@ -15,7 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/assessd/assessd/internal/outbox"
@@ -100,13 +99,7 @@ func GradeResult(ctx workflow.Context, in Input) (Outcome, error) {
 		// worker that dies mid-call is noticed in seconds, not minutes, and
 		// the answer is retried on another worker of the region.
 		HeartbeatTimeout: 10 * time.Second,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:        time.Second,
-			BackoffCoefficient:     2,
-			MaximumInterval:        time.Minute,
-			MaximumAttempts:        6,
-			NonRetryableErrorTypes: []string{workflows.ErrTypeInvalidRequest},
-		},
+		RetryPolicy:      workflows.RetryPolicy(6),
 	})
 	var pending []string
 	if err := workflow.ExecuteActivity(ctx, ActivityPendingAnswers, in).Get(ctx, &pending); err != nil {

@@ -16,7 +16,6 @@ import (
 	"slices"
 	"time"
 
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/assessd/assessd/internal/outbox"
@@ -107,13 +106,7 @@ func ScanSheets(ctx workflow.Context, in Input) (Outcome, error) {
 		// Splitting rasterizes PDFs of up to 200 pages.
 		StartToCloseTimeout: 5 * time.Minute,
 		HeartbeatTimeout:    20 * time.Second,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:        time.Second,
-			BackoffCoefficient:     2,
-			MaximumInterval:        time.Minute,
-			MaximumAttempts:        6,
-			NonRetryableErrorTypes: []string{workflows.ErrTypeInvalidRequest},
-		},
+		RetryPolicy:         workflows.RetryPolicy(6),
 	})
 	// Finishing or failing must happen even if the workflow is being
 	// cancelled.
