@@ -117,6 +117,19 @@ func DecodeUpload(ctx context.Context, data []byte, each func(page int, img imag
 // removed afterwards; the tools run with a timeout and never through a
 // shell.
 func SplitPDF(ctx context.Context, data []byte, each func(page int, img image.Image) error) error {
+	return SplitPDFPages(ctx, data, func(page int, b []byte) error {
+		img, err := DecodeImage(b)
+		if err != nil {
+			return fmt.Errorf("%w: page %d: %v", ErrUnreadablePDF, page, err)
+		}
+		return each(page, img)
+	})
+}
+
+// SplitPDFPages is SplitPDF giving each page as the greyscale PNG file
+// pdftoppm wrote, for a caller that stores pages rather than reading them
+// at once.
+func SplitPDFPages(ctx context.Context, data []byte, each func(page int, png []byte) error) error {
 	if len(data) > MaxUploadBytes {
 		return ErrTooLarge
 	}
@@ -135,7 +148,7 @@ func SplitPDF(ctx context.Context, data []byte, each func(page int, img image.Im
 	return nil
 }
 
-func splitPDF(ctx context.Context, data []byte, each func(page int, img image.Image) error) error {
+func splitPDF(ctx context.Context, data []byte, each func(page int, png []byte) error) error {
 	_, err := withPDF(ctx, data, func(dir, in string) (int, error) {
 		pages, err := checkedPageCount(ctx, in)
 		if err != nil {
@@ -176,7 +189,7 @@ func checkedPageCount(ctx context.Context, path string) (int, error) {
 
 // rasterize renders the pages of the PDF at in into dir and calls each
 // with them in order.
-func rasterize(ctx context.Context, dir, in string, pages int, each func(page int, img image.Image) error) error {
+func rasterize(ctx context.Context, dir, in string, pages int, each func(page int, png []byte) error) error {
 	if _, err := poppler(ctx, "pdftoppm", "-gray", "-png", "-scale-to", strconv.Itoa(pdfLongSide),
 		"-l", strconv.Itoa(pages), in, filepath.Join(dir, "p")); err != nil {
 		return err
@@ -196,11 +209,7 @@ func rasterize(ctx context.Context, dir, in string, pages int, each func(page in
 		if err != nil {
 			return fmt.Errorf("answersheet: %w", err)
 		}
-		img, err := DecodeImage(b)
-		if err != nil {
-			return fmt.Errorf("%w: page %d: %v", ErrUnreadablePDF, i+1, err)
-		}
-		if err := each(i+1, img); err != nil {
+		if err := each(i+1, b); err != nil {
 			return err
 		}
 	}

@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"image"
-	"image/png"
 
 	"github.com/jackc/pgx/v5"
 
@@ -168,12 +166,8 @@ func splitFile(ctx context.Context, data []byte) ([][]byte, error) {
 		return [][]byte{data}, err
 	}
 	var pages [][]byte
-	err := answersheet.SplitPDF(ctx, data, func(_ int, img image.Image) error {
-		var b bytes.Buffer
-		if err := png.Encode(&b, img); err != nil {
-			return fmt.Errorf("encode page: %w", err)
-		}
-		pages = append(pages, b.Bytes())
+	err := answersheet.SplitPDFPages(ctx, data, func(_ int, png []byte) error {
+		pages = append(pages, png)
 		return nil
 	})
 	return pages, err

@@ -1,0 +1,2 @@
+-- Local placeholder for the migration number another branch owns; never committed.
+SELECT 1;
