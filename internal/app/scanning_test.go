@@ -226,6 +226,26 @@ func TestAnswerSheetScanning(t *testing.T) {
 		t.Fatalf("the EU endpoint got %d requests for a global organization", n)
 	}
 
+	// A printed PDF of two sheets, scanned untouched, is split into its
+	// pages: every bubble row blank and left for review; the second copy
+	// of the same student's sheet is reported.
+	printed := s.do("GET", "/exams/"+a.exam+"/answer-sheets?userId="+student.ID+"&userId="+student.ID, teacher, nil).must(t, 200).raw
+	pdfScan := s.upload(a.exam, teacher, printed).must(t, 200)
+	done := waitStatus(t, s.env, "/answer-sheet-scans/"+str(pdfScan.body, "id"), teacher, "completed")
+	sheets, errs := items(done.body, "sheets"), items(done.body, "errors")
+	if num(done.body, "pages") != 2 || len(sheets) != 2 || len(errs) != 1 || str(errs[0], "reason") != "DUPLICATE_SHEET" {
+		t.Fatalf("PDF scan %s", done.raw)
+	}
+	for _, an := range sheets[0]["answers"].([]any) {
+		m := an.(map[string]any)
+		switch str(m, "questionId") {
+		case qid["multiple_choice"], qid["multiple_select"], qid["true_false"]:
+			if m["needsReview"] != true || str(m, "reason") != "blank" {
+				t.Fatalf("an untouched bubble row not left for review: %v", m)
+			}
+		}
+	}
+
 	// The teacher corrects the numeric answer the scan left for review.
 	res := waitStatus(t, s.env, "/results/"+str(items(waitStatus(t, s.env, "/answer-sheet-scans/"+str(scan.body, "id"), teacher, "completed").body, "sheets")[0], "resultId"), teacher, "graded")
 	resultID := str(res.body, "id")
@@ -344,6 +364,15 @@ func TestAnswerSheetsAndUploadChecks(t *testing.T) {
 		}
 		e.do("GET", "/answer-sheet-scans/"+str(r.body, "id"), other.keys[tenancy.RoleTeacher], nil).must(t, 404)
 	}
+
+	// Without poppler-utils a PDF is the deployment's fault, not the
+	// uploader's: 503, and images still go through.
+	pdf := e.do("GET", "/exams/"+a.exam+"/answer-sheets", teacher, nil).must(t, 200).raw
+	t.Setenv("PATH", t.TempDir())
+	if r := e.upload(a.exam, teacher, pdf).must(t, 503); r.reason() != "PDF_TOOL_MISSING" {
+		t.Fatalf("PDF without poppler: %s", r.raw)
+	}
+	e.upload(a.exam, teacher, encodePNG(t, blank)).must(t, 200)
 }
 
 func TestUnreadableAnswerSheetPagesAreReported(t *testing.T) {
