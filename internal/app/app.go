@@ -130,7 +130,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 		dispatcher = NewDispatcher(cfg.Temporal, db, metrics.Registry, cfg.Dispatch)
 	}
 	embeds := embedflow.NewService(embedflow.NewStore(cfg.Redis), ten, content, gen, cfg.BaseURL, metrics.Registry, metrics.Org)
-	scans := newScans(db, content, media.NewFetcher(cfg.MediaCDN, media.Options{}).OnCDN)
+	scans := newScans(db, content, ten, media.NewFetcher(cfg.MediaCDN, media.Options{}).OnCDN)
 	apiHandler, err := api.NewHandler(api.Services{Tenancy: ten, Assessment: content, Generation: gen, Embed: embeds, AllowedClients: idp,
 		Scans: scans})
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/assessd/assessd/internal/media"
 	"github.com/assessd/assessd/internal/outbox"
 	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/tenancy"
 	"github.com/assessd/assessd/workflows"
 	generationworkflow "github.com/assessd/assessd/workflows/generation"
 	gradingworkflow "github.com/assessd/assessd/workflows/grading"
@@ -60,6 +61,6 @@ func NewDispatcher(c client.Client, db *store.DB, reg prometheus.Registerer, opt
 	return workflows.NewDispatcher(c, outbox.NewStore(db), map[outbox.Kind]workflows.Route{
 		outbox.KindGrading:    gradingworkflow.Route(content.FailGrading),
 		outbox.KindGeneration: generationworkflow.Route(gen.Finish),
-		outbox.KindScanning:   scanningworkflow.Route(newScans(db, content, nil).Fail),
+		outbox.KindScanning:   scanningworkflow.Route(newScans(db, content, tenancy.NewService(db), nil).Fail),
 	}, reg, opts)
 }
