@@ -23,6 +23,7 @@ import (
 	"github.com/assessd/assessd/internal/media"
 	"github.com/assessd/assessd/internal/platform/clientaddr"
 	"github.com/assessd/assessd/internal/platform/ratelimit"
+	"github.com/assessd/assessd/internal/scanning"
 	"github.com/assessd/assessd/internal/server"
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/internal/web"
@@ -130,7 +131,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 		dispatcher = NewDispatcher(cfg.Temporal, db, metrics.Registry, cfg.Dispatch)
 	}
 	embeds := embedflow.NewService(embedflow.NewStore(cfg.Redis), ten, content, gen, cfg.BaseURL, metrics.Registry, metrics.Org)
-	scans := newScans(db, content, ten, media.NewFetcher(cfg.MediaCDN, media.Options{}).OnCDN)
+	scans := scanning.NewService(db, content, ten, media.NewFetcher(cfg.MediaCDN, media.Options{}).OnCDN)
 	apiHandler, err := api.NewHandler(api.Services{Tenancy: ten, Assessment: content, Generation: gen, Embed: embeds, AllowedClients: idp,
 		Scans: scans})
 	if err != nil {

@@ -14,12 +14,6 @@ import (
 // scanUploadRoute is the API route that also takes multipart uploads.
 const scanUploadRoute = "POST /exams/{examId}/answer-sheet-scans"
 
-// newScans returns the answer-sheet scanning service; onCDN tells which
-// URLs are on the media CDN.
-func newScans(db *store.DB, content *assessment.Service, users *tenancy.Service, onCDN func(string) bool) *scanning.Service {
-	return scanning.NewService(db, content, users, onCDN)
-}
-
 // registerScanning registers the scanning workflow and its activities, with
 // the region's provider and CDN fetcher, on w.
 func registerScanning(w worker.Worker, db *store.DB, content *assessment.Service, cfg WorkerConfig) {
@@ -28,7 +22,7 @@ func registerScanning(w worker.Worker, db *store.DB, content *assessment.Service
 	if metrics == nil {
 		metrics = scanningactivities.NewMetrics(nil, func(org string) string { return org })
 	}
-	a := &scanningactivities.Activities{Scans: newScans(db, content, tenancy.NewService(db), cfg.Fetcher.OnCDN), Provider: cfg.Provider,
+	a := &scanningactivities.Activities{Scans: scanning.NewService(db, content, tenancy.NewService(db), cfg.Fetcher.OnCDN), Provider: cfg.Provider,
 		Fetcher: cfg.Fetcher, Region: cfg.Region, Metrics: metrics}
 	a.Register(w)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/assessd/assessd/internal/generation"
 	"github.com/assessd/assessd/internal/media"
 	"github.com/assessd/assessd/internal/outbox"
+	"github.com/assessd/assessd/internal/scanning"
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/tenancy"
 	"github.com/assessd/assessd/workflows"
@@ -33,8 +34,8 @@ type WorkerConfig struct {
 }
 
 // NewWorker returns a worker that polls only cfg.Region's task queue and
-// runs the grading, generation and scanning workflows with that region's provider.
-// An unknown region is an error.
+// runs the grading, generation and scanning workflows with that region's
+// provider. An unknown region is an error.
 func NewWorker(c client.Client, db *store.DB, cfg WorkerConfig) (worker.Worker, error) {
 	queue, err := workflows.RegionTaskQueue(cfg.Region)
 	if err != nil {
@@ -61,6 +62,6 @@ func NewDispatcher(c client.Client, db *store.DB, reg prometheus.Registerer, opt
 	return workflows.NewDispatcher(c, outbox.NewStore(db), map[outbox.Kind]workflows.Route{
 		outbox.KindGrading:    gradingworkflow.Route(content.FailGrading),
 		outbox.KindGeneration: generationworkflow.Route(gen.Finish),
-		outbox.KindScanning:   scanningworkflow.Route(newScans(db, content, tenancy.NewService(db), nil).Fail),
+		outbox.KindScanning:   scanningworkflow.Route(scanning.NewService(db, content, tenancy.NewService(db), nil).Fail),
 	}, reg, opts)
 }
