@@ -415,3 +415,41 @@ func TestUnreadableAnswerSheetPagesAreReported(t *testing.T) {
 		t.Fatalf("%d results from unreadable pages", n)
 	}
 }
+
+func TestAMultiPageSheetBecomesOneResult(t *testing.T) {
+	s := newScanEnv(t)
+	tn := s.newTenant("US", tenancy.PlanPro)
+	teacher := tn.keys[tenancy.RoleTeacher]
+	student := tn.users[tenancy.RoleStudent]
+	staff := tenancy.WithCaller(context.Background(), tenancy.SystemCaller(tn.org.ID))
+	examID := str(s.do("POST", "/exams", teacher, map[string]any{"name": "Long quiz", "language": "en"}).must(t, 200).body, "id")
+	var qids []string
+	for i := range 25 {
+		q := s.do("POST", "/exams/"+examID+"/questions", teacher, map[string]any{"type": "true_false",
+			"prompt": fmt.Sprintf("Statement %d is true.", i+1), "config": map[string]any{"correct": true}}).must(t, 200)
+		qids = append(qids, str(q.body, "id"))
+	}
+	exam, questions, err := s.app.Assessment.AnswerSheet(staff, examID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages := s.sheets(examID, teacher, student.ID)
+	if len(pages) != 2 {
+		t.Fatalf("25 rows printed on %d pages, want 2", len(pages))
+	}
+	first := sheettest.Fill(t, exam, questions, pages[0], []sheettest.Mark{{QuestionID: qids[0], ChoiceID: "true", Ink: 30}})
+	second := sheettest.Fill(t, exam, questions, pages[1], []sheettest.Mark{{QuestionID: qids[24], ChoiceID: "false", Ink: 30}})
+	// The second page comes first: pages are put together by the sheet
+	// page their QR code names.
+	scan := s.upload(examID, teacher, encodePNG(t, second), encodePNG(t, first)).must(t, 200)
+	done := waitStatus(t, s.env, "/answer-sheet-scans/"+str(scan.body, "id"), teacher, "completed")
+	sheets := items(done.body, "sheets")
+	if len(sheets) != 2 || num(sheets[0], "sheetPage") != 2 || str(sheets[0], "resultId") == "" || str(sheets[0], "resultId") != str(sheets[1], "resultId") {
+		t.Fatalf("scan %s", done.raw)
+	}
+	res := waitStatus(t, s.env, "/results/"+str(sheets[0], "resultId"), teacher, "graded")
+	answers := items(res.body, "answers")
+	if len(answers) != 25 || answers[0]["value"] != true || answers[24]["value"] != false || num(res.body, "score") != 1 {
+		t.Fatalf("result %s", res.raw)
+	}
+}

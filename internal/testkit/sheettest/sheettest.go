@@ -50,6 +50,7 @@ func Render(t testing.TB, exam assessment.Exam, questions []assessment.SheetQues
 
 // Fill draws marks on a copy of a raster of a whole page, at the layout's
 // positions, slightly off-centre and smaller than the bubble like a hand.
+// The marks must be of questions printed on that page.
 func Fill(t testing.TB, exam assessment.Exam, questions []assessment.SheetQuestion, page image.Image, marks []Mark) *image.RGBA {
 	t.Helper()
 	l := layout(t, exam, questions)
