@@ -1,2 +1,0 @@
--- Local placeholder for the migration number another branch owns; never committed.
-SELECT 1;
