@@ -63,38 +63,20 @@ CREATE POLICY tenant ON answer_sheet_scan_files USING (org_id = app_org_id()) WI
 CREATE POLICY tenant ON answer_sheet_scan_pages USING (org_id = app_org_id()) WITH CHECK (org_id = app_org_id());
 GRANT SELECT, INSERT, UPDATE ON answer_sheet_scans, answer_sheet_scan_files, answer_sheet_scan_pages TO assessd_app;
 
--- The outbox carries scans; the reconciler's view of an unfinished subject
--- learns the new kind. Every kind a migration adds must be listed here.
+-- The outbox carries scans (decision 0045); a scan is unfinished while
+-- running. Migration 006 made outbox_subject_unfinished the one place that
+-- knows each kind; every kind a migration adds is listed here again.
 ALTER TABLE workflow_outbox DROP CONSTRAINT workflow_outbox_kind_check;
-ALTER TABLE workflow_outbox ADD CONSTRAINT workflow_outbox_kind_check CHECK (kind IN ('grading', 'generation', 'scanning'));
+ALTER TABLE workflow_outbox ADD CONSTRAINT workflow_outbox_kind_check
+  CHECK (kind IN ('grading', 'generation', 'regeneration', 'scanning'));
 
-CREATE OR REPLACE FUNCTION outbox_unfinished(p_quiet_seconds double precision, p_limit integer)
-  RETURNS TABLE (kind text, subject_id text, org_id text, region text, attempts integer, restarts integer)
+CREATE OR REPLACE FUNCTION outbox_subject_unfinished(p_kind text, p_subject_id text) RETURNS boolean
   LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public
   AS $$
-    SELECT o.kind, o.subject_id, o.org_id, o.region, o.attempts, o.restarts
-      FROM workflow_outbox o
-     WHERE o.dispatched_at IS NOT NULL
-       AND greatest(o.dispatched_at, o.checked_at) < now() - make_interval(secs => p_quiet_seconds)
-       AND CASE o.kind
-             WHEN 'grading' THEN EXISTS (SELECT 1 FROM results r WHERE r.id = o.subject_id AND r.status = 'grading')
-             WHEN 'generation' THEN EXISTS (SELECT 1 FROM exam_generations g WHERE g.id = o.subject_id AND g.status = 'running')
-             WHEN 'scanning' THEN EXISTS (SELECT 1 FROM answer_sheet_scans s WHERE s.id = o.subject_id AND s.status = 'running')
+    SELECT CASE p_kind
+             WHEN 'grading' THEN EXISTS (SELECT 1 FROM results r WHERE r.id = p_subject_id AND r.status = 'grading')
+             WHEN 'generation' THEN EXISTS (SELECT 1 FROM exam_generations g WHERE g.id = p_subject_id AND g.status = 'running')
+             WHEN 'regeneration' THEN EXISTS (SELECT 1 FROM question_regenerations g WHERE g.id = p_subject_id AND g.status = 'running')
+             WHEN 'scanning' THEN EXISTS (SELECT 1 FROM answer_sheet_scans s WHERE s.id = p_subject_id AND s.status = 'running')
            END
-     ORDER BY greatest(o.dispatched_at, o.checked_at) LIMIT p_limit
-  $$;
-
-CREATE OR REPLACE FUNCTION outbox_prune() RETURNS bigint
-  LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, public
-  AS $$
-    WITH gone AS (
-      DELETE FROM workflow_outbox o
-       WHERE o.dispatched_at IS NOT NULL
-         AND NOT CASE o.kind
-               WHEN 'grading' THEN EXISTS (SELECT 1 FROM results r WHERE r.id = o.subject_id AND r.status = 'grading')
-               WHEN 'generation' THEN EXISTS (SELECT 1 FROM exam_generations g WHERE g.id = o.subject_id AND g.status = 'running')
-               WHEN 'scanning' THEN EXISTS (SELECT 1 FROM answer_sheet_scans s WHERE s.id = o.subject_id AND s.status = 'running')
-             END
-      RETURNING 1)
-    SELECT count(*) FROM gone
   $$;
