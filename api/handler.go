@@ -23,6 +23,7 @@ import (
 	"github.com/assessd/assessd/internal/embedflow"
 	"github.com/assessd/assessd/internal/generation"
 	"github.com/assessd/assessd/internal/regeneration"
+	"github.com/assessd/assessd/internal/scanning"
 	"github.com/assessd/assessd/observability"
 	"github.com/assessd/assessd/tenancy"
 )
@@ -46,6 +47,8 @@ type Services struct {
 	// AllowedClients manages the OAuth clients an organization allowed
 	// extra scopes.
 	AllowedClients AllowedClients
+	// Scans prints answer sheets and reads scans of them.
+	Scans *scanning.Service
 }
 
 // NewHandler returns the API handler: every service on its REST paths and
@@ -119,6 +122,9 @@ func newHandler(s Services, c codecs, extra ...connect.HandlerOption) (http.Hand
 		},
 		func() (string, http.Handler) {
 			return assessdv1connect.NewQuestionRegenerationServiceHandler(regenerationServer{s.Regeneration, s.Assessment}, opts...)
+		},
+		func() (string, http.Handler) {
+			return assessdv1connect.NewAnswerSheetServiceHandler(answerSheetServer{s.Scans, s.Assessment}, opts...)
 		},
 	} {
 		path, handler := h()

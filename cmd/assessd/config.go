@@ -63,7 +63,7 @@ func (c *config) settings() []setting {
 		{"TEMPORAL_TLS_SERVER_NAME", "server name to verify on the Temporal certificate; turns TLS on", &c.TemporalTLSServerName, ""},
 		{"TEMPORAL_API_KEY", "Temporal Cloud API key (secret); turns TLS on", &c.TemporalAPIKey, ""},
 		{"TEMPORAL_CREATE_NAMESPACE", "register the namespace at start-up when it is missing (true or false)", &c.TemporalCreateNamespace, "false"},
-		{"ASSESSD_MEDIA_CDN", "comma-separated URL prefixes of the media CDN (grading files)", &c.MediaCDN, ""},
+		{"ASSESSD_MEDIA_CDN", "comma-separated URL prefixes of the media CDN (grading files, answer-sheet scans)", &c.MediaCDN, ""},
 		{"ASSESSD_AI_PROVIDER", "builtin or openai", &c.AIProvider, "builtin"},
 		{"ASSESSD_AI_GLOBAL_URL", "OpenAI-compatible base URL of the global region", &c.AIGlobalURL, ""},
 		{"ASSESSD_AI_EU_URL", "OpenAI-compatible base URL of the EU region", &c.AIEUURL, ""},

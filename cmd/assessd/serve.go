@@ -86,7 +86,7 @@ func newProcess(ctx context.Context, cfg config, log *slog.Logger) (*process, er
 		return nil, fmt.Errorf("temporal: %w", err)
 	}
 	a, err := app.New(ctx, db, app.Config{BaseURL: cfg.BaseURL, Logger: log, Temporal: tc, Redis: redis.NewClient(redisOpts),
-		TrustedProxies: proxies})
+		TrustedProxies: proxies, MediaCDN: cfg.mediaPrefixes()})
 	if err != nil {
 		tc.Close()
 		db.Close()

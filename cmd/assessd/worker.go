@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	gradingactivities "github.com/assessd/assessd/activities/grading"
+	scanningactivities "github.com/assessd/assessd/activities/scanning"
 	"github.com/assessd/assessd/internal/app"
 	"github.com/assessd/assessd/internal/media"
 	"github.com/assessd/assessd/observability"
@@ -94,6 +95,8 @@ func workerConfig(cfg config, region string, metrics *observability.Metrics, gra
 		Fetcher:  media.NewFetcher(cfg.mediaPrefixes(), media.Options{Registerer: metrics.Registry}),
 		Metrics:  grading,
 		Registry: metrics.Registry,
+		// Shared collectors: both regions of assessd dev use one registry.
+		ScanMetrics: scanningactivities.NewMetrics(metrics.Registry, metrics.Org),
 	}, nil
 }
 

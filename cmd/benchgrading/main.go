@@ -3,7 +3,8 @@
 // the builtin provider, side by side with a no-op workflow baseline on the
 // same server and worker, and the submit-to-graded latency. It then
 // measures question regeneration latency (request to ready proposal, the
-// builtin provider) against the no-op workflow's round trip.
+// builtin provider) against the no-op workflow's round trip, and
+// answer-sheet scanning in pages per second (scanning.go).
 package main
 
 import (
@@ -52,6 +53,7 @@ func run(ctx context.Context) (err error) {
 	n := flag.Int("n", 200, "results to grade")
 	clients := flag.Int("c", 16, "concurrent submitting clients")
 	regenerations := flag.Int("r", 100, "question regenerations to time")
+	sheets := flag.Int("sheets", 40, "answer sheets in the scanning benchmark's upload")
 	flag.Parse()
 	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil))) // the OIDC library logs its routes
 
@@ -133,7 +135,10 @@ func run(ctx context.Context) (err error) {
 	fmt.Printf("\nratio assessd/baseline: %.2f (target >= 0.50)\n", rate/baseRate)
 	fmt.Printf("submit-to-graded latency: p50 %.0f ms, p99 %.0f ms\n",
 		ms(latencies[len(latencies)/2]), ms(latencies[len(latencies)*99/100]))
-	return regenerationBench(ctx, tc, db, srv.URL, key, orgID, examID, questionID, *regenerations)
+	if err := regenerationBench(ctx, tc, db, srv.URL, key, orgID, examID, questionID, *regenerations); err != nil {
+		return err
+	}
+	return benchScanning(ctx, a, srv.URL, orgID, key, *sheets)
 }
 
 // regenerationBench times r regenerations of one question, one at a time

@@ -125,12 +125,26 @@ func finishOperation(method string, op object) error {
 }
 
 // addExamples sets the operation's request and success examples from the
-// examples file; every operation must have them.
+// examples file; every operation must have them. An entry's
+// responseContent replaces the success response's media types (a PDF
+// download) and its requestContent adds media types to the request body
+// (a multipart upload the server takes besides JSON).
 func addExamples(op, examples object) error {
 	id := op["operationId"].(string)
 	ex, ok := examples[id].(object)
 	if !ok {
 		return fmt.Errorf("no examples for %s in the examples file", id)
+	}
+	if content, ok := ex["responseContent"].(object); ok {
+		op["responses"].(object)["200"].(object)["content"] = content
+	}
+	if content, ok := ex["requestContent"].(object); ok {
+		body, _ := op["requestBody"].(object)
+		media, _ := body["content"].(object)
+		if media == nil {
+			return fmt.Errorf("%s has requestContent but no request body", id)
+		}
+		maps.Copy(media, content)
 	}
 	if req, ok := ex["request"]; ok {
 		if media, ok := jsonMedia(op["requestBody"]); ok {

@@ -30,6 +30,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	gradingactivities "github.com/assessd/assessd/activities/grading"
+	scanningactivities "github.com/assessd/assessd/activities/scanning"
 	"github.com/assessd/assessd/internal/ai"
 	"github.com/assessd/assessd/internal/app"
 	"github.com/assessd/assessd/internal/assessment"
@@ -46,7 +47,10 @@ import (
 
 // mayBeEmpty are the panels the test's traffic does not feed, and why.
 var mayBeEmpty = map[string]string{
-	"Media fetches": "no grading file reaches the (absent) media CDN",
+	"Media fetches":      "no grading file reaches the (absent) media CDN",
+	"Scans finished":     "the test's traffic scans no answer sheet",
+	"Pages read":         "the test's traffic scans no answer sheet",
+	"Page read time p95": "the test's traffic scans no answer sheet",
 }
 
 func TestDashboardsQueryRealMetrics(t *testing.T) {
@@ -109,10 +113,11 @@ func startWorker(t *testing.T, tc client.Client, db *store.DB, region string) st
 	}
 	t.Cleanup(c.Close)
 	w, err := app.NewWorker(c, db, app.WorkerConfig{
-		Region:   region,
-		Provider: ai.Instrument(ai.NewBuiltin(), "builtin", region, m.Registry),
-		Fetcher:  media.NewFetcher(nil, media.Options{Registerer: m.Registry}),
-		Metrics:  gradingactivities.NewMetrics(m.Registry, m.Org),
+		Region:      region,
+		Provider:    ai.Instrument(ai.NewBuiltin(), "builtin", region, m.Registry),
+		Fetcher:     media.NewFetcher(nil, media.Options{Registerer: m.Registry}),
+		Metrics:     gradingactivities.NewMetrics(m.Registry, m.Org),
+		ScanMetrics: scanningactivities.NewMetrics(m.Registry, m.Org),
 	})
 	if err != nil {
 		t.Fatal(err)

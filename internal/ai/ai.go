@@ -67,6 +67,8 @@ type Provider interface {
 	Grade(ctx context.Context, req GradeRequest) (Grade, error)
 	GenerateQuestions(ctx context.Context, req GenerateRequest) ([]GeneratedQuestion, error)
 	RegenerateQuestion(ctx context.Context, req RegenerateRequest) (RegeneratedQuestion, error)
+	// Transcribe reads a handwritten answer box of a scanned sheet.
+	Transcribe(ctx context.Context, req TranscribeRequest) (Transcription, error)
 }
 
 // Question type keys the builtin generator knows and the generation prompt

@@ -21,6 +21,7 @@ const (
 	OperationGrade      = "grade"
 	OperationGenerate   = "generate"
 	OperationRegenerate = "regenerate"
+	OperationTranscribe = "transcribe"
 )
 
 type instrumented struct {
@@ -54,7 +55,7 @@ func Instrument(p Provider, name, region string, reg prometheus.Registerer) Prov
 	}
 	// The region's series exist from the start: error ratios are 0, not
 	// absent, before the first call.
-	for _, op := range []string{OperationGrade, OperationGenerate, OperationRegenerate} {
+	for _, op := range []string{OperationGrade, OperationGenerate, OperationRegenerate, OperationTranscribe} {
 		for _, outcome := range []string{OutcomeOK, OutcomeRetryableError, OutcomeInvalidRequest} {
 			m.requests.WithLabelValues(region, name, op, outcome)
 		}
@@ -86,6 +87,14 @@ func (m *instrumented) RegenerateQuestion(ctx context.Context, req RegenerateReq
 	q, err := m.next.RegenerateQuestion(ctx, req)
 	m.record(req.Region, OperationRegenerate, start, err)
 	return q, err
+}
+
+// Transcribe calls the wrapped provider and records the call.
+func (m *instrumented) Transcribe(ctx context.Context, req TranscribeRequest) (Transcription, error) {
+	start := time.Now()
+	t, err := m.next.Transcribe(ctx, req)
+	m.record(req.Region, OperationTranscribe, start, err)
+	return t, err
 }
 
 func (m *instrumented) record(region, operation string, start time.Time, err error) {

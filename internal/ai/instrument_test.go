@@ -27,6 +27,10 @@ func (s stubProvider) RegenerateQuestion(context.Context, ai.RegenerateRequest) 
 	return ai.RegeneratedQuestion{}, s.err
 }
 
+func (s stubProvider) Transcribe(context.Context, ai.TranscribeRequest) (ai.Transcription, error) {
+	return ai.Transcription{}, s.err
+}
+
 func TestInstrumentCountsOutcomes(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	ctx := context.Background()

@@ -7,6 +7,7 @@ import (
 	"image"
 	"image/jpeg"
 	"image/png"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -36,6 +37,20 @@ const (
 // DecodeImage decodes a PNG or JPEG upload. It checks the byte size, then the
 // dimensions from the header, before decoding any pixels.
 func DecodeImage(data []byte) (image.Image, error) {
+	decode, err := checkImage(data)
+	if err != nil {
+		return nil, err
+	}
+	img, err := decode(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorruptImage, err)
+	}
+	return img, nil
+}
+
+// checkImage checks a PNG or JPEG upload's size, format and dimensions from
+// its header, and returns the decoder for its pixels.
+func checkImage(data []byte) (func(io.Reader) (image.Image, error), error) {
 	if len(data) > MaxUploadBytes {
 		return nil, ErrTooLarge
 	}
@@ -58,11 +73,29 @@ func DecodeImage(data []byte) (image.Image, error) {
 	case int64(cfg.Width)*int64(cfg.Height) > MaxPixels:
 		return nil, fmt.Errorf("%w: %d×%d pixels, at most %d", ErrTooLarge, cfg.Width, cfg.Height, MaxPixels)
 	}
-	img, err := decode(bytes.NewReader(data))
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrCorruptImage, err)
+	return decode, nil
+}
+
+// CheckUpload checks one uploaded file without rendering it, so an API can
+// refuse a bad upload at once: its size and format, an image's dimensions
+// from its header, a PDF's page count (with pdfinfo). It returns the number
+// of pages.
+func CheckUpload(ctx context.Context, data []byte) (int, error) {
+	if !bytes.HasPrefix(data, []byte("%PDF-")) {
+		_, err := checkImage(data)
+		return 1, err
 	}
-	return img, nil
+	if len(data) > MaxUploadBytes {
+		return 0, ErrTooLarge
+	}
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, pdfTimeout)
+	defer cancel()
+	pages, err := withPDF(ctx, data, func(dir, in string) (int, error) { return checkedPageCount(ctx, in) })
+	if err != nil && parent.Err() != nil {
+		return 0, parent.Err()
+	}
+	return pages, err
 }
 
 // DecodeUpload turns one uploaded file, PNG, JPEG or PDF by its content,
@@ -85,6 +118,19 @@ func DecodeUpload(ctx context.Context, data []byte, each func(page int, img imag
 // removed afterwards; the tools run with a timeout and never through a
 // shell.
 func SplitPDF(ctx context.Context, data []byte, each func(page int, img image.Image) error) error {
+	return SplitPDFPages(ctx, data, func(page int, b []byte) error {
+		img, err := DecodeImage(b)
+		if err != nil {
+			return fmt.Errorf("%w: page %d: %v", ErrUnreadablePDF, page, err)
+		}
+		return each(page, img)
+	})
+}
+
+// SplitPDFPages is SplitPDF giving each page as the greyscale PNG file
+// pdftoppm wrote, for a caller that stores pages rather than reading them
+// at once.
+func SplitPDFPages(ctx context.Context, data []byte, each func(page int, png []byte) error) error {
 	if len(data) > MaxUploadBytes {
 		return ErrTooLarge
 	}
@@ -103,10 +149,23 @@ func SplitPDF(ctx context.Context, data []byte, each func(page int, img image.Im
 	return nil
 }
 
-func splitPDF(ctx context.Context, data []byte, each func(page int, img image.Image) error) error {
+func splitPDF(ctx context.Context, data []byte, each func(page int, png []byte) error) error {
+	_, err := withPDF(ctx, data, func(dir, in string) (int, error) {
+		pages, err := checkedPageCount(ctx, in)
+		if err != nil {
+			return 0, err
+		}
+		return pages, rasterize(ctx, dir, in, pages, each)
+	})
+	return err
+}
+
+// withPDF writes data to a private temporary directory, which is removed
+// afterwards, and calls fn with the directory and the file's path.
+func withPDF(ctx context.Context, data []byte, fn func(dir, in string) (int, error)) (int, error) {
 	dir, err := os.MkdirTemp("", "answersheet-")
 	if err != nil {
-		return fmt.Errorf("answersheet: %w", err)
+		return 0, fmt.Errorf("answersheet: %w", err)
 	}
 	defer func() {
 		// The folder holds an uploaded sheet: an operator must hear of a
@@ -117,15 +176,27 @@ func splitPDF(ctx context.Context, data []byte, each func(page int, img image.Im
 	}()
 	in := filepath.Join(dir, "in.pdf")
 	if err := os.WriteFile(in, data, 0o600); err != nil {
-		return fmt.Errorf("answersheet: %w", err)
+		return 0, fmt.Errorf("answersheet: %w", err)
 	}
-	pages, err := pdfPageCount(ctx, in)
+	return fn(dir, in)
+}
+
+// checkedPageCount is the page count of the PDF at path, at most
+// MaxPDFPages.
+func checkedPageCount(ctx context.Context, path string) (int, error) {
+	pages, err := pdfPageCount(ctx, path)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if pages > MaxPDFPages {
-		return fmt.Errorf("%w: %d pages, at most %d", ErrTooManyPages, pages, MaxPDFPages)
+		return 0, fmt.Errorf("%w: %d pages, at most %d", ErrTooManyPages, pages, MaxPDFPages)
 	}
+	return pages, nil
+}
+
+// rasterize renders the pages of the PDF at in into dir and calls each
+// with them in order.
+func rasterize(ctx context.Context, dir, in string, pages int, each func(page int, png []byte) error) error {
 	if _, err := poppler(ctx, "pdftoppm", "-gray", "-png", "-scale-to", strconv.Itoa(pdfLongSide),
 		"-l", strconv.Itoa(pages), in, filepath.Join(dir, "p")); err != nil {
 		return err
@@ -145,11 +216,7 @@ func splitPDF(ctx context.Context, data []byte, each func(page int, img image.Im
 		if err != nil {
 			return fmt.Errorf("answersheet: %w", err)
 		}
-		img, err := DecodeImage(b)
-		if err != nil {
-			return fmt.Errorf("%w: page %d: %v", ErrUnreadablePDF, i+1, err)
-		}
-		if err := each(i+1, img); err != nil {
+		if err := each(i+1, b); err != nil {
 			return err
 		}
 	}

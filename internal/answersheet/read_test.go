@@ -2,16 +2,12 @@ package answersheet_test
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"image"
 	"image/color"
 	"image/draw"
-	"image/jpeg"
 	"image/png"
-	"math"
-	"math/rand/v2"
 	"reflect"
 	"testing"
 
@@ -20,6 +16,7 @@ import (
 	"github.com/assessd/assessd/internal/answersheet"
 	"github.com/assessd/assessd/internal/assessment"
 	"github.com/assessd/assessd/internal/platform/ids"
+	"github.com/assessd/assessd/internal/testkit/sheettest"
 )
 
 // fixture is an exam with every built-in type and the marks a student made.
@@ -98,95 +95,27 @@ func (f fixture) want() []answersheet.Answer {
 }
 
 func renderPages(t testing.TB, f fixture, students ...answersheet.Student) []image.Image {
-	t.Helper()
-	var pdf bytes.Buffer
-	if err := answersheet.Render(&pdf, f.exam, students, f.questions); err != nil {
-		t.Fatal(err)
-	}
-	var pages []image.Image
-	err := answersheet.SplitPDF(context.Background(), pdf.Bytes(), func(_ int, img image.Image) error {
-		pages = append(pages, img)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pages
+	return sheettest.Render(t, f.exam, f.questions, students...)
 }
 
-// fillBubbles draws pen marks on a raster of a whole page, at the layout's
-// positions, slightly off-centre and smaller than the bubble like a hand.
+// fillBubbles draws the marks, and handwriting in the essay box.
 func fillBubbles(t testing.TB, f fixture, page image.Image, marks []mark) *image.RGBA {
 	t.Helper()
-	l, err := answersheet.ComputeLayout(f.exam, f.questions)
-	if err != nil {
-		t.Fatal(err)
+	pen := make([]sheettest.Mark, len(marks))
+	for i, m := range marks {
+		pen[i] = sheettest.Mark{QuestionID: f.questions[m.q].ID, ChoiceID: m.choice, Ink: m.ink}
 	}
-	out := image.NewRGBA(page.Bounds())
-	draw.Draw(out, out.Bounds(), page, page.Bounds().Min, draw.Src)
-	scale := float64(out.Bounds().Dx()) / 210
-	for _, m := range marks {
-		b := bubble(t, l, f.questions[m.q].ID, m.choice)
-		disc(out, (b.Center.X+0.3)*scale, (b.Center.Y-0.2)*scale, b.Radius*0.85*scale, color.Gray{m.ink})
-	}
-	// Handwriting in the essay box.
-	for _, it := range l.Pages[0].Items {
-		if it.Type == assessment.TypeEssay {
-			for x := it.Box.X + 5; x < it.Box.X+60; x += 1.5 {
-				disc(out, x*scale, (it.Box.Y+10+3*math.Sin(x))*scale, 0.4*scale, color.Gray{20})
-			}
+	out := sheettest.Fill(t, f.exam, f.questions, page, pen)
+	for _, q := range f.questions {
+		if q.Type == assessment.TypeEssay {
+			sheettest.Write(t, f.exam, f.questions, out, q.ID)
 		}
 	}
 	return out
 }
 
-func bubble(t testing.TB, l answersheet.Layout, questionID, choiceID string) answersheet.Bubble {
-	for _, p := range l.Pages {
-		for _, it := range p.Items {
-			for _, b := range it.Bubbles {
-				if it.QuestionID == questionID && b.ChoiceID == choiceID {
-					return b
-				}
-			}
-		}
-	}
-	t.Fatalf("no bubble %s/%s in the layout", questionID, choiceID)
-	return answersheet.Bubble{}
-}
-
-func disc(img draw.Image, cx, cy, r float64, c color.Color) {
-	for y := int(cy - r - 1); y <= int(cy+r+1); y++ {
-		for x := int(cx - r - 1); x <= int(cx+r+1); x++ {
-			if dx, dy := float64(x)+0.5-cx, float64(y)+0.5-cy; dx*dx+dy*dy <= r*r {
-				img.Set(x, y, c)
-			}
-		}
-	}
-}
-
-// photograph turns a scan into something like a phone photo: rotated,
-// scaled, noisy and JPEG-compressed.
 func photograph(t testing.TB, img image.Image, degrees, scale float64, seed uint64) image.Image {
-	t.Helper()
-	rot := imaging.Rotate(img, degrees, color.RGBA{235, 232, 225, 255})
-	b := rot.Bounds()
-	small := imaging.Resize(rot, int(float64(b.Dx())*scale), 0, imaging.Linear)
-	rng := rand.New(rand.NewPCG(seed, seed))
-	for i := 0; i < len(small.Pix); i += 4 {
-		n := rng.IntN(61) - 30
-		for c := range 3 {
-			small.Pix[i+c] = uint8(max(0, min(255, int(small.Pix[i+c])+n)))
-		}
-	}
-	var buf bytes.Buffer
-	if err := jpeg.Encode(&buf, small, &jpeg.Options{Quality: 80}); err != nil {
-		t.Fatal(err)
-	}
-	out, err := answersheet.DecodeImage(buf.Bytes())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return sheettest.Photograph(t, img, degrees, scale, seed)
 }
 
 // keystone is a camera tilted towards the page's top: a perspective in

@@ -21,9 +21,11 @@ import (
 	"github.com/assessd/assessd/internal/embedflow"
 	"github.com/assessd/assessd/internal/generation"
 	"github.com/assessd/assessd/internal/identity"
+	"github.com/assessd/assessd/internal/media"
 	"github.com/assessd/assessd/internal/platform/clientaddr"
 	"github.com/assessd/assessd/internal/platform/ratelimit"
 	"github.com/assessd/assessd/internal/regeneration"
+	"github.com/assessd/assessd/internal/scanning"
 	"github.com/assessd/assessd/internal/server"
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/internal/web"
@@ -56,6 +58,9 @@ type Config struct {
 	// RequestsPerMinute is the request quota of a plan; nil means
 	// tenancy.RequestsPerMinute. Benchmarks raise it.
 	RequestsPerMinute func(plan string) int
+	// MediaCDN are the URL prefixes of the media CDN (ASSESSD_MEDIA_CDN):
+	// answer-sheet scans may name files there only.
+	MediaCDN []string
 }
 
 // App is the wired server.
@@ -160,8 +165,9 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	}
 	regen := regeneration.NewService(db, content)
 	embeds := embedflow.NewService(embedflow.NewStore(cfg.Redis), ten, content, gen, regen, cfg.BaseURL, metrics.Registry, metrics.Org)
+	scans := scanning.NewService(db, content, ten, media.NewFetcher(cfg.MediaCDN, media.Options{}).OnCDN)
 	apiHandler, err := api.NewHandler(api.Services{Tenancy: ten, Assessment: content, Generation: gen, Embed: embeds, AllowedClients: idp,
-		Regeneration: regen})
+		Regeneration: regen, Scans: scans})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("api: %w", err), limiter.Close())
 	}
@@ -198,6 +204,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 			"/docs/":                            docs,
 			"/embed/":                           pages,
 		},
+		Uploads: map[string]http.Handler{scanUploadRoute: api.ScanUploads(scans)},
 		Ready:   readiness(db, cfg.Temporal),
 		OpenAPI: openapi.Document,
 		Route:   api.RouteOf(),

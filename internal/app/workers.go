@@ -7,15 +7,19 @@ import (
 
 	generationactivities "github.com/assessd/assessd/activities/generation"
 	gradingactivities "github.com/assessd/assessd/activities/grading"
+	scanningactivities "github.com/assessd/assessd/activities/scanning"
 	"github.com/assessd/assessd/internal/ai"
 	"github.com/assessd/assessd/internal/assessment"
 	"github.com/assessd/assessd/internal/generation"
 	"github.com/assessd/assessd/internal/media"
 	"github.com/assessd/assessd/internal/outbox"
+	"github.com/assessd/assessd/internal/scanning"
 	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/tenancy"
 	"github.com/assessd/assessd/workflows"
 	generationworkflow "github.com/assessd/assessd/workflows/generation"
 	gradingworkflow "github.com/assessd/assessd/workflows/grading"
+	scanningworkflow "github.com/assessd/assessd/workflows/scanning"
 )
 
 // WorkerConfig is what one region's worker needs: that region's AI
@@ -28,11 +32,13 @@ type WorkerConfig struct {
 	// Registry takes the metrics the worker's other workflows register
 	// (shared by the regions of one process); nil leaves them unregistered.
 	Registry prometheus.Registerer
+	// ScanMetrics are the scanning metrics; nil records them nowhere.
+	ScanMetrics *scanningactivities.Metrics
 }
 
 // NewWorker returns a worker that polls only cfg.Region's task queue and
-// runs the grading, generation and regeneration workflows with that region's provider.
-// An unknown region is an error.
+// runs the grading, generation, regeneration and scanning workflows with
+// that region's provider. An unknown region is an error.
 func NewWorker(c client.Client, db *store.DB, cfg WorkerConfig) (worker.Worker, error) {
 	queue, err := workflows.RegionTaskQueue(cfg.Region)
 	if err != nil {
@@ -47,11 +53,13 @@ func NewWorker(c client.Client, db *store.DB, cfg WorkerConfig) (worker.Worker, 
 	gen := &generationactivities.Activities{Generations: generation.NewService(db, content), Provider: cfg.Provider, Region: cfg.Region}
 	gen.Register(w)
 	registerRegeneration(w, db, content, cfg)
+	registerScanning(w, db, content, cfg)
 	return w, nil
 }
 
 // NewDispatcher returns the outbox dispatcher, the one starter of the
-// grading and generation workflows, with c; its metrics go to reg.
+// grading, generation and scanning workflows, with c; its metrics go to
+// reg.
 func NewDispatcher(c client.Client, db *store.DB, reg prometheus.Registerer, opts workflows.DispatchOptions) *workflows.Dispatcher {
 	content := assessment.NewService(db)
 	gen := generation.NewService(db, content)
@@ -59,5 +67,6 @@ func NewDispatcher(c client.Client, db *store.DB, reg prometheus.Registerer, opt
 		outbox.KindGrading:      gradingworkflow.Route(content.FailGrading),
 		outbox.KindGeneration:   generationworkflow.Route(gen.Finish),
 		outbox.KindRegeneration: regenerationRoute(db, content),
+		outbox.KindScanning:     scanningworkflow.Route(scanning.NewService(db, content, tenancy.NewService(db), nil).Fail),
 	}, reg, opts)
 }

@@ -66,21 +66,14 @@ func (s *Service) GradingInput(ctx context.Context, resultID, questionID string)
 	}
 	// The answer is graded against the revision the student answered, even
 	// if the question was revised since (decision 0090).
-	qu, err := scanQuestion(q.QueryRow(ctx, `
-		SELECT q.id, q.exam_id, q.position, coalesce(v.builtin_type, v.type_id), v.prompt, v.config, v.points, v.revision, q.created_at, q.updated_at
-		  FROM questions q JOIN question_revisions v ON v.org_id = q.org_id AND v.question_id = q.id AND v.revision = $3
-		 WHERE q.org_id = app_org_id() AND q.exam_id = $1 AND q.id = $2`, examID, questionID, revision))
+	qu, err := s.loadAnsweredRevision(ctx, q, examID, questionID, revision)
 	if isNoRows(err) {
 		return in, fmt.Errorf("%w: the question was deleted", ErrCannotGrade)
 	}
 	if err != nil {
-		return in, fmt.Errorf("load question: %w", err)
-	}
-	qs := []Question{qu}
-	if err := s.resolve(ctx, q, qs); err != nil {
 		return in, err
 	}
-	def := qs[0].Def
+	def := qu.Def
 	if def == nil {
 		return in, fmt.Errorf("%w: %s", ErrCannotGrade, Unresolved.Message)
 	}
@@ -182,4 +175,25 @@ func (s *Service) FailGrading(ctx context.Context, resultID, reason string) erro
 	}
 	_, err = s.FinishResult(ctx, resultID, failures)
 	return err
+}
+
+// loadAnsweredRevision loads a question as it was at revision, the one a
+// student answered, with its type resolved; pgx.ErrNoRows when the
+// question was deleted.
+func (s *Service) loadAnsweredRevision(ctx context.Context, q store.Querier, examID, questionID string, revision int) (Question, error) {
+	qu, err := scanQuestion(q.QueryRow(ctx, `
+		SELECT q.id, q.exam_id, q.position, coalesce(v.builtin_type, v.type_id), v.prompt, v.config, v.points, v.revision, q.created_at, q.updated_at
+		  FROM questions q JOIN question_revisions v ON v.org_id = q.org_id AND v.question_id = q.id AND v.revision = $3
+		 WHERE q.org_id = app_org_id() AND q.exam_id = $1 AND q.id = $2`, examID, questionID, revision))
+	if err != nil {
+		if isNoRows(err) {
+			return qu, err
+		}
+		return qu, fmt.Errorf("load question: %w", err)
+	}
+	qs := []Question{qu}
+	if err := s.resolve(ctx, q, qs); err != nil {
+		return qu, err
+	}
+	return qs[0], nil
 }

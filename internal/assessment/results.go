@@ -1,6 +1,7 @@
 package assessment
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -30,6 +31,9 @@ const (
 	AnswerPending = "pending" // awaits AI grading
 	AnswerGraded  = "graded"
 	AnswerFailed  = "failed"
+
+	SourceAPI  = "api"  // submitted through the API
+	SourceScan = "scan" // read from a scanned answer sheet
 )
 
 // Result is one student's submission to an exam.
@@ -43,7 +47,10 @@ type Result struct {
 	Reason   string
 	// Region is the AI region grading runs in: the organization's
 	// aiRegion when the result was submitted.
-	Region      string
+	Region string
+	// Source is how the answers came in: SourceAPI, or SourceScan for a
+	// result read from a scanned answer sheet.
+	Source      string
 	SubmittedAt time.Time
 	GradedAt    time.Time
 	Answers     []Answer
@@ -64,8 +71,11 @@ type Answer struct {
 	QuestionRevision int
 	// Grading holds the AI grading details: rationale, region, and the
 	// files attached and skipped (with the reason); nil for rule scoring.
-	Grading  map[string]any
-	GradedAt time.Time
+	Grading map[string]any
+	// NeedsReview marks a scanned answer a person should check (and may
+	// correct with CorrectAnswer).
+	NeedsReview bool
+	GradedAt    time.Time
 }
 
 // NewAnswer is one submitted answer.
@@ -75,9 +85,11 @@ type NewAnswer struct {
 	Files      []string
 }
 
-// NewResult is the input of SubmitResult. UserID defaults to the caller.
+// NewResult is the input of SubmitResult. UserID defaults to the caller,
+// Source to SourceAPI.
 type NewResult struct {
 	UserID  string
+	Source  string
 	Answers []NewAnswer
 }
 
@@ -128,7 +140,7 @@ func (s *Service) SubmitResult(ctx context.Context, examID string, in NewResult)
 	if err != nil {
 		return Result{}, err
 	}
-	r := Result{ID: ids.New(ids.Result), ExamID: examID, UserID: in.UserID, Region: sub.region}
+	r := Result{ID: ids.New(ids.Result), ExamID: examID, UserID: in.UserID, Region: sub.region, Source: cmp.Or(in.Source, SourceAPI)}
 	for _, qu := range sub.questions {
 		a := s.score(ctx, qu, given[qu.ID])
 		r.Answers = append(r.Answers, a)
@@ -367,10 +379,10 @@ func (s *Service) insertResult(ctx context.Context, caller *tenancy.Caller, r *R
 	b := &pgx.Batch{}
 	var graded *time.Time
 	b.Queue(`
-		INSERT INTO results (id, org_id, exam_id, user_id, status, score, max_score, reason, region, graded_at)
-		VALUES ($1, app_org_id(), $2, $3, $4, $5, $6, $7, $8, CASE WHEN $4 = 'grading' THEN NULL ELSE now() END)
+		INSERT INTO results (id, org_id, exam_id, user_id, status, score, max_score, reason, region, graded_at, source)
+		VALUES ($1, app_org_id(), $2, $3, $4, $5, $6, $7, $8, CASE WHEN $4 = 'grading' THEN NULL ELSE now() END, $9)
 		RETURNING submitted_at, graded_at`,
-		r.ID, r.ExamID, r.UserID, r.Status, r.Score, r.MaxScore, r.Reason, r.Region).
+		r.ID, r.ExamID, r.UserID, r.Status, r.Score, r.MaxScore, r.Reason, r.Region, r.Source).
 		QueryRow(func(row pgx.Row) error { return row.Scan(&r.SubmittedAt, &graded) })
 	// now() is the transaction's start, so each answer's graded_at equals
 	// the result's submitted_at.
@@ -408,12 +420,12 @@ func (s *Service) insertResult(ctx context.Context, caller *tenancy.Caller, r *R
 	return nil
 }
 
-const resultColumns = `id, exam_id, user_id, status, score, max_score, reason, region, submitted_at, graded_at`
+const resultColumns = `id, exam_id, user_id, status, score, max_score, reason, region, source, submitted_at, graded_at`
 
 func scanResult(row pgx.Row) (Result, error) {
 	var r Result
 	var graded *time.Time
-	err := row.Scan(&r.ID, &r.ExamID, &r.UserID, &r.Status, &r.Score, &r.MaxScore, &r.Reason, &r.Region, &r.SubmittedAt, &graded)
+	err := row.Scan(&r.ID, &r.ExamID, &r.UserID, &r.Status, &r.Score, &r.MaxScore, &r.Reason, &r.Region, &r.Source, &r.SubmittedAt, &graded)
 	if graded != nil {
 		r.GradedAt = *graded
 	}
@@ -502,7 +514,7 @@ func (s *Service) attachAnswers(ctx context.Context, q store.Querier, rs []Resul
 		idx[r.ID], resultIDs[i] = i, r.ID
 	}
 	rows, err := q.Query(ctx, `
-		SELECT result_id, question_id, value, files, status, score, max_score, feedback, grading, graded_at, question_revision
+		SELECT result_id, question_id, value, files, status, score, max_score, feedback, grading, needs_review, graded_at, question_revision
 		  FROM result_answers WHERE org_id = app_org_id() AND result_id = ANY($1)
 		 ORDER BY result_id, position`, resultIDs)
 	if err != nil {
@@ -513,7 +525,7 @@ func (s *Service) attachAnswers(ctx context.Context, q store.Querier, rs []Resul
 		var resultID string
 		var a Answer
 		var graded *time.Time
-		if err := rows.Scan(&resultID, &a.QuestionID, &a.Value, &a.Files, &a.Status, &a.Score, &a.MaxScore, &a.Feedback, &a.Grading, &graded, &a.QuestionRevision); err != nil {
+		if err := rows.Scan(&resultID, &a.QuestionID, &a.Value, &a.Files, &a.Status, &a.Score, &a.MaxScore, &a.Feedback, &a.Grading, &a.NeedsReview, &graded, &a.QuestionRevision); err != nil {
 			return fmt.Errorf("load answers: %w", err)
 		}
 		if graded != nil {

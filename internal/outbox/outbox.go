@@ -30,6 +30,7 @@ const (
 	KindGeneration Kind = "generation"
 	// KindRegeneration is a question regeneration (decision 0091).
 	KindRegeneration Kind = "regeneration"
+	KindScanning     Kind = "scanning"
 )
 
 // Channel is notified on commit of every new or re-armed row, so

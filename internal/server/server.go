@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"mime"
 	"net/http"
 	"strings"
 	"time"
@@ -44,6 +45,12 @@ type Config struct {
 	// Pages are the non-API routes (OAuth endpoints, login and account
 	// pages), by ServeMux pattern; they authenticate themselves.
 	Pages map[string]http.Handler
+	// Uploads take multipart/form-data requests to an API route, by
+	// ServeMux pattern: authenticated and counted against the quota like
+	// the API, but reading their own body under their own limit (the API's
+	// 1 MiB JSON limit does not apply). Other requests to the route take
+	// the API's way.
+	Uploads map[string]http.Handler
 	// Ready holds the readiness checks by dependency name.
 	Ready   map[string]func(context.Context) error
 	OpenAPI []byte
@@ -79,7 +86,11 @@ func New(cfg Config) http.Handler {
 	for pattern, h := range cfg.Pages {
 		mux.Handle(pattern, named(pattern, h))
 	}
-	mux.Handle("/", limitBody(auth.middleware(jsonErrors(cfg.API))))
+	apiChain := limitBody(auth.middleware(jsonErrors(cfg.API)))
+	for pattern, h := range cfg.Uploads {
+		mux.Handle(pattern, named(pattern, multipartOr(auth.middleware(h), apiChain)))
+	}
+	mux.Handle("/", apiChain)
 	return withRequestInfo(clients.Middleware(recoverer(cfg.Logger, instrument(cfg.Logger, cfg.Metrics, cfg.Route, securityHeaders(mux)))))
 }
 
@@ -106,6 +117,18 @@ func RouteLabel(method, pattern string) string {
 		return method + " " + pattern
 	}
 	return pattern
+}
+
+// multipartOr sends multipart/form-data requests to upload and all others
+// to api.
+func multipartOr(upload, api http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err == nil && mt == "multipart/form-data" {
+			upload.ServeHTTP(w, r)
+			return
+		}
+		api.ServeHTTP(w, r)
+	})
 }
 
 func healthz(w http.ResponseWriter, _ *http.Request) {

@@ -126,7 +126,7 @@ const overview = dashboard('assessd-overview', 'assessd / Overview',
 
 const worker = 'job="assessd-worker", region=~"$region"';
 const grading = dashboard('assessd-grading', 'assessd / Grading by region',
-  'Grading throughput, failures and latency by AI region, the Temporal queues behind them, AI provider calls and grading files.')
+  'Grading throughput, failures and latency by AI region, the Temporal queues behind them, AI provider calls, grading files and answer-sheet scans.')
   .withVariable(labelVariable('region', 'region', 'up{job="assessd-worker"}', 'Region'))
   .withRow(new RowBuilder('Results'))
   .withPanel(graph('Results finished', 'Results finished per second by region and outcome.', 'ops',
@@ -155,7 +155,14 @@ const grading = dashboard('assessd-grading', 'assessd / Grading by region',
   .withPanel(graph('Grading files', 'Grading files fetched from the media CDN or skipped, by region and outcome.', 'ops',
     `sum by (region, outcome) (rate(assessd_grading_files_total{${worker}}[${rate}]))`, '{{region}} {{outcome}}'))
   .withPanel(graph('Media fetches', 'Media CDN fetches by outcome.', 'ops',
-    `sum by (region, outcome) (rate(assessd_media_fetches_total{${worker}}[${rate}]))`, '{{region}} {{outcome}}'));
+    `sum by (region, outcome) (rate(assessd_media_fetches_total{${worker}}[${rate}]))`, '{{region}} {{outcome}}'))
+  .withRow(new RowBuilder('Answer-sheet scans'))
+  .withPanel(graph('Scans finished', 'Answer-sheet scans finished per second by region and outcome.', 'ops',
+    `sum by (region, outcome) (rate(assessd_scanning_scans_total{${worker}}[${rate}]))`, '{{region}} {{outcome}}'))
+  .withPanel(graph('Pages read', 'Scanned pages per second by region and outcome: read, or why a page belongs to nobody.', 'ops',
+    `sum by (region, outcome) (rate(assessd_scanning_pages_total{${worker}}[${rate}]))`, '{{region}} {{outcome}}'))
+  .withPanel(quantile('Page read time p95', 'Time to read one page, vision model included, by region.',
+    'assessd_scanning_page_duration_seconds', `{${worker}}`, 'region', '{{region}}'));
 
 const oauth = dashboard('assessd-oauth', 'assessd / OAuth',
   'The OAuth provider: tokens issued, token endpoint errors, logins.')

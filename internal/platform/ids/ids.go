@@ -30,6 +30,7 @@ const (
 	Embed          Prefix = "emb_"
 	ServiceAccount Prefix = "sva_"
 	Regeneration   Prefix = "rgn_"
+	Scan           Prefix = "scn_"
 )
 
 // New returns a fresh id with prefix p.

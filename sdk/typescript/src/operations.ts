@@ -6,6 +6,8 @@ import type { Params, Result } from "./types.js";
 export const operationTable = {
   acceptQuestionRegeneration: { method: "post", path: "/question-regenerations/{id}/accept", pathParams: ["id"], queryParams: [], body: "none" },
   allowClient: { method: "post", path: "/org/allowed-clients", pathParams: [], queryParams: [], body: "json" },
+  correctResultAnswer: { method: "patch", path: "/results/{resultId}/answers/{questionId}", pathParams: ["resultId","questionId"], queryParams: [], body: "json" },
+  createAnswerSheetScan: { method: "post", path: "/exams/{examId}/answer-sheet-scans", pathParams: ["examId"], queryParams: [], body: "json" },
   createAuditLog: { method: "post", path: "/audit-logs", pathParams: [], queryParams: [], body: "json" },
   createEmbedSession: { method: "post", path: "/embed-sessions", pathParams: [], queryParams: [], body: "json" },
   createExam: { method: "post", path: "/exams", pathParams: [], queryParams: [], body: "json" },
@@ -23,6 +25,8 @@ export const operationTable = {
   discoverQuestionTypes: { method: "get", path: "/question-types/discover", pathParams: [], queryParams: ["pageSize","pageToken"], body: "none" },
   enableQuestionType: { method: "post", path: "/question-types/{id}/enable", pathParams: ["id"], queryParams: [], body: "none" },
   exchangeToken: { method: "post", path: "/oauth/token", pathParams: [], queryParams: [], body: "form" },
+  getAnswerSheets: { method: "get", path: "/exams/{examId}/answer-sheets", pathParams: ["examId"], queryParams: ["userId"], body: "none" },
+  getAnswerSheetScan: { method: "get", path: "/answer-sheet-scans/{id}", pathParams: ["id"], queryParams: [], body: "none" },
   getExam: { method: "get", path: "/exams/{id}", pathParams: ["id"], queryParams: [], body: "none" },
   getExamGeneration: { method: "get", path: "/exam-generations/{id}", pathParams: ["id"], queryParams: [], body: "none" },
   getExamResult: { method: "get", path: "/exams/{examId}/results/{id}", pathParams: ["examId","id"], queryParams: [], body: "none" },
@@ -90,6 +94,29 @@ export interface Operations {
    * Requires scope `orgs:write` and one of the roles owner, admin.
    */
   allowClient(params: Params<"allowClient">, config?: AxiosRequestConfig): Promise<Result<"allowClient">>;
+  /**
+   * Corrects one answer of a graded result (typically one a scan marked
+   *  needsReview): the value is replaced, the review flag cleared, and the
+   *  answer and result are scored again.
+   *
+   * Corrects one answer of a graded result (typically one a scan marked
+   *  needsReview): the value is replaced, the review flag cleared, and the
+   *  answer and result are scored again. Answers graded by AI are refused.
+   *
+   * Requires scope `results:write` and one of the roles owner, admin, teacher.
+   */
+  correctResultAnswer(params: Params<"correctResultAnswer">, config?: AxiosRequestConfig): Promise<Result<"correctResultAnswer">>;
+  /**
+   * Starts reading filled-in sheets from media-CDN URLs.
+   *
+   * Starts reading filled-in sheets from media-CDN URLs. The same path also
+   *  takes multipart/form-data uploads: one or more parts named file (PNG,
+   *  JPEG or PDF, at most 20 MiB each, at most 10 files; multi-page PDFs are
+   *  split). Poll the returned scan until it is completed.
+   *
+   * Requires scope `results:write` and one of the roles owner, admin, teacher.
+   */
+  createAnswerSheetScan(params: Params<"createAnswerSheetScan">, config?: AxiosRequestConfig): Promise<Result<"createAnswerSheetScan">>;
   /**
    * Writes an entry on behalf of an OAuth app.
    *
@@ -236,6 +263,30 @@ export interface Operations {
    *
    */
   exchangeToken(params: Params<"exchangeToken">, config?: AxiosRequestConfig): Promise<Result<"exchangeToken">>;
+  /**
+   * Returns a printable PDF (application/pdf) with one answer sheet per
+   *  student: exam and student name, a QR code identifying exam, student and
+   *  sheet, a bubble row per choice question, boxes for written answers and
+   *  corner marks for alignment.
+   *
+   * Returns a printable PDF (application/pdf) with one answer sheet per
+   *  student: exam and student name, a QR code identifying exam, student and
+   *  sheet, a bubble row per choice question, boxes for written answers and
+   *  corner marks for alignment. Without userId, one sheet with a name box.
+   *
+   * Requires scope `exams:read` and one of the roles owner, admin, teacher.
+   */
+  getAnswerSheets(params: Params<"getAnswerSheets">, config?: AxiosRequestConfig): Promise<Result<"getAnswerSheets">>;
+  /**
+   * Returns a scan: its status, the sheets read so far with their answers
+   *  and results, and the pages that could not be attributed.
+   *
+   * Returns a scan: its status, the sheets read so far with their answers
+   *  and results, and the pages that could not be attributed.
+   *
+   * Requires scope `results:read` and one of the roles owner, admin, teacher.
+   */
+  getAnswerSheetScan(params: Params<"getAnswerSheetScan">, config?: AxiosRequestConfig): Promise<Result<"getAnswerSheetScan">>;
   /**
    * Returns one exam.
    *

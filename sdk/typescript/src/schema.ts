@@ -4,6 +4,30 @@
  */
 
 export interface paths {
+    "/answer-sheet-scans/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Returns a scan: its status, the sheets read so far with their answers
+         *      and results, and the pages that could not be attributed.
+         * @description Returns a scan: its status, the sheets read so far with their answers
+         *      and results, and the pages that could not be attributed.
+         *
+         *     Requires scope `results:read` and one of the roles owner, admin, teacher.
+         */
+        get: operations["getAnswerSheetScan"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/audit-logs": {
         parameters: {
             query?: never;
@@ -124,6 +148,59 @@ export interface paths {
          *     Requires scope `exams:write` and one of the roles owner, admin, teacher.
          */
         post: operations["createExam"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/exams/{examId}/answer-sheet-scans": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Starts reading filled-in sheets from media-CDN URLs.
+         * @description Starts reading filled-in sheets from media-CDN URLs. The same path also
+         *      takes multipart/form-data uploads: one or more parts named file (PNG,
+         *      JPEG or PDF, at most 20 MiB each, at most 10 files; multi-page PDFs are
+         *      split). Poll the returned scan until it is completed.
+         *
+         *     Requires scope `results:write` and one of the roles owner, admin, teacher.
+         */
+        post: operations["createAnswerSheetScan"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/exams/{examId}/answer-sheets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Returns a printable PDF (application/pdf) with one answer sheet per
+         *      student: exam and student name, a QR code identifying exam, student and
+         *      sheet, a bubble row per choice question, boxes for written answers and
+         *      corner marks for alignment.
+         * @description Returns a printable PDF (application/pdf) with one answer sheet per
+         *      student: exam and student name, a QR code identifying exam, student and
+         *      sheet, a bubble row per choice question, boxes for written answers and
+         *      corner marks for alignment. Without userId, one sheet with a name box.
+         *
+         *     Requires scope `exams:read` and one of the roles owner, admin, teacher.
+         */
+        get: operations["getAnswerSheets"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -844,6 +921,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/results/{resultId}/answers/{questionId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Corrects one answer of a graded result (typically one a scan marked
+         *      needsReview): the value is replaced, the review flag cleared, and the
+         *      answer and result are scored again.
+         * @description Corrects one answer of a graded result (typically one a scan marked
+         *      needsReview): the value is replaced, the review flag cleared, and the
+         *      answer and result are scored again. Answers graded by AI are refused.
+         *
+         *     Requires scope `results:write` and one of the roles owner, admin, teacher.
+         */
+        patch: operations["correctResultAnswer"];
+        trace?: never;
+    };
     "/users": {
         parameters: {
             query?: never;
@@ -980,6 +1083,12 @@ export interface components {
              * Format: double
              */
             maxScore?: number;
+            /**
+             * needs_review
+             * @description A scanned answer a person should check and may correct (PATCH
+             *      /results/{resultId}/answers/{questionId}).
+             */
+            needsReview?: boolean;
             /** question_id */
             questionId?: string;
             /**
@@ -1004,6 +1113,59 @@ export interface components {
              * @description The submitted value; null when unanswered.
              */
             value?: components["schemas"]["google.protobuf.Value"];
+        };
+        /**
+         * AnswerSheetScan
+         * @description A scan of filled-in answer sheets.
+         */
+        "assessd.v1.AnswerSheetScan": {
+            /** created_at */
+            createdAt?: components["schemas"]["google.protobuf.Timestamp"];
+            /**
+             * error
+             * @description Why the scan failed.
+             */
+            error?: string;
+            /**
+             * errors
+             * @description Pages (and files, page 0) that gave no result, with a stable reason.
+             */
+            errors?: components["schemas"]["assessd.v1.ScanError"][];
+            /** exam_id */
+            examId?: string;
+            /**
+             * id
+             * @description Opaque id with the prefix "scn_".
+             */
+            id?: string;
+            /**
+             * pages
+             * Format: int32
+             * @description Pages found in the files so far, and how many of them were read.
+             */
+            pages?: number;
+            /**
+             * pages_read
+             * Format: int32
+             */
+            pagesRead?: number;
+            /**
+             * region
+             * @description The AI region it runs in (the organization's aiRegion at the request).
+             */
+            region?: string;
+            /**
+             * sheets
+             * @description The pages read, in page order.
+             */
+            sheets?: components["schemas"]["assessd.v1.ScannedSheet"][];
+            /**
+             * status
+             * @description running, completed or failed.
+             */
+            status?: string;
+            /** updated_at */
+            updatedAt?: components["schemas"]["google.protobuf.Timestamp"];
         };
         /**
          * AuditActor
@@ -1082,6 +1244,28 @@ export interface components {
              * @description Resource type, e.g. org, user, exam.
              */
             type?: string;
+        };
+        /** CorrectResultAnswerRequest */
+        "assessd.v1.CorrectResultAnswerRequest": {
+            /** question_id */
+            questionId?: string;
+            /** result_id */
+            resultId?: string;
+            /**
+             * value
+             * @description The corrected answer value, in the question type's answer shape.
+             */
+            value?: components["schemas"]["google.protobuf.Value"];
+        };
+        /** CreateAnswerSheetScanRequest */
+        "assessd.v1.CreateAnswerSheetScanRequest": {
+            /** exam_id */
+            examId?: string;
+            /**
+             * files
+             * @description URLs of the scans or photos on the media CDN (PNG, JPEG or PDF), 1 to 10.
+             */
+            files?: string[];
         };
         /** CreateAuditLogRequest */
         "assessd.v1.CreateAuditLogRequest": {
@@ -1467,6 +1651,21 @@ export interface components {
             parentId?: string;
             /** updated_at */
             updatedAt?: components["schemas"]["google.protobuf.Timestamp"];
+        };
+        /** GetAnswerSheetScanRequest */
+        "assessd.v1.GetAnswerSheetScanRequest": {
+            /** id */
+            id?: string;
+        };
+        /** GetAnswerSheetsRequest */
+        "assessd.v1.GetAnswerSheetsRequest": {
+            /** exam_id */
+            examId?: string;
+            /**
+             * user_id
+             * @description Students to print a sheet for, in order (at most 500).
+             */
+            userId?: string[];
         };
         /** GetExamGenerationRequest */
         "assessd.v1.GetExamGenerationRequest": {
@@ -2307,6 +2506,12 @@ export interface components {
              */
             score?: number;
             /**
+             * source
+             * @description How the answers came in: api, or scan for a result read from a scanned
+             *      answer sheet.
+             */
+            source?: string;
+            /**
              * status
              * @description grading (answers await AI grading), graded or failed.
              */
@@ -2368,6 +2573,93 @@ export interface components {
              * @description Population standard deviation.
              */
             stdDev?: number;
+        };
+        /**
+         * ScanError
+         * @description A page or file of a scan that gave no result.
+         */
+        "assessd.v1.ScanError": {
+            /**
+             * file
+             * Format: int32
+             * @description The file's position in the request, from 1.
+             */
+            file?: number;
+            /** message */
+            message?: string;
+            /**
+             * page
+             * Format: int32
+             * @description The page, or 0 for a whole file.
+             */
+            page?: number;
+            /**
+             * reason
+             * @description Stable code: NO_CORNER_MARKS, NO_QR_CODE, BAD_SHEET_ID, FOREIGN_EXAM,
+             *      STALE_SHEET, NOT_A_STUDENT, NO_STUDENT, DUPLICATE_SHEET, READ_FAILED,
+             *      RESULT_REFUSED, UNREADABLE_FILE, UNSUPPORTED_FORMAT, FILE_TOO_LARGE,
+             *      TOO_MANY_PAGES, NOT_ON_CDN, FILE_NOT_FOUND.
+             */
+            reason?: string;
+        };
+        /**
+         * ScannedAnswer
+         * @description An answer read from a sheet.
+         */
+        "assessd.v1.ScannedAnswer": {
+            /**
+             * confidence
+             * Format: double
+             * @description From 0 to 1: how clear the marks (or the handwriting) were.
+             */
+            confidence?: number;
+            /**
+             * needs_review
+             * @description A person should check this answer.
+             */
+            needsReview?: boolean;
+            /** question_id */
+            questionId?: string;
+            /**
+             * reason
+             * @description Why: blank, multiple, faint, unreadable or unsure.
+             */
+            reason?: string;
+            /**
+             * value
+             * @description The value read; null when nothing could be read.
+             */
+            value?: components["schemas"]["google.protobuf.Value"];
+        };
+        /**
+         * ScannedSheet
+         * @description One page read from a scan.
+         */
+        "assessd.v1.ScannedSheet": {
+            /** answers */
+            answers?: components["schemas"]["assessd.v1.ScannedAnswer"][];
+            /**
+             * page
+             * Format: int32
+             * @description The page's number across the scan's files, from 1.
+             */
+            page?: number;
+            /**
+             * result_id
+             * @description The result the sheet became, once submitted.
+             */
+            resultId?: string;
+            /**
+             * sheet_page
+             * Format: int32
+             * @description The page of the student's sheet.
+             */
+            sheetPage?: number;
+            /**
+             * user_id
+             * @description The student whose sheet it is; empty for a sheet with a name box.
+             */
+            userId?: string;
         };
         /** SubmitResultRequest */
         "assessd.v1.SubmitResultRequest": {
@@ -2556,6 +2848,75 @@ export interface components {
             role?: string;
             /** updated_at */
             updatedAt?: components["schemas"]["google.protobuf.Timestamp"];
+        };
+        /**
+         * HttpBody
+         * @description Message that represents an arbitrary HTTP body. It should only be used for
+         *      payload formats that can't be represented as JSON, such as raw binary or
+         *      an HTML page.
+         *
+         *
+         *      This message can be used both in streaming and non-streaming API methods in
+         *      the request as well as the response.
+         *
+         *      It can be used as a top-level request field, which is convenient if one
+         *      wants to extract parameters from either the URL or HTTP template into the
+         *      request fields and also want access to the raw HTTP body.
+         *
+         *      Example:
+         *
+         *          message GetResourceRequest {
+         *            // A unique request id.
+         *            string request_id = 1;
+         *
+         *            // The raw HTTP body is bound to this field.
+         *            google.api.HttpBody http_body = 2;
+         *          }
+         *
+         *          service ResourceService {
+         *            rpc GetResource(GetResourceRequest) returns (google.api.HttpBody);
+         *            rpc UpdateResource(google.api.HttpBody) returns
+         *            (google.protobuf.Empty);
+         *          }
+         *
+         *      Example with streaming methods:
+         *
+         *          service CaldavService {
+         *            rpc GetCalendar(stream google.api.HttpBody)
+         *              returns (stream google.api.HttpBody);
+         *            rpc UpdateCalendar(stream google.api.HttpBody)
+         *              returns (stream google.api.HttpBody);
+         *          }
+         *
+         *      Use of this type only changes how the request and response bodies are
+         *      handled, all other features will continue to work unchanged.
+         */
+        "google.api.HttpBody": {
+            /**
+             * content_type
+             * @description The HTTP Content-Type header value specifying the content type of the body.
+             */
+            contentType?: string;
+            /**
+             * data
+             * Format: byte
+             * @description The HTTP request/response body as raw binary.
+             */
+            data?: string;
+            /**
+             * extensions
+             * @description Application specific response metadata. Must be set in the first response
+             *      for streaming APIs.
+             */
+            extensions?: components["schemas"]["google.protobuf.Any"][];
+        };
+        /** @description Contains an arbitrary serialized message along with a @type that describes the type of the serialized message. */
+        "google.protobuf.Any": {
+            type?: string;
+            /** Format: binary */
+            value?: string;
+        } & {
+            [key: string]: unknown;
         };
         /**
          * @description A generic empty message that you can re-use to avoid defining duplicated
@@ -2860,6 +3221,79 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    getAnswerSheetScan: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "createdAt": "2026-09-04T08:00:00Z",
+                     *       "error": "",
+                     *       "errors": [
+                     *         {
+                     *           "file": 1,
+                     *           "message": "the answer sheet's QR code cannot be read",
+                     *           "page": 2,
+                     *           "reason": "NO_QR_CODE"
+                     *         }
+                     *       ],
+                     *       "examId": "exm_01JD3M4Q9ZB8K1T7W2X5C6V0P2",
+                     *       "id": "scn_01JD3M4Q9ZB8K1T7W2X5C6V0Q1",
+                     *       "pages": 2,
+                     *       "pagesRead": 2,
+                     *       "region": "eu",
+                     *       "sheets": [
+                     *         {
+                     *           "answers": [
+                     *             {
+                     *               "confidence": 0.98,
+                     *               "needsReview": false,
+                     *               "questionId": "qst_01JD3M4Q9ZB8K1T7W2X5C6V0P3",
+                     *               "reason": "",
+                     *               "value": "b"
+                     *             },
+                     *             {
+                     *               "confidence": 0.41,
+                     *               "needsReview": true,
+                     *               "questionId": "qst_01JD3M4Q9ZB8K1T7W2X5C6V0P4",
+                     *               "reason": "faint",
+                     *               "value": null
+                     *             }
+                     *           ],
+                     *           "page": 1,
+                     *           "resultId": "res_01JD3M4Q9ZB8K1T7W2X5C6V0Q2",
+                     *           "sheetPage": 1,
+                     *           "userId": "usr_01JD3M4Q9ZB8K1T7W2X5C6V0NA"
+                     *         }
+                     *       ],
+                     *       "status": "completed",
+                     *       "updatedAt": "2026-09-04T08:00:09Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.AnswerSheetScan"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     listAuditLogs: {
         parameters: {
             query?: {
@@ -3282,6 +3716,103 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["TooLarge"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createAnswerSheetScan: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                examId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "files": [
+                 *         "https://media.example.com/scans/class-7b.pdf"
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * files
+                     * @description URLs of the scans or photos on the media CDN (PNG, JPEG or PDF), 1 to 10.
+                     */
+                    files?: string[];
+                };
+                "multipart/form-data": {
+                    /** @description Scans or photos of filled-in sheets, PNG, JPEG or PDF, at most 20 MiB each. */
+                    file: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "createdAt": "2026-09-04T08:00:00Z",
+                     *       "error": "",
+                     *       "errors": [],
+                     *       "examId": "exm_01JD3M4Q9ZB8K1T7W2X5C6V0P2",
+                     *       "id": "scn_01JD3M4Q9ZB8K1T7W2X5C6V0Q1",
+                     *       "pages": 0,
+                     *       "pagesRead": 0,
+                     *       "region": "eu",
+                     *       "sheets": [],
+                     *       "status": "running",
+                     *       "updatedAt": "2026-09-04T08:00:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.AnswerSheetScan"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getAnswerSheets: {
+        parameters: {
+            query?: {
+                /** @description Students to print a sheet for, in order (at most 500). */
+                userId?: string[];
+            };
+            header?: never;
+            path: {
+                examId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/pdf": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
         };
@@ -5717,6 +6248,77 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["PermissionDenied"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    correctResultAnswer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                resultId: string;
+                questionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "value": "c"
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * value
+                     * @description The corrected answer value, in the question type's answer shape.
+                     */
+                    value?: components["schemas"]["google.protobuf.Value"];
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "answers": [
+                     *         {
+                     *           "feedback": "",
+                     *           "files": [],
+                     *           "gradedAt": "2026-09-03T09:00:00Z",
+                     *           "maxScore": 2,
+                     *           "questionId": "qst_01JD3M4Q9ZB8K1T7W2X5C6V0P3",
+                     *           "score": 2,
+                     *           "status": "graded",
+                     *           "value": 0.75
+                     *         }
+                     *       ],
+                     *       "examId": "exm_01JD3M4Q9ZB8K1T7W2X5C6V0P2",
+                     *       "gradedAt": "2026-09-03T09:00:00Z",
+                     *       "id": "res_01JD3M4Q9ZB8K1T7W2X5C6V0P6",
+                     *       "maxScore": 2,
+                     *       "reason": "",
+                     *       "score": 2,
+                     *       "status": "graded",
+                     *       "submittedAt": "2026-09-03T09:00:00Z",
+                     *       "userId": "usr_01JD3M4Q9ZB8K1T7W2X5C6V0NA"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.Result"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
         };

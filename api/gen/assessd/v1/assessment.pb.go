@@ -2696,7 +2696,10 @@ type Result struct {
 	GradedAt *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=graded_at,json=gradedAt,proto3" json:"graded_at,omitempty"`
 	// The AI region grading runs in: the organization's aiRegion at
 	// submission (global or eu).
-	Region        string `protobuf:"bytes,11,opt,name=region,proto3" json:"region,omitempty"`
+	Region string `protobuf:"bytes,11,opt,name=region,proto3" json:"region,omitempty"`
+	// How the answers came in: api, or scan for a result read from a scanned
+	// answer sheet.
+	Source        string `protobuf:"bytes,12,opt,name=source,proto3" json:"source,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2808,6 +2811,13 @@ func (x *Result) GetRegion() string {
 	return ""
 }
 
+func (x *Result) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
 // The answer to one question, in exam order.
 type Answer struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
@@ -2824,9 +2834,12 @@ type Answer struct {
 	// AI grading details: rationale, region, attachedFiles, and skippedFiles
 	// (url and reason: files not on the media CDN are never attached).
 	Grading *structpb.Struct `protobuf:"bytes,9,opt,name=grading,proto3" json:"grading,omitempty"`
+	// A scanned answer a person should check and may correct (PATCH
+	// /results/{resultId}/answers/{questionId}).
+	NeedsReview bool `protobuf:"varint,10,opt,name=needs_review,json=needsReview,proto3" json:"needs_review,omitempty"`
 	// The revision of the question the student answered; maxScore is that
 	// revision's points.
-	QuestionRevision int32 `protobuf:"varint,20,opt,name=question_revision,json=questionRevision,proto3" json:"question_revision,omitempty"`
+	QuestionRevision int32 `protobuf:"varint,11,opt,name=question_revision,json=questionRevision,proto3" json:"question_revision,omitempty"`
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -2922,6 +2935,13 @@ func (x *Answer) GetGrading() *structpb.Struct {
 		return x.Grading
 	}
 	return nil
+}
+
+func (x *Answer) GetNeedsReview() bool {
+	if x != nil {
+		return x.NeedsReview
+	}
+	return false
 }
 
 func (x *Answer) GetQuestionRevision() int32 {
@@ -3830,7 +3850,7 @@ const file_assessd_v1_assessment_proto_rawDesc = "" +
 	"\x19EnableQuestionTypeRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\",\n" +
 	"\x1aDisableQuestionTypeRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"\xeb\x02\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\x83\x03\n" +
 	"\x06Result\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x17\n" +
 	"\aexam_id\x18\x02 \x01(\tR\x06examId\x12\x17\n" +
@@ -3843,7 +3863,8 @@ const file_assessd_v1_assessment_proto_rawDesc = "" +
 	"\fsubmitted_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\vsubmittedAt\x127\n" +
 	"\tgraded_at\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\bgradedAt\x12\x16\n" +
-	"\x06region\x18\v \x01(\tR\x06region\"\xed\x02\n" +
+	"\x06region\x18\v \x01(\tR\x06region\x12\x16\n" +
+	"\x06source\x18\f \x01(\tR\x06source\"\x90\x03\n" +
 	"\x06Answer\x12\x1f\n" +
 	"\vquestion_id\x18\x01 \x01(\tR\n" +
 	"questionId\x12,\n" +
@@ -3854,8 +3875,10 @@ const file_assessd_v1_assessment_proto_rawDesc = "" +
 	"\tmax_score\x18\x06 \x01(\x01R\bmaxScore\x12\x1a\n" +
 	"\bfeedback\x18\a \x01(\tR\bfeedback\x127\n" +
 	"\tgraded_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\bgradedAt\x121\n" +
-	"\agrading\x18\t \x01(\v2\x17.google.protobuf.StructR\agrading\x12+\n" +
-	"\x11question_revision\x18\x14 \x01(\x05R\x10questionRevision\"~\n" +
+	"\agrading\x18\t \x01(\v2\x17.google.protobuf.StructR\agrading\x12!\n" +
+	"\fneeds_review\x18\n" +
+	" \x01(\bR\vneedsReview\x12+\n" +
+	"\x11question_revision\x18\v \x01(\x05R\x10questionRevision\"~\n" +
 	"\x13SubmitResultRequest\x12\x17\n" +
 	"\aexam_id\x18\x01 \x01(\tR\x06examId\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\x125\n" +

@@ -1,0 +1,455 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"image"
+	"image/draw"
+	"image/png"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	gradingactivities "github.com/assessd/assessd/activities/grading"
+	scanningactivities "github.com/assessd/assessd/activities/scanning"
+	"github.com/assessd/assessd/internal/ai"
+	"github.com/assessd/assessd/internal/answersheet"
+	"github.com/assessd/assessd/internal/app"
+	"github.com/assessd/assessd/internal/media"
+	"github.com/assessd/assessd/internal/testkit/devenvtest"
+	"github.com/assessd/assessd/internal/testkit/sheettest"
+	"github.com/assessd/assessd/tenancy"
+)
+
+// visionAI is an OpenAI-compatible endpoint that records every request and
+// answers transcriptions with text and grades with a fixed grade.
+type visionAI struct {
+	*httptest.Server
+	mu     sync.Mutex
+	bodies []string
+}
+
+func newVisionAI(t *testing.T, text string) *visionAI {
+	v := &visionAI{}
+	v.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		v.mu.Lock()
+		v.bodies = append(v.bodies, string(body))
+		v.mu.Unlock()
+		answer := map[string]any{"score": 4, "max_score": 5, "feedback": "Good.", "rationale": "Mentions light."}
+		if strings.Contains(string(body), `"name":"transcription"`) {
+			answer = map[string]any{"text": text, "blank": false, "confidence": 0.95}
+		}
+		content, _ := json.Marshal(answer)
+		_ = json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"message": map[string]any{"role": "assistant", "content": string(content)}}}})
+	}))
+	t.Cleanup(v.Close)
+	return v
+}
+
+func (v *visionAI) requests() []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return append([]string(nil), v.bodies...)
+}
+
+// scanEnv is assessd with Temporal and both regions' workers, each on its
+// own recording AI endpoint.
+type scanEnv struct {
+	*env
+	eu, global *visionAI
+	cdn        *httptest.Server
+	cdnFiles   map[string][]byte
+}
+
+func newScanEnv(t *testing.T) *scanEnv {
+	t.Helper()
+	tc := devenvtest.Temporal(t)
+	s := &scanEnv{eu: newVisionAI(t, "Light, water and CO2 make sugar."), global: newVisionAI(t, "Light, water and CO2 make sugar."),
+		cdnFiles: map[string][]byte{}}
+	s.cdn = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		data, ok := s.cdnFiles[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", http.DetectContentType(data))
+		_, _ = w.Write(data)
+	}))
+	t.Cleanup(s.cdn.Close)
+	cdnPrefix := s.cdn.URL + "/media/"
+	s.env = newEnvWithConfig(t, func(c *app.Config) { c.Temporal, c.MediaCDN = tc, []string{cdnPrefix} })
+	fetcher := media.NewFetcher([]string{cdnPrefix}, media.Options{HTTPClient: s.cdn.Client()})
+	reg := prometheus.NewRegistry()
+	for region, endpoint := range map[string]*visionAI{"eu": s.eu, "global": s.global} {
+		w, err := app.NewWorker(tc, s.db, app.WorkerConfig{Region: region, Fetcher: fetcher,
+			Provider:    ai.NewOpenAI(ai.OpenAIConfig{BaseURL: endpoint.URL, APIKey: "test-key", Model: "vision"}),
+			Metrics:     gradingactivities.NewMetrics(prometheus.NewRegistry(), func(s string) string { return s }),
+			ScanMetrics: scanningactivities.NewMetrics(reg, func(s string) string { return s })})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(w.Stop)
+	}
+	return s
+}
+
+// upload posts files as a multipart scan request.
+func (s *env) upload(examID, key string, files ...[]byte) response {
+	s.t.Helper()
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	for i, f := range files {
+		part, err := mw.CreateFormFile("file", "page"+string(rune('1'+i)))
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		_, _ = part.Write(f)
+	}
+	_ = mw.Close()
+	return s.doWith("POST", "/exams/"+examID+"/answer-sheet-scans", key, body.String(),
+		http.Header{"Content-Type": {mw.FormDataContentType()}})
+}
+
+// sheets downloads the printable sheets and rasterizes them.
+func (s *env) sheets(examID, key string, userIDs ...string) []image.Image {
+	s.t.Helper()
+	q := ""
+	for i, id := range userIDs {
+		q += map[bool]string{true: "?", false: "&"}[i == 0] + "userId=" + id
+	}
+	r := s.do("GET", "/exams/"+examID+"/answer-sheets"+q, key, nil).must(s.t, 200)
+	if ct := r.header.Get("Content-Type"); ct != "application/pdf" || !bytes.HasPrefix(r.raw, []byte("%PDF-")) {
+		s.t.Fatalf("answer sheets: %s, %.40q", ct, r.raw)
+	}
+	var pages []image.Image
+	if err := answersheet.SplitPDF(context.Background(), r.raw, func(_ int, img image.Image) error {
+		pages = append(pages, img)
+		return nil
+	}); err != nil {
+		s.t.Fatal(err)
+	}
+	return pages
+}
+
+func encodePNG(t *testing.T, img image.Image) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// scannedValues maps question ids to the values read from one sheet.
+func scannedValues(sheet map[string]any) map[string]any {
+	out := map[string]any{}
+	answers, _ := sheet["answers"].([]any)
+	for _, a := range answers {
+		m := a.(map[string]any)
+		out[str(m, "questionId")] = m["value"]
+	}
+	return out
+}
+
+func TestAnswerSheetScanning(t *testing.T) {
+	s := newScanEnv(t)
+	tn := s.newTenant("US", tenancy.PlanPro)
+	teacher := tn.keys[tenancy.RoleTeacher]
+	student := tn.users[tenancy.RoleStudent]
+	a := s.authorAllTypes(t, teacher)
+	staff := tenancy.WithCaller(context.Background(), tenancy.SystemCaller(tn.org.ID))
+	exam, questions, err := s.app.Assessment.AnswerSheet(staff, a.exam)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qid := a.questions
+
+	other := s.newTenant("CA", tenancy.PlanPro)
+
+	// The student fills the sheet; one copy is scanned, one photographed
+	// at an angle with a phone.
+	page := s.sheets(a.exam, teacher, student.ID)[0]
+	filled := sheettest.Fill(t, exam, questions, page, []sheettest.Mark{
+		{QuestionID: qid["multiple_choice"], ChoiceID: "b", Ink: 30},
+		{QuestionID: qid["multiple_select"], ChoiceID: "a", Ink: 40}, {QuestionID: qid["multiple_select"], ChoiceID: "b", Ink: 30},
+		{QuestionID: qid["true_false"], ChoiceID: "true", Ink: 30},
+	})
+	sheettest.Write(t, exam, questions, filled, qid["short_text"])
+	sheettest.Write(t, exam, questions, filled, qid["essay"])
+	scan := s.upload(a.exam, teacher, encodePNG(t, filled)).must(t, 200)
+	if !strings.HasPrefix(str(scan.body, "id"), "scn_") || str(scan.body, "status") != "running" {
+		t.Fatalf("scan %s", scan.raw)
+	}
+	photo := sheettest.PhotoJPEG(t, filled, -4, 1.2, 7)
+	s.cdnFiles["/media/photo.jpg"] = photo
+	byURL := s.do("POST", "/exams/"+a.exam+"/answer-sheet-scans", teacher,
+		map[string]any{"files": []string{s.cdn.URL + "/media/photo.jpg"}}).must(t, 200)
+
+	want := map[string]any{
+		qid["multiple_choice"]: "b", qid["multiple_select"]: []any{"a", "b"}, qid["true_false"]: true,
+		qid["short_text"]: "Light, water and CO2 make sugar.", qid["numeric"]: nil, qid["essay"]: "Light, water and CO2 make sugar.",
+	}
+	for _, id := range []string{str(scan.body, "id"), str(byURL.body, "id")} {
+		done := waitStatus(t, s.env, "/answer-sheet-scans/"+id, teacher, "completed")
+		sheets := items(done.body, "sheets")
+		if len(sheets) != 1 || str(sheets[0], "userId") != student.ID || str(done.body, "region") != "global" {
+			t.Fatalf("scan %s", done.raw)
+		}
+		if got := scannedValues(sheets[0]); !reflect.DeepEqual(got, want) {
+			t.Fatalf("read %v, want %v", got, want)
+		}
+		res := waitStatus(t, s.env, "/results/"+str(sheets[0], "resultId"), teacher, "graded")
+		if str(res.body, "source") != "scan" || str(res.body, "userId") != student.ID {
+			t.Fatalf("result %s", res.raw)
+		}
+		// Multiple choice (2), multiple select (1), true/false (1) and the
+		// essay's AI grade (4 of 5); the short text is wrong, the numeric
+		// box blank.
+		if num(res.body, "score") != 8 {
+			t.Fatalf("score %v: %s", res.body["score"], res.raw)
+		}
+	}
+	if n := len(s.eu.requests()); n != 0 {
+		t.Fatalf("the EU endpoint got %d requests for a global organization", n)
+	}
+
+	// A printed PDF of two sheets, scanned untouched, is split into its
+	// pages: every bubble row blank and left for review; the second copy
+	// of the same student's sheet is reported.
+	printed := s.do("GET", "/exams/"+a.exam+"/answer-sheets?userId="+student.ID+"&userId="+student.ID, teacher, nil).must(t, 200).raw
+	pdfScan := s.upload(a.exam, teacher, printed).must(t, 200)
+	done := waitStatus(t, s.env, "/answer-sheet-scans/"+str(pdfScan.body, "id"), teacher, "completed")
+	sheets, errs := items(done.body, "sheets"), items(done.body, "errors")
+	if num(done.body, "pages") != 2 || len(sheets) != 2 || len(errs) != 1 || str(errs[0], "reason") != "DUPLICATE_SHEET" {
+		t.Fatalf("PDF scan %s", done.raw)
+	}
+	for _, an := range sheets[0]["answers"].([]any) {
+		m := an.(map[string]any)
+		switch str(m, "questionId") {
+		case qid["multiple_choice"], qid["multiple_select"], qid["true_false"]:
+			if m["needsReview"] != true || str(m, "reason") != "blank" {
+				t.Fatalf("an untouched bubble row not left for review: %v", m)
+			}
+		}
+	}
+
+	// The teacher corrects the numeric answer the scan left for review.
+	res := waitStatus(t, s.env, "/results/"+str(items(waitStatus(t, s.env, "/answer-sheet-scans/"+str(scan.body, "id"), teacher, "completed").body, "sheets")[0], "resultId"), teacher, "graded")
+	resultID := str(res.body, "id")
+	for _, an := range items(res.body, "answers") {
+		if str(an, "questionId") == qid["numeric"] && an["needsReview"] != true {
+			t.Fatalf("blank numeric box not flagged for review: %v", an)
+		}
+	}
+	fixed := s.do("PATCH", "/results/"+resultID+"/answers/"+qid["numeric"], teacher, map[string]any{"value": 3.14}).must(t, 200)
+	if num(fixed.body, "score") != num(res.body, "score")+1 {
+		t.Fatalf("corrected score %v, was %v", fixed.body["score"], res.body["score"])
+	}
+	s.do("PATCH", "/results/"+resultID+"/answers/"+qid["numeric"], tn.keys[tenancy.RoleStudent], map[string]any{"value": 1}).must(t, 403)
+	s.do("PATCH", "/results/"+resultID+"/answers/"+qid["numeric"], other.keys[tenancy.RoleTeacher], map[string]any{"value": 1}).must(t, 404)
+	s.do("PATCH", "/results/"+resultID+"/answers/"+qid["essay"], teacher, map[string]any{"value": "x"}).must(t, 400)
+	audit := s.do("GET", "/audit-logs?action=result.answer_corrected", tn.keys[tenancy.RoleOwner], nil).must(t, 200)
+	if len(items(audit.body, "auditLogs")) != 1 {
+		t.Fatalf("audit %s", audit.raw)
+	}
+
+}
+
+func TestAnswerSheetScanOfAnEUOrganizationStaysInTheEU(t *testing.T) {
+	s := newScanEnv(t)
+	tn := s.newTenant("DE", tenancy.PlanPro)
+	teacher := tn.keys[tenancy.RoleTeacher]
+	s.do("PATCH", "/org", tn.keys[tenancy.RoleOwner], `{"settings":{"aiRegion":"eu"}}`).must(t, 200)
+	a := s.authorAllTypes(t, teacher)
+	staff := tenancy.WithCaller(context.Background(), tenancy.SystemCaller(tn.org.ID))
+	exam, questions, err := s.app.Assessment.AnswerSheet(staff, a.exam)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := s.sheets(a.exam, teacher, tn.users[tenancy.RoleStudent].ID)[0]
+	filled := sheettest.Fill(t, exam, questions, page, nil)
+	sheettest.Write(t, exam, questions, filled, a.questions["essay"])
+	scan := s.upload(a.exam, teacher, encodePNG(t, filled)).must(t, 200)
+	done := waitStatus(t, s.env, "/answer-sheet-scans/"+str(scan.body, "id"), teacher, "completed")
+	if str(done.body, "region") != "eu" {
+		t.Fatalf("scan %s", done.raw)
+	}
+	waitStatus(t, s.env, "/results/"+str(items(done.body, "sheets")[0], "resultId"), teacher, "graded")
+	eu := s.eu.requests()
+	if len(eu) == 0 || !strings.Contains(strings.Join(eu, ""), `"name":"transcription"`) {
+		t.Fatalf("the EU endpoint got %d requests, none a transcription", len(eu))
+	}
+	if n := len(s.global.requests()); n != 0 {
+		t.Fatalf("the global endpoint got %d requests for an EU organization's scan", n)
+	}
+}
+
+func TestAnswerSheetsAndUploadChecks(t *testing.T) {
+	cdn := "https://cdn.example.test/media/"
+	e := newEnvWithConfig(t, func(c *app.Config) { c.MediaCDN = []string{cdn} })
+	tn := e.newTenant("US", tenancy.PlanPro)
+	teacher := tn.keys[tenancy.RoleTeacher]
+	other := e.newTenant("CA", tenancy.PlanPro)
+	a := e.authorAllTypes(t, teacher)
+
+	// Sheets are printed for students of the organization only.
+	if blank := e.sheets(a.exam, teacher); len(blank) != 1 {
+		t.Fatalf("a sheet with a name box has %d pages", len(blank))
+	}
+	if two := e.sheets(a.exam, teacher, tn.users[tenancy.RoleStudent].ID, tn.users[tenancy.RoleStudent].ID); len(two) != 2 {
+		t.Fatalf("two sheets have %d pages", len(two))
+	}
+	for _, tc := range []struct {
+		query, key string
+		status     int
+	}{
+		{"?userId=" + tn.users[tenancy.RoleTeacher].ID, teacher, 400},
+		{"?userId=usr_nonsense", teacher, 400},
+		{"?userId=" + other.users[tenancy.RoleStudent].ID, teacher, 400},
+		{"", tn.keys[tenancy.RoleStudent], 403},
+		{"", other.keys[tenancy.RoleTeacher], 404},
+	} {
+		e.do("GET", "/exams/"+a.exam+"/answer-sheets"+tc.query, tc.key, nil).must(t, tc.status)
+	}
+
+	blank := image.NewGray(image.Rect(0, 0, 1240, 1754))
+	huge := make([]byte, answersheet.MaxUploadBytes+1)
+	copy(huge, "\x89PNG\r\n\x1a\n")
+	for _, tc := range []struct {
+		name   string
+		r      func() response
+		status int
+	}{
+		{"not an image", func() response { return e.upload(a.exam, teacher, []byte("hello, not a picture")) }, 400},
+		{"a PNG cut off in its header", func() response { return e.upload(a.exam, teacher, encodePNG(t, blank)[:20]) }, 400},
+		{"a damaged PDF", func() response { return e.upload(a.exam, teacher, []byte("%PDF-1.4 garbage")) }, 400},
+		{"too large", func() response { return e.upload(a.exam, teacher, huge) }, 413},
+		{"no file", func() response { return e.upload(a.exam, teacher) }, 400},
+		{"a URL off the CDN", func() response {
+			return e.do("POST", "/exams/"+a.exam+"/answer-sheet-scans", teacher, map[string]any{"files": []string{"https://example.com/a.png"}})
+		}, 400},
+		{"an unknown field", func() response {
+			return e.do("POST", "/exams/"+a.exam+"/answer-sheet-scans", teacher, map[string]any{"files": []string{cdn + "a.png"}, "x": 1})
+		}, 400},
+		{"a student", func() response { return e.upload(a.exam, tn.keys[tenancy.RoleStudent], encodePNG(t, blank)) }, 403},
+		{"a foreign exam", func() response { return e.upload(a.exam, other.keys[tenancy.RoleTeacher], encodePNG(t, blank)) }, 404},
+		{"a foreign scan", func() response {
+			return e.do("GET", "/answer-sheet-scans/scn_01JB0000000000000000000000", teacher, nil)
+		}, 404},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.r().must(t, tc.status) })
+	}
+
+	// Accepted scans wait for their workflow (none runs here).
+	for _, r := range []response{
+		e.upload(a.exam, teacher, encodePNG(t, blank)).must(t, 200),
+		e.do("POST", "/exams/"+a.exam+"/answer-sheet-scans", teacher, map[string]any{"files": []string{cdn + "a.png"}}).must(t, 200),
+	} {
+		got := e.do("GET", "/answer-sheet-scans/"+str(r.body, "id"), teacher, nil).must(t, 200)
+		if str(got.body, "status") != "running" || str(got.body, "region") != "global" || str(got.body, "examId") != a.exam {
+			t.Fatalf("scan %s", got.raw)
+		}
+		e.do("GET", "/answer-sheet-scans/"+str(r.body, "id"), other.keys[tenancy.RoleTeacher], nil).must(t, 404)
+	}
+
+	// Without poppler-utils a PDF is the deployment's fault, not the
+	// uploader's: 503, and images still go through.
+	pdf := e.do("GET", "/exams/"+a.exam+"/answer-sheets", teacher, nil).must(t, 200).raw
+	t.Setenv("PATH", t.TempDir())
+	if r := e.upload(a.exam, teacher, pdf).must(t, 503); r.reason() != "PDF_TOOL_MISSING" {
+		t.Fatalf("PDF without poppler: %s", r.raw)
+	}
+	e.upload(a.exam, teacher, encodePNG(t, blank)).must(t, 200)
+}
+
+func TestUnreadableAnswerSheetPagesAreReported(t *testing.T) {
+	s := newScanEnv(t)
+	tn := s.newTenant("US", tenancy.PlanPro)
+	teacher := tn.keys[tenancy.RoleTeacher]
+	a := s.authorAllTypes(t, teacher)
+	blank := image.NewGray(image.Rect(0, 0, 1240, 1754))
+	for i := range blank.Pix {
+		blank.Pix[i] = 255
+	}
+	// Pages that are not answer sheets (blank paper, a sheet with its QR
+	// code covered, a PNG whose pixels are cut off) are reported per page,
+	// never attributed; a file missing from the CDN is reported per file.
+	exam, questions, err := s.app.Assessment.AnswerSheet(tenancy.WithCaller(context.Background(), tenancy.SystemCaller(tn.org.ID)), a.exam)
+	if err != nil {
+		t.Fatal(err)
+	}
+	covered := sheettest.Fill(t, exam, questions, s.sheets(a.exam, teacher, tn.users[tenancy.RoleStudent].ID)[0], nil)
+	scale := float64(covered.Bounds().Dx()) / 210
+	draw.Draw(covered, image.Rect(int(160*scale), int(17*scale), int(197*scale), int(53*scale)), image.White, image.Point{}, draw.Src)
+	scan := s.upload(a.exam, teacher, encodePNG(t, blank), encodePNG(t, covered), encodePNG(t, blank)[:300]).must(t, 200)
+	missing := s.do("POST", "/exams/"+a.exam+"/answer-sheet-scans", teacher,
+		map[string]any{"files": []string{s.cdn.URL + "/media/missing.png"}}).must(t, 200)
+	for id, want := range map[string][]string{
+		str(scan.body, "id"):    {"1:NO_CORNER_MARKS", "2:NO_QR_CODE", "3:UNREADABLE_FILE"},
+		str(missing.body, "id"): {"0:FILE_NOT_FOUND"},
+	} {
+		done := waitStatus(t, s.env, "/answer-sheet-scans/"+id, teacher, "completed")
+		var got []string
+		for _, e := range items(done.body, "errors") {
+			got = append(got, fmt.Sprintf("%v:%s", e["page"], str(e, "reason")))
+		}
+		if len(items(done.body, "sheets")) != 0 || !reflect.DeepEqual(got, want) {
+			t.Fatalf("errors %v, want %v: %s", got, want, done.raw)
+		}
+	}
+	results := s.do("GET", "/exams/"+a.exam+"/results", teacher, nil).must(t, 200)
+	if n := len(items(results.body, "results")); n != 0 {
+		t.Fatalf("%d results from unreadable pages", n)
+	}
+}
+
+func TestAMultiPageSheetBecomesOneResult(t *testing.T) {
+	s := newScanEnv(t)
+	tn := s.newTenant("US", tenancy.PlanPro)
+	teacher := tn.keys[tenancy.RoleTeacher]
+	student := tn.users[tenancy.RoleStudent]
+	staff := tenancy.WithCaller(context.Background(), tenancy.SystemCaller(tn.org.ID))
+	examID := str(s.do("POST", "/exams", teacher, map[string]any{"name": "Long quiz", "language": "en"}).must(t, 200).body, "id")
+	var qids []string
+	for i := range 25 {
+		q := s.do("POST", "/exams/"+examID+"/questions", teacher, map[string]any{"type": "true_false",
+			"prompt": fmt.Sprintf("Statement %d is true.", i+1), "config": map[string]any{"correct": true}}).must(t, 200)
+		qids = append(qids, str(q.body, "id"))
+	}
+	exam, questions, err := s.app.Assessment.AnswerSheet(staff, examID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages := s.sheets(examID, teacher, student.ID)
+	if len(pages) != 2 {
+		t.Fatalf("25 rows printed on %d pages, want 2", len(pages))
+	}
+	first := sheettest.Fill(t, exam, questions, pages[0], []sheettest.Mark{{QuestionID: qids[0], ChoiceID: "true", Ink: 30}})
+	second := sheettest.Fill(t, exam, questions, pages[1], []sheettest.Mark{{QuestionID: qids[24], ChoiceID: "false", Ink: 30}})
+	// The second page comes first: pages are put together by the sheet
+	// page their QR code names.
+	scan := s.upload(examID, teacher, encodePNG(t, second), encodePNG(t, first)).must(t, 200)
+	done := waitStatus(t, s.env, "/answer-sheet-scans/"+str(scan.body, "id"), teacher, "completed")
+	sheets := items(done.body, "sheets")
+	if len(sheets) != 2 || num(sheets[0], "sheetPage") != 2 || str(sheets[0], "resultId") == "" || str(sheets[0], "resultId") != str(sheets[1], "resultId") {
+		t.Fatalf("scan %s", done.raw)
+	}
+	res := waitStatus(t, s.env, "/results/"+str(sheets[0], "resultId"), teacher, "graded")
+	answers := items(res.body, "answers")
+	if len(answers) != 25 || answers[0]["value"] != true || answers[24]["value"] != false || num(res.body, "score") != 1 {
+		t.Fatalf("result %s", res.raw)
+	}
+}

@@ -1,0 +1,112 @@
+package assessment
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/assessd/assessd/internal/platform/errs"
+	"github.com/assessd/assessd/internal/platform/ids"
+	"github.com/assessd/assessd/tenancy"
+)
+
+// CorrectResults is the permission to correct a submitted answer: staff
+// with results:write.
+var CorrectResults = tenancy.Permission{Scope: tenancy.ScopeResultsWrite, Roles: staff}
+
+// FlagForReview marks answers of a result as needing a person's review. It
+// is for the scanning service, inside the transaction that submits the
+// result, and checks no permission of its own.
+func (s *Service) FlagForReview(ctx context.Context, resultID string, questionIDs []string) error {
+	if len(questionIDs) == 0 {
+		return nil
+	}
+	_, err := s.db.Q(ctx).Exec(ctx, `UPDATE result_answers SET needs_review = true
+		WHERE org_id = app_org_id() AND result_id = $1 AND question_id = ANY($2)`, resultID, questionIDs)
+	if err != nil {
+		return fmt.Errorf("flag for review: %w", err)
+	}
+	return nil
+}
+
+// CorrectAnswer replaces the value of one answer of a finished result (a
+// teacher reading what a scan could not), clears its review flag and scores
+// it again by the question's rule; the result's score and status follow.
+// Answers graded by AI are refused: a finished grading workflow cannot be
+// run again for the same result.
+func (s *Service) CorrectAnswer(ctx context.Context, resultID, questionID string, value any) (Result, error) {
+	caller, err := tenancy.Authorize(ctx, CorrectResults)
+	if err != nil {
+		return Result{}, err
+	}
+	if b, _ := json.Marshal(value); len(b) > maxValueBytes {
+		return Result{}, errs.Invalid("value", "must be at most %d bytes of JSON", maxValueBytes)
+	}
+	var r Result
+	err = s.db.Tx(ctx, func(ctx context.Context) error {
+		q := s.db.Q(ctx)
+		before, err := s.loadResult(ctx, q, "", resultID)
+		if err != nil {
+			return err
+		}
+		var old *Answer
+		for i := range before.Answers {
+			if before.Answers[i].QuestionID == questionID {
+				old = &before.Answers[i]
+			}
+		}
+		if old == nil {
+			if err := checkID("questionId", ids.Question, questionID, "a question"); err != nil {
+				return err
+			}
+			return errs.NotFound("answer")
+		}
+		if before.Status == StatusGrading {
+			return errs.FailedPrecondition("RESULT_GRADING", "the result is still being graded; correct it once it is graded")
+		}
+		// The correction is scored against the revision the student
+		// answered, like the rest of the result (decision 0090).
+		qu, err := s.loadAnsweredRevision(ctx, q, before.ExamID, questionID, old.QuestionRevision)
+		if isNoRows(err) {
+			return errs.NotFound("question")
+		}
+		if err != nil {
+			return err
+		}
+		given := givenAnswer{NewAnswer: &NewAnswer{QuestionID: questionID, Value: value, Files: old.Files}}
+		if value != nil {
+			given.json, _ = json.Marshal(value) // it encoded above
+		}
+		a := s.score(ctx, qu, given)
+		if a.Status == AnswerPending {
+			return errs.FailedPrecondition("AI_GRADED_ANSWER", "answers graded by AI cannot be corrected")
+		}
+		var v *string
+		if given.json != nil {
+			v = new(string(given.json))
+		}
+		if _, err := q.Exec(ctx, `
+			UPDATE result_answers SET value = $3::jsonb, status = $4, score = $5, feedback = $6, grading = NULL,
+			       needs_review = false, graded_at = now()
+			 WHERE org_id = app_org_id() AND result_id = $1 AND question_id = $2`,
+			resultID, questionID, v, a.Status, a.Score, a.Feedback); err != nil {
+			return fmt.Errorf("correct answer: %w", err)
+		}
+		if _, err := q.Exec(ctx, `
+			UPDATE results r SET score = a.score,
+			       status = CASE WHEN a.failed > 0 THEN 'failed' ELSE 'graded' END,
+			       reason = CASE WHEN a.failed > 0 THEN r.reason ELSE '' END
+			  FROM (SELECT coalesce(sum(score), 0) AS score, count(*) FILTER (WHERE status <> 'graded') AS failed
+			          FROM result_answers WHERE org_id = app_org_id() AND result_id = $1) a
+			 WHERE r.org_id = app_org_id() AND r.id = $1`, resultID); err != nil {
+			return fmt.Errorf("correct answer: %w", err)
+		}
+		if r, err = s.loadResult(ctx, q, "", resultID); err != nil {
+			return err
+		}
+		return s.audit(ctx, caller, "result.answer_corrected", "result", resultID,
+			map[string]any{"questionId": questionID, "value": old.Value, "score": old.Score, "resultScore": before.Score},
+			map[string]any{"questionId": questionID, "value": a.Value, "score": a.Score, "resultScore": r.Score})
+	})
+	return r, err
+}
