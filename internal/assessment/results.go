@@ -271,7 +271,7 @@ func indexAnswers(questions []Question, answers []NewAnswer) (map[string]givenAn
 // The answer's value is the plain JSON form of what was submitted, as it
 // reads back from the database.
 func (s *Service) score(ctx context.Context, q Question, in givenAnswer) Answer {
-	a := Answer{QuestionID: q.ID, MaxScore: q.Points, Status: AnswerGraded, Files: []string{}}
+	a := Answer{QuestionID: q.ID, QuestionRevision: q.Revision, MaxScore: q.Points, Status: AnswerGraded, Files: []string{}}
 	if in.NewAnswer != nil {
 		if in.json != nil {
 			_ = json.Unmarshal(in.json, &a.Value) // it was just encoded
