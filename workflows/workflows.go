@@ -72,3 +72,31 @@ func AIActivityOptions(startToClose, heartbeat time.Duration, attempts int32) wo
 		},
 	}
 }
+
+// ForEach runs do for every item, at most limit at a time, and returns the
+// client-safe reason of every item whose do failed for good, by index, in
+// item order (nil when none failed). It is the fan-out of workflows that
+// process many parts of one subject (answers, pages).
+func ForEach[T any](ctx workflow.Context, items []T, limit int, do func(ctx workflow.Context, item T) error) map[int]string {
+	sem := workflow.NewSemaphore(ctx, int64(limit))
+	wg := workflow.NewWaitGroup(ctx)
+	var failed map[int]string
+	for i, item := range items {
+		wg.Add(1)
+		workflow.Go(ctx, func(ctx workflow.Context) {
+			defer wg.Done()
+			if err := sem.Acquire(ctx, 1); err != nil {
+				return
+			}
+			defer sem.Release(1)
+			if err := do(ctx, item); err != nil {
+				if failed == nil {
+					failed = map[int]string{}
+				}
+				failed[i] = FailureReason(err)
+			}
+		})
+	}
+	wg.Wait(ctx)
+	return failed
+}

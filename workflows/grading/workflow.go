@@ -98,26 +98,17 @@ func GradeResult(ctx workflow.Context, in Input) (Outcome, error) {
 	if err := workflow.ExecuteActivity(ctx, ActivityPendingAnswers, in).Get(ctx, &pending); err != nil {
 		return Outcome{}, err
 	}
-	sem := workflow.NewSemaphore(ctx, MaxParallelAnswers)
-	wg := workflow.NewWaitGroup(ctx)
+	failed := workflows.ForEach(ctx, pending, MaxParallelAnswers, func(ctx workflow.Context, answerID string) error {
+		return workflow.ExecuteActivity(ctx, ActivityGradeAnswer, AnswerInput{
+			OrgID: in.OrgID, ResultID: in.ResultID, AnswerID: answerID, Region: in.Region,
+		}).Get(ctx, nil)
+	})
 	var failures []AnswerFailure
-	for _, answerID := range pending {
-		wg.Add(1)
-		workflow.Go(ctx, func(ctx workflow.Context) {
-			defer wg.Done()
-			if err := sem.Acquire(ctx, 1); err != nil {
-				return
-			}
-			defer sem.Release(1)
-			err := workflow.ExecuteActivity(ctx, ActivityGradeAnswer, AnswerInput{
-				OrgID: in.OrgID, ResultID: in.ResultID, AnswerID: answerID, Region: in.Region,
-			}).Get(ctx, nil)
-			if err != nil {
-				failures = append(failures, AnswerFailure{AnswerID: answerID, Reason: workflows.FailureReason(err)})
-			}
-		})
+	for i, answerID := range pending {
+		if reason, ok := failed[i]; ok {
+			failures = append(failures, AnswerFailure{AnswerID: answerID, Reason: reason})
+		}
 	}
-	wg.Wait(ctx)
 	slices.SortFunc(failures, func(a, b AnswerFailure) int { return strings.Compare(a.AnswerID, b.AnswerID) })
 
 	// Finishing must happen even if the workflow is being cancelled.

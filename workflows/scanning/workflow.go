@@ -115,26 +115,17 @@ func ScanSheets(ctx workflow.Context, in Input) (Outcome, error) {
 		}
 		return Outcome{Status: "failed"}, nil
 	}
-	sem := workflow.NewSemaphore(ctx, MaxParallelPages)
-	wg := workflow.NewWaitGroup(ctx)
+	failed := workflows.ForEach(ctx, pages, MaxParallelPages, func(ctx workflow.Context, page int) error {
+		return workflow.ExecuteActivity(ctx, ActivityReadPage, PageInput{
+			OrgID: in.OrgID, ScanID: in.ScanID, Page: page, Region: in.Region,
+		}).Get(ctx, nil)
+	})
 	var failures []PageFailure
-	for _, page := range pages {
-		wg.Add(1)
-		workflow.Go(ctx, func(ctx workflow.Context) {
-			defer wg.Done()
-			if err := sem.Acquire(ctx, 1); err != nil {
-				return
-			}
-			defer sem.Release(1)
-			err := workflow.ExecuteActivity(ctx, ActivityReadPage, PageInput{
-				OrgID: in.OrgID, ScanID: in.ScanID, Page: page, Region: in.Region,
-			}).Get(ctx, nil)
-			if err != nil {
-				failures = append(failures, PageFailure{Page: page, Reason: workflows.FailureReason(err)})
-			}
-		})
+	for i, page := range pages {
+		if reason, ok := failed[i]; ok {
+			failures = append(failures, PageFailure{Page: page, Reason: reason})
+		}
 	}
-	wg.Wait(ctx)
 	slices.SortFunc(failures, func(a, b PageFailure) int { return a.Page - b.Page })
 	var out Outcome
 	err := workflow.ExecuteActivity(finishCtx, ActivityFinishScan, FinishInput{
