@@ -45,20 +45,13 @@ type FinishInput struct {
 	Error        string
 }
 
-// IDPrefix makes a generation request's workflow id.
-const IDPrefix = "generate-"
-
-// Route is how an outbox generation row becomes a GenerateExam workflow;
-// abandon fails a generation that cannot run.
+// Route is how an outbox generation row becomes a GenerateExam workflow, with id
+// "generate-<subject id>" so a second start joins the first; abandon fails
+// a generation cannot run.
 func Route(abandon func(ctx context.Context, generationID, reason string) error) workflows.Route {
-	return workflows.Route{
-		Workflow: GenerateExam,
-		IDPrefix: IDPrefix,
-		Input: func(it outbox.Item) any {
-			return Input{OrgID: it.OrgID, GenerationID: it.SubjectID, Region: it.Region}
-		},
-		Abandon: abandon,
-	}
+	return workflows.Route{Workflow: GenerateExam, IDPrefix: "generate-", Abandon: abandon, Input: func(it outbox.Item) any {
+		return Input{OrgID: it.OrgID, GenerationID: it.SubjectID, Region: it.Region}
+	}}
 }
 
 // GenerateExam asks the region's AI provider for questions, creates an

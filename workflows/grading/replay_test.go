@@ -119,11 +119,11 @@ func TestRecordGradeResultHistory(t *testing.T) {
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if err := c.GetWorkflow(waitCtx, IDPrefix+in.ResultID, "").Get(waitCtx, nil); err != nil {
+	if err := c.GetWorkflow(waitCtx, Route(nil).WorkflowID(in.ResultID), "").Get(waitCtx, nil); err != nil {
 		t.Fatal(err)
 	}
 	history := &historypb.History{}
-	iter := c.GetWorkflowHistory(ctx, IDPrefix+in.ResultID, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	iter := c.GetWorkflowHistory(ctx, Route(nil).WorkflowID(in.ResultID), "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for iter.HasNext() {
 		event, err := iter.Next()
 		if err != nil {

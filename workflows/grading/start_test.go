@@ -47,20 +47,20 @@ func TestStartGradingTwiceGradesOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	run := c.GetWorkflow(ctx, IDPrefix+it.SubjectID, "")
+	run := c.GetWorkflow(ctx, Route(nil).WorkflowID(it.SubjectID), "")
 	var out Outcome
 	waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := run.Get(waitCtx, &out); err != nil {
 		t.Fatal(err)
 	}
-	completed := latestRun(t, c, IDPrefix+it.SubjectID)
+	completed := latestRun(t, c, Route(nil).WorkflowID(it.SubjectID))
 	if err := workflows.Start(ctx, c, route, it); err != nil {
 		t.Fatalf("start after completion: %v", err)
 	}
 	// The start after completion must not have opened a new run: the
 	// latest run of the id is still the completed first one.
-	if latest := latestRun(t, c, IDPrefix+it.SubjectID); latest != completed {
+	if latest := latestRun(t, c, Route(nil).WorkflowID(it.SubjectID)); latest != completed {
 		t.Fatalf("a start after completion opened run %s besides %s", latest, completed)
 	}
 	if got := eu.calls.Load(); got != 1 {

@@ -70,21 +70,13 @@ type Outcome struct {
 	SubmittedAt time.Time
 }
 
-// IDPrefix makes a result's grading workflow id: derived from the result
-// id, so a second start for the same result joins the first.
-const IDPrefix = "grade-"
-
-// Route is how an outbox grading row becomes a GradeResult workflow;
-// abandon fails a result whose grading cannot run.
+// Route is how an outbox grading row becomes a GradeResult workflow, with id
+// "grade-<subject id>" so a second start joins the first; abandon fails
+// a result whose grading cannot run.
 func Route(abandon func(ctx context.Context, resultID, reason string) error) workflows.Route {
-	return workflows.Route{
-		Workflow: GradeResult,
-		IDPrefix: IDPrefix,
-		Input: func(it outbox.Item) any {
-			return Input{OrgID: it.OrgID, ResultID: it.SubjectID, Region: it.Region}
-		},
-		Abandon: abandon,
-	}
+	return workflows.Route{Workflow: GradeResult, IDPrefix: "grade-", Abandon: abandon, Input: func(it outbox.Item) any {
+		return Input{OrgID: it.OrgID, ResultID: it.SubjectID, Region: it.Region}
+	}}
 }
 
 // GradeResult grades the AI-graded answers of a result (rules-scored answers

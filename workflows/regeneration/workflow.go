@@ -50,20 +50,13 @@ type FailInput struct {
 	Error string
 }
 
-// IDPrefix makes a regeneration request's workflow id.
-const IDPrefix = "regenerate-"
-
-// Route is how an outbox regeneration row becomes a RegenerateQuestion
-// workflow; abandon fails a regeneration that cannot run.
+// Route is how an outbox regeneration row becomes a RegenerateQuestion workflow, with id
+// "regenerate-<subject id>" so a second start joins the first; abandon fails
+// a regeneration cannot run.
 func Route(abandon func(ctx context.Context, regenerationID, reason string) error) workflows.Route {
-	return workflows.Route{
-		Workflow: RegenerateQuestion,
-		IDPrefix: IDPrefix,
-		Input: func(it outbox.Item) any {
-			return Input{OrgID: it.OrgID, RegenerationID: it.SubjectID, Region: it.Region}
-		},
-		Abandon: abandon,
-	}
+	return workflows.Route{Workflow: RegenerateQuestion, IDPrefix: "regenerate-", Abandon: abandon, Input: func(it outbox.Item) any {
+		return Input{OrgID: it.OrgID, RegenerationID: it.SubjectID, Region: it.Region}
+	}}
 }
 
 // RegenerateQuestion asks the region's AI provider for a new version of

@@ -79,21 +79,13 @@ type Outcome struct {
 	Errors  int
 }
 
-// IDPrefix makes a scan's workflow id: derived from the scan id, so a
-// second start for the same scan joins the first.
-const IDPrefix = "scan-"
-
-// Route is how an outbox scanning row becomes a ScanSheets workflow;
-// abandon fails a scan that cannot run.
+// Route is how an outbox scanning row becomes a ScanSheets workflow, with id
+// "scan-<subject id>" so a second start joins the first; abandon fails
+// a scan cannot run.
 func Route(abandon func(ctx context.Context, scanID, reason string) error) workflows.Route {
-	return workflows.Route{
-		Workflow: ScanSheets,
-		IDPrefix: IDPrefix,
-		Input: func(it outbox.Item) any {
-			return Input{OrgID: it.OrgID, ScanID: it.SubjectID, Region: it.Region}
-		},
-		Abandon: abandon,
-	}
+	return workflows.Route{Workflow: ScanSheets, IDPrefix: "scan-", Abandon: abandon, Input: func(it outbox.Item) any {
+		return Input{OrgID: it.OrgID, ScanID: it.SubjectID, Region: it.Region}
+	}}
 }
 
 // ScanSheets splits the scan's files into pages, reads them at most
