@@ -90,8 +90,12 @@ func TestDashboardsQueryRealMetrics(t *testing.T) {
 	}
 	waitFor(t, prom, `sum(assessd_grading_results_total{outcome="graded"})`, 2)
 	waitFor(t, prom, `count(sum by (region) (assessd_grading_results_total{outcome="graded"}))`, 2)
-	// Rates need two samples of every graded series.
-	waitFor(t, prom, `min(count_over_time(assessd_grading_results_total{outcome="graded"}[1m]))`, 2)
+	// Rates need two samples of every series the traffic created; the
+	// server and the workers are scraped separately, so each is waited for.
+	for _, metric := range []string{`assessd_grading_results_total{outcome="graded"}`, "assessd_embed_sessions_opened_total",
+		"assessd_oauth_tokens_issued_total", "assessd_logins_total", `assessd_http_requests_total{job="assessd-serve"}`} {
+		waitFor(t, prom, "min(count_over_time("+metric+"[1m]))", 2)
+	}
 
 	files, _ := filepath.Glob("../grafana/dashboards/*.json")
 	if len(files) != 4 {
