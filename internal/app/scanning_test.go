@@ -260,9 +260,20 @@ func TestAnswerSheetScanning(t *testing.T) {
 	}
 	s.do("PATCH", "/results/"+resultID+"/answers/"+qid["numeric"], tn.keys[tenancy.RoleStudent], map[string]any{"value": 1}).must(t, 403)
 	s.do("PATCH", "/results/"+resultID+"/answers/"+qid["numeric"], other.keys[tenancy.RoleTeacher], map[string]any{"value": 1}).must(t, 404)
-	s.do("PATCH", "/results/"+resultID+"/answers/"+qid["essay"], teacher, map[string]any{"value": "x"}).must(t, 400)
+	// An answer graded by AI is graded again, on the result's region.
+	regrading := s.do("PATCH", "/results/"+resultID+"/answers/"+qid["essay"], teacher,
+		map[string]any{"value": "Plants make sugar from light, water and carbon dioxide."}).must(t, 200)
+	if str(regrading.body, "status") != "grading" {
+		t.Fatalf("an AI-graded correction did not put the result back to grading: %s", regrading.raw)
+	}
+	regraded := waitStatus(t, s.env, "/results/"+resultID, teacher, "graded")
+	for _, an := range items(regraded.body, "answers") {
+		if str(an, "questionId") == qid["essay"] && (str(an, "status") != "graded" || an["value"] != "Plants make sugar from light, water and carbon dioxide.") {
+			t.Fatalf("corrected essay answer %v", an)
+		}
+	}
 	audit := s.do("GET", "/audit-logs?action=result.answer_corrected", tn.keys[tenancy.RoleOwner], nil).must(t, 200)
-	if len(items(audit.body, "auditLogs")) != 1 {
+	if len(items(audit.body, "auditLogs")) != 2 {
 		t.Fatalf("audit %s", audit.raw)
 	}
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/assessd/assessd/internal/outbox"
 	"github.com/assessd/assessd/internal/platform/errs"
 	"github.com/assessd/assessd/internal/platform/ids"
 	"github.com/assessd/assessd/tenancy"
@@ -31,9 +32,9 @@ func (s *Service) FlagForReview(ctx context.Context, resultID string, questionID
 
 // CorrectAnswer replaces the value of one answer of a finished result (a
 // teacher reading what a scan could not), clears its review flag and scores
-// it again by the question's rule; the result's score and status follow.
-// Answers graded by AI are refused: a finished grading workflow cannot be
-// run again for the same result.
+// it again: by the question's rule at once, or, for a question graded by
+// AI, by grading the result again (it is "grading" until then, on the
+// region recorded with it). The result's score and status follow.
 func (s *Service) CorrectAnswer(ctx context.Context, resultID, questionID string, value any) (Result, error) {
 	caller, err := tenancy.Authorize(ctx, CorrectResults)
 	if err != nil {
@@ -78,28 +79,33 @@ func (s *Service) CorrectAnswer(ctx context.Context, resultID, questionID string
 			given.json, _ = json.Marshal(value) // it encoded above
 		}
 		a := s.score(ctx, qu, given)
-		if a.Status == AnswerPending {
-			return errs.FailedPrecondition("AI_GRADED_ANSWER", "answers graded by AI cannot be corrected")
-		}
 		var v *string
 		if given.json != nil {
 			v = new(string(given.json))
 		}
 		if _, err := q.Exec(ctx, `
 			UPDATE result_answers SET value = $3::jsonb, status = $4, score = $5, feedback = $6, grading = NULL,
-			       needs_review = false, graded_at = now()
+			       needs_review = false, graded_at = CASE WHEN $4 = 'pending' THEN NULL ELSE now() END
 			 WHERE org_id = app_org_id() AND result_id = $1 AND question_id = $2`,
 			resultID, questionID, v, a.Status, a.Score, a.Feedback); err != nil {
 			return fmt.Errorf("correct answer: %w", err)
 		}
 		if _, err := q.Exec(ctx, `
 			UPDATE results r SET score = a.score,
-			       status = CASE WHEN a.failed > 0 THEN 'failed' ELSE 'graded' END,
-			       reason = CASE WHEN a.failed > 0 THEN r.reason ELSE '' END
-			  FROM (SELECT coalesce(sum(score), 0) AS score, count(*) FILTER (WHERE status <> 'graded') AS failed
+			       status = CASE WHEN a.pending > 0 THEN 'grading' WHEN a.failed > 0 THEN 'failed' ELSE 'graded' END,
+			       reason = CASE WHEN a.pending = 0 AND a.failed > 0 THEN r.reason ELSE '' END,
+			       graded_at = CASE WHEN a.pending > 0 THEN NULL ELSE r.graded_at END
+			  FROM (SELECT coalesce(sum(score), 0) AS score, count(*) FILTER (WHERE status = 'pending') AS pending,
+			               count(*) FILTER (WHERE status = 'failed') AS failed
 			          FROM result_answers WHERE org_id = app_org_id() AND result_id = $1) a
 			 WHERE r.org_id = app_org_id() AND r.id = $1`, resultID); err != nil {
 			return fmt.Errorf("correct answer: %w", err)
+		}
+		if a.Status == AnswerPending {
+			// Graded again after commit, like a submission (decision 0045).
+			if err := outbox.Add(ctx, q, outbox.KindGrading, resultID, before.Region); err != nil {
+				return err
+			}
 		}
 		if r, err = s.loadResult(ctx, q, "", resultID); err != nil {
 			return err

@@ -52,8 +52,9 @@ type Item struct {
 
 // Add writes the outbox row of subjectID in q, which must be the caller's
 // tenant transaction: the row commits or rolls back with the subject. It
-// also notifies Channel (delivered on commit). Adding the same subject
-// twice keeps the first row.
+// also notifies Channel (delivered on commit). Adding a subject whose row
+// is still there arms that row again: the subject needs its workflow once
+// more (a corrected answer is graded again).
 func Add(ctx context.Context, q store.Querier, kind Kind, subjectID, region string) error {
 	if _, err := q.Exec(ctx, addSQL, string(kind), subjectID, region); err != nil {
 		return fmt.Errorf("outbox: add %s %s: %w", kind, subjectID, err)
@@ -67,11 +68,7 @@ func Queue(b *pgx.Batch, kind Kind, subjectID, region string) {
 	b.Queue(addSQL, string(kind), subjectID, region)
 }
 
-const addSQL = `
-	WITH added AS (
-	  INSERT INTO workflow_outbox (kind, subject_id, org_id, region) VALUES ($1, $2, app_org_id(), $3)
-	  ON CONFLICT DO NOTHING RETURNING 1)
-	SELECT pg_notify('` + Channel + `', '') FROM added`
+const addSQL = `SELECT outbox_add($1, $2, $3)`
 
 // Store is the dispatcher's cross-tenant access to the outbox.
 type Store struct {

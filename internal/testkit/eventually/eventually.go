@@ -7,8 +7,13 @@ import (
 	"time"
 )
 
-// interval is how often a condition is checked.
-const interval = 20 * time.Millisecond
+// The wait between checks starts short, so quick conditions are seen at
+// once, and doubles up to maxInterval, so a long wait polling an API stays
+// well inside its rate limits.
+const (
+	firstInterval = 10 * time.Millisecond
+	maxInterval   = 250 * time.Millisecond
+)
 
 // Succeeds calls check until it returns nil, and fails t with check's last
 // error once within has passed. check's error says what is still missing;
@@ -16,9 +21,7 @@ const interval = 20 * time.Millisecond
 func Succeeds(t testing.TB, within time.Duration, check func() error) {
 	t.Helper()
 	deadline := time.Now().Add(within)
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
+	for wait := firstInterval; ; wait = min(2*wait, maxInterval) {
 		err := check()
 		if err == nil {
 			return
@@ -26,6 +29,6 @@ func Succeeds(t testing.TB, within time.Duration, check func() error) {
 		if time.Now().After(deadline) {
 			t.Fatalf("not within %v: %v", within, err)
 		}
-		<-tick.C
+		time.Sleep(wait)
 	}
 }
