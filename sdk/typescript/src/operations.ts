@@ -97,11 +97,15 @@ export interface Operations {
   /**
    * Corrects one answer of a graded result (typically one a scan marked
    *  needsReview): the value is replaced, the review flag cleared, and the
-   *  answer and result are scored again.
+   *  answer and result are scored again, by rule at once or, for an answer
+   *  graded by AI, by grading the result again (it reads "grading" until
+   *  then).
    *
    * Corrects one answer of a graded result (typically one a scan marked
    *  needsReview): the value is replaced, the review flag cleared, and the
-   *  answer and result are scored again. Answers graded by AI are refused.
+   *  answer and result are scored again, by rule at once or, for an answer
+   *  graded by AI, by grading the result again (it reads "grading" until
+   *  then).
    *
    * Requires scope `results:write` and one of the roles owner, admin, teacher.
    */

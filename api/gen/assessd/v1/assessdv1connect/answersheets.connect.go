@@ -65,7 +65,9 @@ type AnswerSheetServiceClient interface {
 	GetAnswerSheetScan(context.Context, *connect.Request[v1.GetAnswerSheetScanRequest]) (*connect.Response[v1.AnswerSheetScan], error)
 	// Corrects one answer of a graded result (typically one a scan marked
 	// needsReview): the value is replaced, the review flag cleared, and the
-	// answer and result are scored again. Answers graded by AI are refused.
+	// answer and result are scored again, by rule at once or, for an answer
+	// graded by AI, by grading the result again (it reads "grading" until
+	// then).
 	CorrectResultAnswer(context.Context, *connect.Request[v1.CorrectResultAnswerRequest]) (*connect.Response[v1.Result], error)
 }
 
@@ -152,7 +154,9 @@ type AnswerSheetServiceHandler interface {
 	GetAnswerSheetScan(context.Context, *connect.Request[v1.GetAnswerSheetScanRequest]) (*connect.Response[v1.AnswerSheetScan], error)
 	// Corrects one answer of a graded result (typically one a scan marked
 	// needsReview): the value is replaced, the review flag cleared, and the
-	// answer and result are scored again. Answers graded by AI are refused.
+	// answer and result are scored again, by rule at once or, for an answer
+	// graded by AI, by grading the result again (it reads "grading" until
+	// then).
 	CorrectResultAnswer(context.Context, *connect.Request[v1.CorrectResultAnswerRequest]) (*connect.Response[v1.Result], error)
 }
 
