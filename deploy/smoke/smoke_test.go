@@ -166,6 +166,13 @@ scrape_configs:
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// The logs are read once the process has ended (cleanups run last
+	// first): it writes them while it runs.
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("prometheus logs:\n%s", logs.String())
+		}
+	})
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	base := "http://" + addr
 	eventually.Succeeds(t, 20*time.Second, func() error {
@@ -175,7 +182,7 @@ scrape_configs:
 		}
 		res.Body.Close()
 		if res.StatusCode != http.StatusOK {
-			return fmt.Errorf("prometheus /-/ready answered %d:\n%s", res.StatusCode, logs.String())
+			return fmt.Errorf("prometheus /-/ready answered %d", res.StatusCode)
 		}
 		return nil
 	})
