@@ -1,0 +1,97 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+
+	"github.com/assessd/assessd/internal/exchange"
+	"github.com/assessd/assessd/internal/platform/errs"
+	"github.com/assessd/assessd/internal/transfer"
+)
+
+// ExamExport serves GET /exams/{examId}/export: the exam as a QTI 3.0
+// package (format=qti3, the default) or the native document
+// (format=json), written straight to the response as it is produced.
+func ExamExport(svc *transfer.Service) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		format := r.URL.Query().Get("format")
+		if format == "" {
+			format = transfer.FormatQTI3
+		}
+		examID := r.PathValue("examId")
+		doc, err := svc.Export(ctx, examID, format)
+		if err != nil {
+			WriteError(w, r, ToConnect(ctx, err))
+			return
+		}
+		write, ctype, ext := exchange.WriteQTI, "application/zip", "zip"
+		if format == transfer.FormatJSON {
+			write, ctype, ext = exchange.WriteNative, "application/json", "json"
+		}
+		w.Header().Set("Content-Type", ctype)
+		w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": examID + "." + ext}))
+		if err := write(w, doc); err != nil {
+			// The status is sent: a broken body is all the client can see.
+			ToConnect(ctx, err)
+		}
+	})
+}
+
+// ExamImports serves POST /exam-imports: a QTI package (application/zip),
+// a native document (application/json) or either in the multipart field
+// file, read within the import limits rather than the API's 1 MiB.
+func ExamImports(svc *transfer.Service) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		body, err := importBody(w, r, svc.Limits().MaxBody)
+		if err == nil {
+			var imp transfer.Imported
+			if imp, err = svc.Import(ctx, body); err == nil {
+				w.Header().Set("Content-Type", "application/json")
+				_ = json.NewEncoder(w).Encode(map[string]any{"id": imp.ID, "examId": imp.ExamID, "warnings": imp.Warnings})
+				return
+			}
+		}
+		status := httpStatus[ToConnect(ctx, err).Code()]
+		if e, ok := errs.As(err); ok && e.Reason == exchange.ReasonTooLarge {
+			status = http.StatusRequestEntityTooLarge
+		}
+		WriteErrorStatus(w, status, ToConnect(ctx, err))
+	})
+}
+
+// importBody returns the request's package: the body itself, or the part
+// named file of a multipart body. The whole request is bounded a little
+// above maxBody so multipart framing fits.
+func importBody(w http.ResponseWriter, r *http.Request, maxBody int64) (io.Reader, error) {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "multipart/form-data" {
+		return r.Body, nil
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxBody+1<<20)
+	mr, err := r.MultipartReader()
+	if err != nil {
+		return nil, errs.Invalid("file", "the multipart body cannot be read: %v", err)
+	}
+	for {
+		part, err := mr.NextPart()
+		var tooBig *http.MaxBytesError
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil, errs.Invalid("file", "send the package in a part named file")
+		case errors.As(err, &tooBig):
+			return nil, &errs.Error{Kind: errs.KindInvalid, Reason: exchange.ReasonTooLarge, Field: "file",
+				Message: fmt.Sprintf("file: must be at most %d bytes", maxBody)}
+		case err != nil:
+			return nil, errs.Invalid("file", "the multipart body cannot be read: %v", err)
+		}
+		if part.FormName() == "file" {
+			return part, nil
+		}
+	}
+}
