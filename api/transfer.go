@@ -1,13 +1,20 @@
 package api
 
 import (
-	"encoding/json"
+	"bytes"
+	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
 
+	"connectrpc.com/connect"
+	"google.golang.org/genproto/googleapis/api/httpbody"
+
+	v1 "github.com/assessd/assessd/api/gen/assessd/v1"
+	"github.com/assessd/assessd/api/gen/assessd/v1/assessdv1connect"
 	"github.com/assessd/assessd/internal/exchange"
 	"github.com/assessd/assessd/internal/platform/errs"
 	"github.com/assessd/assessd/internal/transfer"
@@ -19,20 +26,15 @@ import (
 func ExamExport(svc *transfer.Service) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
-		format := r.URL.Query().Get("format")
-		if format == "" {
-			format = transfer.FormatQTI3
-		}
+		format := cmp.Or(r.URL.Query().Get("format"), transfer.FormatQTI3)
 		examID := r.PathValue("examId")
 		doc, err := svc.Export(ctx, examID, format)
 		if err != nil {
 			WriteError(w, r, ToConnect(ctx, err))
 			return
 		}
-		write, ctype, ext := exchange.WriteQTI, "application/zip", "zip"
-		if format == transfer.FormatJSON {
-			write, ctype, ext = exchange.WriteNative, "application/json", "json"
-		}
+		write, ctype := exchangeWriter(format)
+		ext := map[string]string{transfer.FormatQTI3: "zip", transfer.FormatJSON: "json"}[format]
 		w.Header().Set("Content-Type", ctype)
 		w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": examID + "." + ext}))
 		if err := write(w, doc); err != nil {
@@ -52,8 +54,7 @@ func ExamImports(svc *transfer.Service) http.Handler {
 		if err == nil {
 			var imp transfer.Imported
 			if imp, err = svc.Import(ctx, body); err == nil {
-				w.Header().Set("Content-Type", "application/json")
-				_ = json.NewEncoder(w).Encode(map[string]any{"id": imp.ID, "examId": imp.ExamID, "warnings": imp.Warnings})
+				writeProtoJSON(w, r, importToProto(imp))
 				return
 			}
 		}
@@ -94,4 +95,47 @@ func importBody(w http.ResponseWriter, r *http.Request, maxBody int64) (io.Reade
 			return part, nil
 		}
 	}
+}
+
+type exchangeServer struct{ transfers *transfer.Service }
+
+var _ assessdv1connect.ExamExchangeServiceHandler = exchangeServer{}
+
+// ExportExam answers Connect and gRPC clients, whose protocols carry the
+// body in one message; REST clients are served by ExamExport, streaming.
+func (s exchangeServer) ExportExam(ctx context.Context, req *connect.Request[v1.ExportExamRequest]) (*connect.Response[httpbody.HttpBody], error) {
+	format := cmp.Or(req.Msg.Format, transfer.FormatQTI3)
+	doc, err := s.transfers.Export(ctx, req.Msg.ExamId, format)
+	if err != nil {
+		return nil, ToConnect(ctx, err)
+	}
+	var buf bytes.Buffer
+	write, ctype := exchangeWriter(format)
+	if err := write(&buf, doc); err != nil {
+		return nil, ToConnect(ctx, err)
+	}
+	return connect.NewResponse(&httpbody.HttpBody{ContentType: ctype, Data: buf.Bytes()}), nil
+}
+
+// CreateExamImport answers Connect and gRPC clients, within the API's body
+// limit; REST clients are served by ExamImports.
+func (s exchangeServer) CreateExamImport(ctx context.Context, req *connect.Request[httpbody.HttpBody]) (*connect.Response[v1.ExamImport], error) {
+	imp, err := s.transfers.Import(ctx, bytes.NewReader(req.Msg.Data))
+	return reply(ctx, imp, err, importToProto)
+}
+
+func importToProto(imp transfer.Imported) *v1.ExamImport {
+	out := &v1.ExamImport{Id: imp.ID, ExamId: imp.ExamID, Warnings: make([]*v1.ImportWarning, len(imp.Warnings))}
+	for i, w := range imp.Warnings {
+		out.Warnings[i] = &v1.ImportWarning{Item: w.Item, Message: w.Message}
+	}
+	return out
+}
+
+// exchangeWriter returns the writer and media type of an export format.
+func exchangeWriter(format string) (func(io.Writer, exchange.Document) error, string) {
+	if format == transfer.FormatJSON {
+		return exchange.WriteNative, "application/json"
+	}
+	return exchange.WriteQTI, "application/zip"
 }

@@ -169,7 +169,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	scans := scanning.NewService(db, content, ten, media.NewFetcher(cfg.MediaCDN, media.Options{}).OnCDN)
 	transfers := transfer.NewService(db, content)
 	apiHandler, err := api.NewHandler(api.Services{Tenancy: ten, Assessment: content, Generation: gen, Embed: embeds, AllowedClients: idp,
-		Regeneration: regen, Scans: scans})
+		Regeneration: regen, Scans: scans, Transfers: transfers})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("api: %w", err), limiter.Close())
 	}

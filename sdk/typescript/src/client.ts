@@ -64,7 +64,10 @@ export function createClient(options: ClientOptions): AssessdClient {
         url,
         method: op.method,
         params: { ...query, ...config.params },
-        data,
+        // Binary answers (a PDF, a zip) arrive as an ArrayBuffer.
+        ...(op.response === "binary" ? { responseType: "arraybuffer" as const } : {}),
+        // A body the caller gives in config (a zip to import) is sent as is.
+        data: config.data ?? data,
         headers: { ...headers, ...(config.headers as Record<string, string> | undefined) },
       });
       return res.data;
