@@ -33,11 +33,7 @@ func ExamExport(svc *transfer.Service) http.Handler {
 			WriteError(w, r, ToConnect(ctx, err))
 			return
 		}
-		write, ctype := exchangeWriter(format)
-		ext := map[string]string{transfer.FormatQTI3: "zip", transfer.FormatJSON: "json"}[format]
-		w.Header().Set("Content-Type", ctype)
-		w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": examID + "." + ext}))
-		if err := write(w, doc); err != nil {
+		if err := transfer.ServeExport(w, examID, format, doc); err != nil {
 			// The status is sent: a broken body is all the client can see.
 			ToConnect(ctx, err)
 		}
@@ -110,7 +106,7 @@ func (s exchangeServer) ExportExam(ctx context.Context, req *connect.Request[v1.
 		return nil, ToConnect(ctx, err)
 	}
 	var buf bytes.Buffer
-	write, ctype := exchangeWriter(format)
+	write, ctype, _ := transfer.Writer(format)
 	if err := write(&buf, doc); err != nil {
 		return nil, ToConnect(ctx, err)
 	}
@@ -130,12 +126,4 @@ func importToProto(imp transfer.Imported) *v1.ExamImport {
 		out.Warnings[i] = &v1.ImportWarning{Item: w.Item, Message: w.Message}
 	}
 	return out
-}
-
-// exchangeWriter returns the writer and media type of an export format.
-func exchangeWriter(format string) (func(io.Writer, exchange.Document) error, string) {
-	if format == transfer.FormatJSON {
-		return exchange.WriteNative, "application/json"
-	}
-	return exchange.WriteQTI, "application/zip"
 }

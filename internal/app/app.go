@@ -177,6 +177,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	pages := http.NewServeMux()
 	idp.Routes(pages)
 	embeds.Routes(pages)
+	embeds.ExportRoutes(pages, transfers)
 	h := server.New(server.Config{
 		Logger:  cfg.Logger,
 		Metrics: metrics,

@@ -194,3 +194,42 @@ func TestExamImportRefusesHostilePackages(t *testing.T) {
 		t.Fatalf("refused imports created exams: %v", l)
 	}
 }
+
+func TestEmbedAuthoringExport(t *testing.T) {
+	e := newEnv(t)
+	tn := e.newTenant("NL", "pro")
+	key := tn.keys[tenancy.RoleTeacher]
+	src := e.authorAllTypes(t, key)
+	sess := e.do("POST", "/embed-sessions", key, map[string]any{"flow": "authoring", "actor": tn.users[tenancy.RoleTeacher].ID,
+		"examId": src.exam, "allowedOrigins": []any{"https://lms.example.com"}}).must(t, 200).body
+	get := func(u string) response {
+		req, _ := http.NewRequest("GET", u, nil)
+		req.Header.Set("Sec-Fetch-Dest", "iframe")
+		res, err := e.srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var buf bytes.Buffer
+		_, _ = buf.ReadFrom(res.Body)
+		return response{status: res.StatusCode, header: res.Header, raw: buf.Bytes()}
+	}
+	page := get(str(sess, "url")).must(t, 200)
+	if !bytes.Contains(page.raw, []byte("/export?format=qti3")) {
+		t.Fatalf("the authoring page offers no export:\n%s", page.raw)
+	}
+	zipped := get(str(sess, "url")+"/export").must(t, 200)
+	if zipped.header.Get("Content-Type") != "application/zip" || !bytes.HasPrefix(zipped.raw, []byte("PK")) {
+		t.Fatalf("embed export: %s %q", zipped.header.Get("Content-Type"), zipped.raw[:min(len(zipped.raw), 64)])
+	}
+	// The download imports like the API's.
+	imp := e.importExam(key, "application/zip", zipped.raw).must(t, 200).body
+	if _, qs := e.questionContent(t, key, str(imp, "examId")); len(qs) != 7 {
+		t.Fatalf("imported %d questions", len(qs))
+	}
+	native := get(str(sess, "url")+"/export?format=json").must(t, 200)
+	if !bytes.Contains(native.raw, []byte(`"schema": "assessd.exam/v1"`)) {
+		t.Fatalf("embed native export %s", native.raw)
+	}
+	get(str(sess, "url")+"/export?format=pdf").must(t, 400)
+}

@@ -70,7 +70,7 @@ export function createClient(options: ClientOptions): AssessdClient {
         data: config.data ?? data,
         headers: { ...headers, ...(config.headers as Record<string, string> | undefined) },
       });
-      return res.data;
+      return op.response === "binary" ? arrayBuffer(res.data) : res.data;
     } catch (err) {
       if (!(err instanceof AxiosError)) throw err;
       if (err.response?.status === 401 && options.refresh && !retried) {
@@ -86,4 +86,10 @@ export function createClient(options: ClientOptions): AssessdClient {
     client[id] = (params?: Record<string, unknown>, config?: AxiosRequestConfig) => send(id, params, config);
   }
   return client as unknown as AssessdClient;
+}
+
+/** The bytes of a binary answer as an ArrayBuffer: browsers give one, Node a Buffer (a view of a shared pool). */
+function arrayBuffer(data: ArrayBuffer | Uint8Array): ArrayBuffer {
+  if (data instanceof ArrayBuffer) return data;
+  return data.buffer.slice(data.byteOffset, data.byteOffset + data.byteLength) as ArrayBuffer;
 }
