@@ -1,57 +1,22 @@
 package app_test
 
 import (
-	"archive/zip"
 	"bytes"
 	"mime/multipart"
 	"net/http"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/assessd/assessd/internal/testkit/ziptest"
 	"github.com/assessd/assessd/tenancy"
 )
-
-// zipFiles packs files, by name, as a zip archive.
-func zipFiles(t *testing.T, files map[string][]byte) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	for name, b := range files {
-		w, err := zw.Create(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := w.Write(b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
 
 // exchangeFixture packs a package of the exchange tests, written by other
 // QTI tools.
 func exchangeFixture(t *testing.T, dir string) []byte {
-	t.Helper()
-	root := filepath.Join("..", "exchange", "testdata", dir)
-	files := map[string][]byte{}
-	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		files[filepath.ToSlash(rel)], err = os.ReadFile(p)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return zipFiles(t, files)
+	return ziptest.Dir(t, filepath.Join("..", "exchange", "testdata", dir))
 }
 
 func (e *env) importExam(key, contentType string, body []byte) response {
@@ -179,9 +144,9 @@ func TestExamImportRefusesHostilePackages(t *testing.T) {
 		reason string
 	}{
 		{"not a package", []byte("hello"), 400, "IMPORT_NOT_A_PACKAGE"},
-		{"escaping entry", zipFiles(t, map[string][]byte{"imsmanifest.xml": manifest, "../evil.xml": []byte("x")}), 400, "IMPORT_UNSAFE_PATH"},
-		{"bomb", zipFiles(t, map[string][]byte{"imsmanifest.xml": bytes.Repeat([]byte(" "), 5<<20)}), 413, "IMPORT_TOO_LARGE"},
-		{"external entity", zipFiles(t, map[string][]byte{"imsmanifest.xml": []byte(`<?xml version="1.0"?><!DOCTYPE m [<!ENTITY x SYSTEM "file:///etc/passwd">]><manifest>&x;</manifest>`)}), 400, "IMPORT_XML_FORBIDDEN"},
+		{"escaping entry", ziptest.Of(t, map[string][]byte{"imsmanifest.xml": manifest, "../evil.xml": []byte("x")}), 400, "IMPORT_UNSAFE_PATH"},
+		{"bomb", ziptest.Of(t, map[string][]byte{"imsmanifest.xml": bytes.Repeat([]byte(" "), 5<<20)}), 413, "IMPORT_TOO_LARGE"},
+		{"external entity", ziptest.Of(t, map[string][]byte{"imsmanifest.xml": []byte(`<?xml version="1.0"?><!DOCTYPE m [<!ENTITY x SYSTEM "file:///etc/passwd">]><manifest>&x;</manifest>`)}), 400, "IMPORT_XML_FORBIDDEN"},
 		{"oversized", append([]byte("PK\x03\x04"), make([]byte, 33<<20)...), 413, "IMPORT_TOO_LARGE"},
 		{"bad native document", []byte(`{"schema":"assessd.exam/v9"}`), 400, "IMPORT_MALFORMED"},
 	} {
