@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"mime/multipart"
 	"net/http"
 	"path/filepath"
@@ -149,6 +150,7 @@ func TestExamImportRefusesHostilePackages(t *testing.T) {
 		{"external entity", ziptest.Of(t, map[string][]byte{"imsmanifest.xml": []byte(`<?xml version="1.0"?><!DOCTYPE m [<!ENTITY x SYSTEM "file:///etc/passwd">]><manifest>&x;</manifest>`)}), 400, "IMPORT_XML_FORBIDDEN"},
 		{"oversized", append([]byte("PK\x03\x04"), make([]byte, 33<<20)...), 413, "IMPORT_TOO_LARGE"},
 		{"bad native document", []byte(`{"schema":"assessd.exam/v9"}`), 400, "IMPORT_MALFORMED"},
+		{"too many questions", tooManyQuestions(t), 400, "INVALID_ARGUMENT"},
 	} {
 		r := e.importExam(key, "application/zip", tc.body)
 		if r.status != tc.status || r.reason() != tc.reason || r.field() != "file" {
@@ -197,4 +199,19 @@ func TestEmbedAuthoringExport(t *testing.T) {
 		t.Fatalf("embed native export %s", native.raw)
 	}
 	get(str(sess, "url")+"/export?format=pdf").must(t, 400)
+}
+
+// tooManyQuestions is a native document of one question more than an exam
+// holds.
+func tooManyQuestions(t *testing.T) []byte {
+	qs := make([]any, 501)
+	for i := range qs {
+		qs[i] = map[string]any{"type": "true_false", "revision": 1, "prompt": "Water is wet.", "config": map[string]any{"correct": true}, "points": 1}
+	}
+	b, err := json.Marshal(map[string]any{"schema": "assessd.exam/v1", "questionTypes": []any{}, "questions": qs,
+		"exam": map[string]any{"name": "Big", "description": "", "language": "en", "durationMinutes": 0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
