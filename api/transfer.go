@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime"
 	"net/http"
 
@@ -34,8 +35,8 @@ func ExamExport(svc *transfer.Service) http.Handler {
 			return
 		}
 		if err := transfer.ServeExport(w, examID, format, doc); err != nil {
-			// The status is sent: a broken body is all the client can see.
-			ToConnect(ctx, err)
+			// The status is sent: a broken body is all the client sees.
+			slog.WarnContext(ctx, "export interrupted", "exam", examID, "err", err)
 		}
 	})
 }
@@ -54,11 +55,12 @@ func ExamImports(svc *transfer.Service) http.Handler {
 				return
 			}
 		}
-		status := httpStatus[ToConnect(ctx, err).Code()]
+		ce := ToConnect(ctx, err)
+		status := httpStatus[ce.Code()]
 		if e, ok := errs.As(err); ok && e.Reason == exchange.ReasonTooLarge {
 			status = http.StatusRequestEntityTooLarge
 		}
-		WriteErrorStatus(w, status, ToConnect(ctx, err))
+		WriteErrorStatus(w, status, ce)
 	})
 }
 
