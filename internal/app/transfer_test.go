@@ -215,3 +215,27 @@ func tooManyQuestions(t *testing.T) []byte {
 	}
 	return b
 }
+
+// A question of a deprecated custom type exports unchanged (spec 2.4) and
+// imports with its type created, then deprecated, in the importing
+// organization (decision 0072).
+func TestExamImportKeepsDeprecatedTypes(t *testing.T) {
+	e := newEnv(t)
+	a, b := e.newTenant("US", "pro"), e.newTenant("DE", "pro")
+	keyA, keyB := a.keys[tenancy.RoleTeacher], b.keys[tenancy.RoleTeacher]
+	exam := str(e.do("POST", "/exams", keyA, map[string]any{"name": "Old", "language": "en"}).must(t, 200).body, "id")
+	qtp := str(e.do("POST", "/question-types", keyA, customType("word_count", false)).must(t, 200).body, "id")
+	e.do("POST", "/exams/"+exam+"/questions", keyA, map[string]any{"type": qtp, "prompt": "Answer in two words.",
+		"config": map[string]any{"words": 2}}).must(t, 200)
+	e.do("PATCH", "/question-types/"+qtp, keyA, map[string]any{"deprecated": true}).must(t, 200)
+	pkg := e.do("GET", "/exams/"+exam+"/export", keyA, nil).must(t, 200).raw
+	imp := e.importExam(keyB, "application/zip", pkg).must(t, 200).body
+	qs := items(e.do("GET", "/exams/"+str(imp, "examId")+"/questions", keyB, nil).must(t, 200).body, "questions")
+	if len(qs) != 1 {
+		t.Fatalf("imported questions %v", qs)
+	}
+	def, _ := qs[0]["typeDefinition"].(map[string]any)
+	if def["key"] != "word_count" || def["deprecated"] != true || def["builtIn"] == true {
+		t.Fatalf("imported type %v", def)
+	}
+}
