@@ -76,6 +76,7 @@ bench: $(BIN)/temporal
 	$(GO) run ./cmd/benchhttp
 	$(GO) run ./cmd/benchsummary
 	$(GO) run ./cmd/benchgrading
+	$(GO) run ./cmd/benchexchange
 
 run: $(BIN)/temporal
 	$(GO) run ./cmd/assessd dev

@@ -9,6 +9,7 @@ import (
 
 	"connectrpc.com/connect"
 	"google.golang.org/genproto/googleapis/api/httpbody"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	v1 "github.com/assessd/assessd/api/gen/assessd/v1"
@@ -96,14 +97,20 @@ func ScanUploads(scans *scanning.Service) http.Handler {
 			WriteError(w, r, ToConnect(ctx, derr))
 			return
 		}
-		body, merr := marshalJSON.Marshal(scanToProto(sc))
-		if merr != nil {
-			WriteError(w, r, ToConnect(ctx, merr))
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(body) //nolint:gosec // protojson of our own message, served as application/json
+		writeProtoJSON(w, r, scanToProto(sc))
 	})
+}
+
+// writeProtoJSON answers a plain handler's request with m as the API's
+// JSON, as the transcoder would.
+func writeProtoJSON(w http.ResponseWriter, r *http.Request, m proto.Message) {
+	body, err := marshalJSON.Marshal(m)
+	if err != nil {
+		WriteError(w, r, ToConnect(r.Context(), err))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(body) //nolint:gosec // protojson of our own message, served as application/json
 }
 
 // readUploads reads the file parts of a multipart request, or says why

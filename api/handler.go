@@ -24,6 +24,7 @@ import (
 	"github.com/assessd/assessd/internal/generation"
 	"github.com/assessd/assessd/internal/regeneration"
 	"github.com/assessd/assessd/internal/scanning"
+	"github.com/assessd/assessd/internal/transfer"
 	"github.com/assessd/assessd/observability"
 	"github.com/assessd/assessd/tenancy"
 )
@@ -49,6 +50,8 @@ type Services struct {
 	AllowedClients AllowedClients
 	// Scans prints answer sheets and reads scans of them.
 	Scans *scanning.Service
+	// Transfers export and import exams.
+	Transfers *transfer.Service
 }
 
 // NewHandler returns the API handler: every service on its REST paths and
@@ -125,6 +128,9 @@ func newHandler(s Services, c codecs, extra ...connect.HandlerOption) (http.Hand
 		},
 		func() (string, http.Handler) {
 			return assessdv1connect.NewAnswerSheetServiceHandler(answerSheetServer{s.Scans, s.Assessment}, opts...)
+		},
+		func() (string, http.Handler) {
+			return assessdv1connect.NewExamExchangeServiceHandler(exchangeServer{s.Transfers}, opts...)
 		},
 	} {
 		path, handler := h()

@@ -28,6 +28,7 @@ import (
 	"github.com/assessd/assessd/internal/scanning"
 	"github.com/assessd/assessd/internal/server"
 	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/internal/transfer"
 	"github.com/assessd/assessd/internal/web"
 	"github.com/assessd/assessd/observability"
 	"github.com/assessd/assessd/tenancy"
@@ -166,8 +167,9 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	regen := regeneration.NewService(db, content)
 	embeds := embedflow.NewService(embedflow.NewStore(cfg.Redis), ten, content, gen, regen, cfg.BaseURL, metrics.Registry, metrics.Org)
 	scans := scanning.NewService(db, content, ten, media.NewFetcher(cfg.MediaCDN, media.Options{}).OnCDN)
+	transfers := transfer.NewService(db, content)
 	apiHandler, err := api.NewHandler(api.Services{Tenancy: ten, Assessment: content, Generation: gen, Embed: embeds, AllowedClients: idp,
-		Regeneration: regen, Scans: scans})
+		Regeneration: regen, Scans: scans, Transfers: transfers})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("api: %w", err), limiter.Close())
 	}
@@ -175,6 +177,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	pages := http.NewServeMux()
 	idp.Routes(pages)
 	embeds.Routes(pages)
+	embeds.ExportRoutes(pages, transfers)
 	h := server.New(server.Config{
 		Logger:  cfg.Logger,
 		Metrics: metrics,
@@ -205,6 +208,10 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 			"/embed/":                           pages,
 		},
 		Uploads: map[string]http.Handler{scanUploadRoute: api.ScanUploads(scans)},
+		Streams: map[string]http.Handler{
+			"GET /exams/{examId}/export": api.ExamExport(transfers),
+			"POST /exam-imports":         api.ExamImports(transfers),
+		},
 		Ready:   readiness(db, cfg.Temporal),
 		OpenAPI: openapi.Document,
 		Route:   api.RouteOf(),

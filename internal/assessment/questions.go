@@ -57,9 +57,9 @@ type QuestionPatch struct {
 	Points *float64
 }
 
-// maxQuestions bounds an exam, so an exam and its statistics stay one page
+// MaxQuestions bounds an exam, so an exam and its statistics stay one page
 // of work.
-const maxQuestions = 500
+const MaxQuestions = 500
 
 const questionColumns = `id, exam_id, position, coalesce(builtin_type, type_id), prompt, config, points, revision, created_at, updated_at`
 
@@ -254,8 +254,8 @@ func nextPosition(ctx context.Context, q store.Querier, examID string) (int, err
 		 WHERE org_id = app_org_id() AND exam_id = $1`, examID).Scan(&count, &last); err != nil {
 		return 0, fmt.Errorf("next question position: %w", err)
 	}
-	if count >= maxQuestions {
-		return 0, errs.Conflict("EXAM_FULL", "an exam holds at most %d questions", maxQuestions)
+	if count >= MaxQuestions {
+		return 0, errs.Conflict("EXAM_FULL", "an exam holds at most %d questions", MaxQuestions)
 	}
 	return last + 1, nil
 }
@@ -386,7 +386,7 @@ func (s *Service) ReorderQuestions(ctx context.Context, examID string, order []s
 			 WHERE q.org_id = app_org_id() AND q.exam_id = $1 AND q.id = o.id`, examID, order); err != nil {
 			return fmt.Errorf("reorder questions: %w", err)
 		}
-		if out, _, err = s.Questions(ctx, examID, paging.Page{Size: maxQuestions}); err != nil {
+		if out, _, err = s.Questions(ctx, examID, paging.Page{Size: MaxQuestions}); err != nil {
 			return err
 		}
 		return s.audit(ctx, caller, "exam.questions_reordered", "exam", examID,

@@ -174,7 +174,7 @@ func (s *Service) loadSubmission(ctx context.Context, examID, userID string) (su
 		QueryRow(func(row pgx.Row) error { return row.Scan(&examKnown, &sub.region) })
 	tenancy.QueueUserExists(b, userID, &userKnown)
 	b.Queue(`SELECT `+questionColumns+` FROM questions WHERE org_id = app_org_id() AND exam_id = $1
-		 ORDER BY position LIMIT $2`, examID, maxQuestions).
+		 ORDER BY position LIMIT $2`, examID, MaxQuestions).
 		Query(func(rows pgx.Rows) (err error) {
 			sub.questions, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Question, error) { return scanQuestion(r) })
 			return err

@@ -32,20 +32,8 @@ func (s *Service) AnswerSheet(ctx context.Context, examID string) (Exam, []Sheet
 	if _, err := tenancy.Authorize(ctx, ReadExams); err != nil {
 		return Exam{}, nil, err
 	}
-	q := s.db.Q(ctx)
-	exam, err := s.loadExam(ctx, q, "examId", examID, false)
+	exam, qs, err := s.examContent(ctx, examID)
 	if err != nil {
-		return Exam{}, nil, err
-	}
-	rows, err := q.Query(ctx, `SELECT `+questionColumns+` FROM questions WHERE org_id = app_org_id() AND exam_id = $1 ORDER BY position`, examID)
-	if err != nil {
-		return Exam{}, nil, fmt.Errorf("answer sheet: %w", err)
-	}
-	qs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Question, error) { return scanQuestion(r) })
-	if err != nil {
-		return Exam{}, nil, fmt.Errorf("answer sheet: %w", err)
-	}
-	if err := s.resolve(ctx, q, qs); err != nil {
 		return Exam{}, nil, err
 	}
 	out := make([]SheetQuestion, 0, len(qs))
@@ -64,4 +52,32 @@ func (s *Service) AnswerSheet(ctx context.Context, examID string) (Exam, []Sheet
 		out = append(out, sq)
 	}
 	return exam, out, nil
+}
+
+// ExamContent returns an exam with all its questions in order, their types
+// resolved: the whole content, answer keys included, for staff.
+func (s *Service) ExamContent(ctx context.Context, examID string) (Exam, []Question, error) {
+	if _, err := tenancy.Authorize(ctx, ReadQuestions); err != nil {
+		return Exam{}, nil, err
+	}
+	return s.examContent(ctx, examID)
+}
+
+// examContent loads an exam and all its questions (at most MaxQuestions);
+// the caller has been authorized.
+func (s *Service) examContent(ctx context.Context, examID string) (Exam, []Question, error) {
+	q := s.db.Q(ctx)
+	exam, err := s.loadExam(ctx, q, "examId", examID, false)
+	if err != nil {
+		return Exam{}, nil, err
+	}
+	rows, err := q.Query(ctx, `SELECT `+questionColumns+` FROM questions WHERE org_id = app_org_id() AND exam_id = $1 ORDER BY position`, examID)
+	if err != nil {
+		return Exam{}, nil, fmt.Errorf("exam content: %w", err)
+	}
+	qs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Question, error) { return scanQuestion(r) })
+	if err != nil {
+		return Exam{}, nil, fmt.Errorf("exam content: %w", err)
+	}
+	return exam, qs, s.resolve(ctx, q, qs)
 }

@@ -34,6 +34,8 @@ var Catalogue = map[string]string{
 	"embed.authoring.moveDown":              "Move down",
 	"embed.authoring.quality":               "Quality findings",
 	"embed.authoring.regenerate":            "Regenerate",
+	"embed.authoring.exportQTI":             "Export (QTI 3.0)",
+	"embed.authoring.exportJSON":            "Export (JSON)",
 	"embed.authoring.instructions":          "Instructions for the new version (optional)",
 	"embed.regenerate.title":                "Regenerate question",
 	"embed.regenerate.progress":             "Writing a new version…",

@@ -7,6 +7,7 @@ import (
 
 	"github.com/assessd/assessd/internal/exchange"
 	"github.com/assessd/assessd/internal/platform/errs"
+	"github.com/assessd/assessd/internal/testkit/ziptest"
 )
 
 // fuzzLimits keep each fuzz run cheap.
@@ -16,8 +17,8 @@ var fuzzLimits = exchange.Limits{MaxBody: 1 << 20, MaxEntries: 50, MaxEntryBytes
 // they must never panic and every refusal must be a client error.
 func FuzzImport(f *testing.F) {
 	f.Add(exportQTI(f, sampleDocument()))
-	f.Add(zipDir(f, "testdata/foreign-qti3"))
-	f.Add(zipDir(f, "testdata/qti21"))
+	f.Add(ziptest.Dir(f, "testdata/foreign-qti3"))
+	f.Add(ziptest.Dir(f, "testdata/qti21"))
 	f.Add([]byte(`{"schema":"assessd.exam/v1","exam":{"name":"x","language":"en"},"questions":[]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		_, err := exchange.Import(bytes.NewReader(body), fuzzLimits)
@@ -35,7 +36,7 @@ func FuzzItemXML(f *testing.F) {
 	f.Add([]byte(`<assessmentItem xmlns="http://www.imsglobal.org/xsd/imsqti_v2p1"><itemBody><choiceInteraction responseIdentifier="R"/></itemBody></assessmentItem>`))
 	f.Add([]byte(`<!DOCTYPE x><x/>`))
 	f.Fuzz(func(t *testing.T, item []byte) {
-		pkg := zipOf(t, map[string][]byte{"imsmanifest.xml": manifestWith("i.xml"), "i.xml": item})
+		pkg := ziptest.Of(t, map[string][]byte{"imsmanifest.xml": manifestWith("i.xml"), "i.xml": item})
 		p, err := exchange.Import(bytes.NewReader(pkg), fuzzLimits)
 		var e *errs.Error
 		if err != nil && (!errors.As(err, &e) || e.Kind != errs.KindInvalid) {

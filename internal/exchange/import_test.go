@@ -5,8 +5,6 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -14,51 +12,14 @@ import (
 	"github.com/assessd/assessd/internal/assessment"
 	"github.com/assessd/assessd/internal/exchange"
 	"github.com/assessd/assessd/internal/platform/errs"
+	"github.com/assessd/assessd/internal/testkit/ziptest"
 )
-
-// zipDir packs a testdata folder as a content package.
-func zipDir(t testing.TB, dir string) []byte {
-	t.Helper()
-	files := map[string][]byte{}
-	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		rel, _ := filepath.Rel(dir, p)
-		files[filepath.ToSlash(rel)] = b
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return zipOf(t, files)
-}
-
-func zipOf(t testing.TB, files map[string][]byte) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	for name, b := range files {
-		w, err := zw.Create(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := w.Write(b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
 
 // TestImportForeignQTI3 reads a package as another QTI 3 authoring tool
 // writes it: standard templates, markup in choices, prompts in the body
 // or the interaction, an interaction assessd has no type for.
 func TestImportForeignQTI3(t *testing.T) {
-	p := importBytes(t, zipDir(t, "testdata/foreign-qti3"))
+	p := importBytes(t, ziptest.Dir(t, "testdata/foreign-qti3"))
 	if p.Exam != (exchange.ExamSpec{Name: "Geography quiz", Language: "fr", DurationMinutes: 20}) {
 		t.Errorf("exam = %+v", p.Exam)
 	}
@@ -85,7 +46,7 @@ func TestImportForeignQTI3(t *testing.T) {
 }
 
 func TestImportQTI21(t *testing.T) {
-	p := importBytes(t, zipDir(t, "testdata/qti21"))
+	p := importBytes(t, ziptest.Dir(t, "testdata/qti21"))
 	want := []exchange.QuestionSpec{
 		{SourceID: "choice", Type: assessment.TypeMultipleChoice, Prompt: "Look at the text in the picture.\nWhat does it say?", Points: 1, Revision: 1,
 			Config: map[string]any{"options": []any{
@@ -138,20 +99,20 @@ func TestImportRefusesHostileInput(t *testing.T) {
 		{"empty", nil, exchange.ReasonNotPackage},
 		{"corrupt zip", []byte("PK\x03\x04garbage"), exchange.ReasonNotPackage},
 		{"oversized body", bytes.Repeat([]byte(" "), 2<<20), exchange.ReasonTooLarge},
-		{"parent path", zipOf(t, map[string][]byte{"../evil.xml": nil}), exchange.ReasonUnsafePath},
-		{"nested parent path", zipOf(t, map[string][]byte{"items/../../evil.xml": nil}), exchange.ReasonUnsafePath},
-		{"absolute path", zipOf(t, map[string][]byte{"/etc/passwd": nil}), exchange.ReasonUnsafePath},
-		{"drive path", zipOf(t, map[string][]byte{"C:/evil.xml": nil}), exchange.ReasonUnsafePath},
-		{"backslash path", zipOf(t, map[string][]byte{`..\evil.xml`: nil}), exchange.ReasonUnsafePath},
-		{"href out of package", zipOf(t, map[string][]byte{"imsmanifest.xml": manifestWith("../../etc/passwd")}), exchange.ReasonUnsafePath},
-		{"too many entries", zipOf(t, many), exchange.ReasonTooLarge},
-		{"entry bomb", zipOf(t, map[string][]byte{"imsmanifest.xml": bomb}), exchange.ReasonTooLarge},
-		{"total bomb", zipOf(t, spread), exchange.ReasonTooLarge},
-		{"doctype", zipOf(t, map[string][]byte{"imsmanifest.xml": []byte(`<?xml version="1.0"?><!DOCTYPE m [<!ENTITY x SYSTEM "file:///etc/passwd">]><manifest>&x;</manifest>`)}), exchange.ReasonForbiddenXML},
-		{"entity in item", zipOf(t, map[string][]byte{"imsmanifest.xml": manifestWith("i.xml"), "i.xml": []byte(`<!entity lol "lol"><qti-assessment-item/>`)}), exchange.ReasonForbiddenXML},
-		{"no manifest", zipOf(t, map[string][]byte{"item.xml": []byte("<a/>")}), exchange.ReasonMalformed},
-		{"not xml manifest", zipOf(t, map[string][]byte{"imsmanifest.xml": []byte("{")}), exchange.ReasonMalformed},
-		{"empty package", zipOf(t, map[string][]byte{"imsmanifest.xml": manifestWith()}), exchange.ReasonMalformed},
+		{"parent path", ziptest.Of(t, map[string][]byte{"../evil.xml": nil}), exchange.ReasonUnsafePath},
+		{"nested parent path", ziptest.Of(t, map[string][]byte{"items/../../evil.xml": nil}), exchange.ReasonUnsafePath},
+		{"absolute path", ziptest.Of(t, map[string][]byte{"/etc/passwd": nil}), exchange.ReasonUnsafePath},
+		{"drive path", ziptest.Of(t, map[string][]byte{"C:/evil.xml": nil}), exchange.ReasonUnsafePath},
+		{"backslash path", ziptest.Of(t, map[string][]byte{`..\evil.xml`: nil}), exchange.ReasonUnsafePath},
+		{"href out of package", ziptest.Of(t, map[string][]byte{"imsmanifest.xml": manifestWith("../../etc/passwd")}), exchange.ReasonUnsafePath},
+		{"too many entries", ziptest.Of(t, many), exchange.ReasonTooLarge},
+		{"entry bomb", ziptest.Of(t, map[string][]byte{"imsmanifest.xml": bomb}), exchange.ReasonTooLarge},
+		{"total bomb", ziptest.Of(t, spread), exchange.ReasonTooLarge},
+		{"doctype", ziptest.Of(t, map[string][]byte{"imsmanifest.xml": []byte(`<?xml version="1.0"?><!DOCTYPE m [<!ENTITY x SYSTEM "file:///etc/passwd">]><manifest>&x;</manifest>`)}), exchange.ReasonForbiddenXML},
+		{"entity in item", ziptest.Of(t, map[string][]byte{"imsmanifest.xml": manifestWith("i.xml"), "i.xml": []byte(`<!entity lol "lol"><qti-assessment-item/>`)}), exchange.ReasonForbiddenXML},
+		{"no manifest", ziptest.Of(t, map[string][]byte{"item.xml": []byte("<a/>")}), exchange.ReasonMalformed},
+		{"not xml manifest", ziptest.Of(t, map[string][]byte{"imsmanifest.xml": []byte("{")}), exchange.ReasonMalformed},
+		{"empty package", ziptest.Of(t, map[string][]byte{"imsmanifest.xml": manifestWith()}), exchange.ReasonMalformed},
 		{"json of another schema", []byte(`{"schema":"other/v9"}`), exchange.ReasonMalformed},
 		{"invalid native", []byte(`{"schema":"assessd.exam/v1","exam":{"name":"x","language":"en"},"questions":[{"type":"essay","prompt":"","config":{},"points":-1}]}`), exchange.ReasonMalformed},
 		{"bad json", []byte(`{"schema":`), exchange.ReasonMalformed},
@@ -174,7 +135,7 @@ func TestImportRefusesHostileInput(t *testing.T) {
 // naming the item, never silent drops, and the rest still imports.
 func TestImportReportsEveryLeftOutItem(t *testing.T) {
 	ok := `<qti-assessment-item xmlns="http://www.imsglobal.org/xsd/imsqtiasi_v3p0" identifier="ok"><qti-response-declaration identifier="R" cardinality="single" base-type="string"/><qti-item-body><p>Say hi</p><qti-extended-text-interaction response-identifier="R"/></qti-item-body></qti-assessment-item>`
-	p := importBytes(t, zipOf(t, map[string][]byte{
+	p := importBytes(t, ziptest.Of(t, map[string][]byte{
 		"imsmanifest.xml": manifestWith("ok.xml", "broken.xml", "missing.xml", "empty.xml", "two.xml"),
 		"ok.xml":          []byte(ok),
 		"broken.xml":      []byte("<qti-assessment-item><unclosed>"),
@@ -231,7 +192,7 @@ func editEntry(t testing.TB, pkg []byte, name string, edit func(string) string) 
 		files[f.Name] = b
 	}
 	files[name] = []byte(edit(string(files[name])))
-	return zipOf(t, files)
+	return ziptest.Of(t, files)
 }
 
 func TestExportListsMediaAndDeprecatedTypes(t *testing.T) {

@@ -82,8 +82,8 @@ type DocQuestion struct {
 	Points   float64        `json:"points"`
 }
 
-// currentRevision is every question's revision until question revisions
-// exist.
+// currentRevision is the revision of content that carries none: a QTI
+// item, a question stored without one.
 const currentRevision = 1
 
 // NewDocument builds the native document of an exam and its questions in
@@ -97,7 +97,7 @@ func NewDocument(exam assessment.Exam, questions []assessment.Question) Document
 			DurationMinutes: exam.DurationMinutes}}
 	seen := map[string]bool{}
 	for _, q := range questions {
-		dq := DocQuestion{ID: q.ID, Type: q.Type, Revision: currentRevision, Prompt: q.Prompt,
+		dq := DocQuestion{ID: q.ID, Type: q.Type, Revision: max(q.Revision, currentRevision), Prompt: q.Prompt,
 			Config: q.Config, Points: q.Points}
 		if dq.Config == nil {
 			dq.Config = map[string]any{}

@@ -51,6 +51,11 @@ type Config struct {
 	// 1 MiB JSON limit does not apply). Other requests to the route take
 	// the API's way.
 	Uploads map[string]http.Handler
+	// Streams are API routes that stream their request or response body
+	// (exam export and import), by ServeMux pattern: authenticated and
+	// counted against the quota like the API, reading their own body under
+	// their own limit and answering errors in the API's shape themselves.
+	Streams map[string]http.Handler
 	// Ready holds the readiness checks by dependency name.
 	Ready   map[string]func(context.Context) error
 	OpenAPI []byte
@@ -89,6 +94,9 @@ func New(cfg Config) http.Handler {
 	apiChain := limitBody(auth.middleware(jsonErrors(cfg.API)))
 	for pattern, h := range cfg.Uploads {
 		mux.Handle(pattern, named(pattern, multipartOr(auth.middleware(h), apiChain)))
+	}
+	for pattern, h := range cfg.Streams {
+		mux.Handle(pattern, named(pattern, auth.middleware(h)))
 	}
 	mux.Handle("/", apiChain)
 	return withRequestInfo(clients.Middleware(recoverer(cfg.Logger, instrument(cfg.Logger, cfg.Metrics, cfg.Route, securityHeaders(mux)))))

@@ -31,6 +31,7 @@ const (
 	ServiceAccount Prefix = "sva_"
 	Regeneration   Prefix = "rgn_"
 	Scan           Prefix = "scn_"
+	Import         Prefix = "imp_"
 )
 
 // New returns a fresh id with prefix p.

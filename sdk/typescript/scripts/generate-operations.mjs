@@ -13,6 +13,10 @@ for (const [path, item] of Object.entries(doc.paths)) {
     const params = op.parameters ?? [];
     const content = op.requestBody?.content ?? {};
     const body = content["application/json"] ? "json" : content["application/x-www-form-urlencoded"] ? "form" : "none";
+    // A success answer in any binary media type (a PDF, a zip) is read as
+    // bytes, whatever media type the server picks.
+    const success = Object.values(op.responses?.["200"]?.content ?? {});
+    const response = success.some((m) => m.schema?.format === "binary") ? "binary" : "json";
     entries.push({
       id: op.operationId,
       method,
@@ -20,6 +24,7 @@ for (const [path, item] of Object.entries(doc.paths)) {
       pathParams: params.filter((p) => p.in === "path").map((p) => p.name),
       queryParams: params.filter((p) => p.in === "query").map((p) => p.name),
       body,
+      response,
       doc: [op.summary, op.description && op.description !== op.summary ? op.description : ""].filter(Boolean).join("\n\n"),
     });
   }
@@ -35,7 +40,7 @@ import type { Params, Result } from "./types.js";
 
 /** How each operation is sent. */
 export const operationTable = {
-${entries.map((e) => `  ${e.id}: { method: "${e.method}", path: "${e.path}", pathParams: ${JSON.stringify(e.pathParams)}, queryParams: ${JSON.stringify(e.queryParams)}, body: "${e.body}" },`).join("\n")}
+${entries.map((e) => `  ${e.id}: { method: "${e.method}", path: "${e.path}", pathParams: ${JSON.stringify(e.pathParams)}, queryParams: ${JSON.stringify(e.queryParams)}, body: "${e.body}", response: "${e.response}" },`).join("\n")}
 } as const;
 
 /** The operation ids of the API. */

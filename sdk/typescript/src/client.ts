@@ -64,10 +64,13 @@ export function createClient(options: ClientOptions): AssessdClient {
         url,
         method: op.method,
         params: { ...query, ...config.params },
-        data,
+        // Binary answers (a PDF, a zip) arrive as an ArrayBuffer.
+        ...(op.response === "binary" ? { responseType: "arraybuffer" as const } : {}),
+        // A body the caller gives in config (a zip to import) is sent as is.
+        data: config.data ?? data,
         headers: { ...headers, ...(config.headers as Record<string, string> | undefined) },
       });
-      return res.data;
+      return op.response === "binary" ? arrayBuffer(res.data) : res.data;
     } catch (err) {
       if (!(err instanceof AxiosError)) throw err;
       if (err.response?.status === 401 && options.refresh && !retried) {
@@ -83,4 +86,10 @@ export function createClient(options: ClientOptions): AssessdClient {
     client[id] = (params?: Record<string, unknown>, config?: AxiosRequestConfig) => send(id, params, config);
   }
   return client as unknown as AssessdClient;
+}
+
+/** The bytes of a binary answer as an ArrayBuffer: browsers give one, Node a Buffer (a view of a shared pool). */
+function arrayBuffer(data: ArrayBuffer | Uint8Array): ArrayBuffer {
+  if (data instanceof ArrayBuffer) return data;
+  return data.buffer.slice(data.byteOffset, data.byteOffset + data.byteLength) as ArrayBuffer;
 }

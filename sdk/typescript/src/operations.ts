@@ -4,64 +4,66 @@ import type { Params, Result } from "./types.js";
 
 /** How each operation is sent. */
 export const operationTable = {
-  acceptQuestionRegeneration: { method: "post", path: "/question-regenerations/{id}/accept", pathParams: ["id"], queryParams: [], body: "none" },
-  allowClient: { method: "post", path: "/org/allowed-clients", pathParams: [], queryParams: [], body: "json" },
-  correctResultAnswer: { method: "patch", path: "/results/{resultId}/answers/{questionId}", pathParams: ["resultId","questionId"], queryParams: [], body: "json" },
-  createAnswerSheetScan: { method: "post", path: "/exams/{examId}/answer-sheet-scans", pathParams: ["examId"], queryParams: [], body: "json" },
-  createAuditLog: { method: "post", path: "/audit-logs", pathParams: [], queryParams: [], body: "json" },
-  createEmbedSession: { method: "post", path: "/embed-sessions", pathParams: [], queryParams: [], body: "json" },
-  createExam: { method: "post", path: "/exams", pathParams: [], queryParams: [], body: "json" },
-  createExamGeneration: { method: "post", path: "/exam-generations", pathParams: [], queryParams: [], body: "json" },
-  createFolder: { method: "post", path: "/folders", pathParams: [], queryParams: [], body: "json" },
-  createQuestion: { method: "post", path: "/exams/{examId}/questions", pathParams: ["examId"], queryParams: [], body: "json" },
-  createQuestionRegeneration: { method: "post", path: "/exams/{examId}/questions/{questionId}/regenerations", pathParams: ["examId","questionId"], queryParams: [], body: "json" },
-  createQuestionType: { method: "post", path: "/question-types", pathParams: [], queryParams: [], body: "json" },
-  createUser: { method: "post", path: "/users", pathParams: [], queryParams: [], body: "json" },
-  deleteExam: { method: "delete", path: "/exams/{id}", pathParams: ["id"], queryParams: [], body: "none" },
-  deleteFolder: { method: "delete", path: "/folders/{id}", pathParams: ["id"], queryParams: [], body: "none" },
-  deleteQuestion: { method: "delete", path: "/exams/{examId}/questions/{questionId}", pathParams: ["examId","questionId"], queryParams: [], body: "none" },
-  deleteUser: { method: "delete", path: "/users/{id}", pathParams: ["id"], queryParams: [], body: "none" },
-  disableQuestionType: { method: "post", path: "/question-types/{id}/disable", pathParams: ["id"], queryParams: [], body: "none" },
-  discoverQuestionTypes: { method: "get", path: "/question-types/discover", pathParams: [], queryParams: ["pageSize","pageToken"], body: "none" },
-  enableQuestionType: { method: "post", path: "/question-types/{id}/enable", pathParams: ["id"], queryParams: [], body: "none" },
-  exchangeToken: { method: "post", path: "/oauth/token", pathParams: [], queryParams: [], body: "form" },
-  getAnswerSheets: { method: "get", path: "/exams/{examId}/answer-sheets", pathParams: ["examId"], queryParams: ["userId"], body: "none" },
-  getAnswerSheetScan: { method: "get", path: "/answer-sheet-scans/{id}", pathParams: ["id"], queryParams: [], body: "none" },
-  getExam: { method: "get", path: "/exams/{id}", pathParams: ["id"], queryParams: [], body: "none" },
-  getExamGeneration: { method: "get", path: "/exam-generations/{id}", pathParams: ["id"], queryParams: [], body: "none" },
-  getExamResult: { method: "get", path: "/exams/{examId}/results/{id}", pathParams: ["examId","id"], queryParams: [], body: "none" },
-  getFolder: { method: "get", path: "/folders/{id}", pathParams: ["id"], queryParams: [], body: "none" },
-  getMe: { method: "get", path: "/me", pathParams: [], queryParams: [], body: "none" },
-  getOrg: { method: "get", path: "/org", pathParams: [], queryParams: [], body: "none" },
-  getQuestion: { method: "get", path: "/exams/{examId}/questions/{questionId}", pathParams: ["examId","questionId"], queryParams: [], body: "none" },
-  getQuestionQuality: { method: "get", path: "/exams/{examId}/questions/{questionId}/quality", pathParams: ["examId","questionId"], queryParams: [], body: "none" },
-  getQuestionRegeneration: { method: "get", path: "/question-regenerations/{id}", pathParams: ["id"], queryParams: [], body: "none" },
-  getQuestionType: { method: "get", path: "/question-types/{id}", pathParams: ["id"], queryParams: [], body: "none" },
-  getResult: { method: "get", path: "/results/{id}", pathParams: ["id"], queryParams: [], body: "none" },
-  getResultsSummary: { method: "get", path: "/exams/{examId}/results/summary", pathParams: ["examId"], queryParams: [], body: "none" },
-  getUser: { method: "get", path: "/users/{id}", pathParams: ["id"], queryParams: [], body: "none" },
-  getUserinfo: { method: "get", path: "/oauth/userinfo", pathParams: [], queryParams: [], body: "none" },
-  introspectToken: { method: "post", path: "/oauth/introspect", pathParams: [], queryParams: [], body: "form" },
-  listAllowedClients: { method: "get", path: "/org/allowed-clients", pathParams: [], queryParams: ["pageSize","pageToken"], body: "none" },
-  listAuditLogs: { method: "get", path: "/audit-logs", pathParams: [], queryParams: ["pageSize","pageToken","action","actorId","targetType","targetId","since","until"], body: "none" },
-  listExams: { method: "get", path: "/exams", pathParams: [], queryParams: ["pageSize","pageToken","folderId","q"], body: "none" },
-  listFolders: { method: "get", path: "/folders", pathParams: [], queryParams: ["pageSize","pageToken","parentId"], body: "none" },
-  listQuestionRevisions: { method: "get", path: "/exams/{examId}/questions/{questionId}/revisions", pathParams: ["examId","questionId"], queryParams: ["pageSize","pageToken"], body: "none" },
-  listQuestions: { method: "get", path: "/exams/{examId}/questions", pathParams: ["examId"], queryParams: ["pageSize","pageToken"], body: "none" },
-  listQuestionTypes: { method: "get", path: "/question-types", pathParams: [], queryParams: ["pageSize","pageToken"], body: "none" },
-  listResults: { method: "get", path: "/exams/{examId}/results", pathParams: ["examId"], queryParams: ["pageSize","pageToken","userId","status"], body: "none" },
-  listUsers: { method: "get", path: "/users", pathParams: [], queryParams: ["pageSize","pageToken","role","email"], body: "none" },
-  removeAllowedClient: { method: "delete", path: "/org/allowed-clients/{clientId}", pathParams: ["clientId"], queryParams: [], body: "none" },
-  reorderQuestions: { method: "post", path: "/exams/{examId}/questions/reorder", pathParams: ["examId"], queryParams: [], body: "json" },
-  revokeToken: { method: "post", path: "/oauth/revoke", pathParams: [], queryParams: [], body: "form" },
-  submitResult: { method: "post", path: "/exams/{examId}/results", pathParams: ["examId"], queryParams: [], body: "json" },
-  updateExam: { method: "patch", path: "/exams/{id}", pathParams: ["id"], queryParams: [], body: "json" },
-  updateFolder: { method: "patch", path: "/folders/{id}", pathParams: ["id"], queryParams: [], body: "json" },
-  updateMe: { method: "patch", path: "/me", pathParams: [], queryParams: [], body: "json" },
-  updateOrg: { method: "patch", path: "/org", pathParams: [], queryParams: [], body: "json" },
-  updateQuestion: { method: "patch", path: "/exams/{examId}/questions/{questionId}", pathParams: ["examId","questionId"], queryParams: [], body: "json" },
-  updateQuestionType: { method: "patch", path: "/question-types/{id}", pathParams: ["id"], queryParams: [], body: "json" },
-  updateUser: { method: "patch", path: "/users/{id}", pathParams: ["id"], queryParams: [], body: "json" },
+  acceptQuestionRegeneration: { method: "post", path: "/question-regenerations/{id}/accept", pathParams: ["id"], queryParams: [], body: "none", response: "json" },
+  allowClient: { method: "post", path: "/org/allowed-clients", pathParams: [], queryParams: [], body: "json", response: "json" },
+  correctResultAnswer: { method: "patch", path: "/results/{resultId}/answers/{questionId}", pathParams: ["resultId","questionId"], queryParams: [], body: "json", response: "json" },
+  createAnswerSheetScan: { method: "post", path: "/exams/{examId}/answer-sheet-scans", pathParams: ["examId"], queryParams: [], body: "json", response: "json" },
+  createAuditLog: { method: "post", path: "/audit-logs", pathParams: [], queryParams: [], body: "json", response: "json" },
+  createEmbedSession: { method: "post", path: "/embed-sessions", pathParams: [], queryParams: [], body: "json", response: "json" },
+  createExam: { method: "post", path: "/exams", pathParams: [], queryParams: [], body: "json", response: "json" },
+  createExamGeneration: { method: "post", path: "/exam-generations", pathParams: [], queryParams: [], body: "json", response: "json" },
+  createExamImport: { method: "post", path: "/exam-imports", pathParams: [], queryParams: [], body: "json", response: "json" },
+  createFolder: { method: "post", path: "/folders", pathParams: [], queryParams: [], body: "json", response: "json" },
+  createQuestion: { method: "post", path: "/exams/{examId}/questions", pathParams: ["examId"], queryParams: [], body: "json", response: "json" },
+  createQuestionRegeneration: { method: "post", path: "/exams/{examId}/questions/{questionId}/regenerations", pathParams: ["examId","questionId"], queryParams: [], body: "json", response: "json" },
+  createQuestionType: { method: "post", path: "/question-types", pathParams: [], queryParams: [], body: "json", response: "json" },
+  createUser: { method: "post", path: "/users", pathParams: [], queryParams: [], body: "json", response: "json" },
+  deleteExam: { method: "delete", path: "/exams/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json" },
+  deleteFolder: { method: "delete", path: "/folders/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json" },
+  deleteQuestion: { method: "delete", path: "/exams/{examId}/questions/{questionId}", pathParams: ["examId","questionId"], queryParams: [], body: "none", response: "json" },
+  deleteUser: { method: "delete", path: "/users/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json" },
+  disableQuestionType: { method: "post", path: "/question-types/{id}/disable", pathParams: ["id"], queryParams: [], body: "none", response: "json" },
+  discoverQuestionTypes: { method: "get", path: "/question-types/discover", pathParams: [], queryParams: ["pageSize","pageToken"], body: "none", response: "json" },
+  enableQuestionType: { method: "post", path: "/question-types/{id}/enable", pathParams: ["id"], queryParams: [], body: "none", response: "json" },
+  exchangeToken: { method: "post", path: "/oauth/token", pathParams: [], queryParams: [], body: "form", response: "json" },
+  exportExam: { method: "get", path: "/exams/{examId}/export", pathParams: ["examId"], queryParams: ["format"], body: "none", response: "binary" },
+  getAnswerSheets: { method: "get", path: "/exams/{examId}/answer-sheets", pathParams: ["examId"], queryParams: ["userId"], body: "none", response: "binary" },
+  getAnswerSheetScan: { method: "get", path: "/answer-sheet-scans/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json" },
+  getExam: { method: "get", path: "/exams/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json" },
+  getExamGeneration: { method: "get", path: "/exam-generations/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json" },
+  getExamResult: { method: "get", path: "/exams/{examId}/results/{id}", pathParams: ["examId","id"], queryParams: [], body: "none", response: "json" },
+  getFolder: { method: "get", path: "/folders/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json" },
+  getMe: { method: "get", path: "/me", pathParams: [], queryParams: [], body: "none", response: "json" },
+  getOrg: { method: "get", path: "/org", pathParams: [], queryParams: [], body: "none", response: "json" },
+  getQuestion: { method: "get", path: "/exams/{examId}/questions/{questionId}", pathParams: ["examId","questionId"], queryParams: [], body: "none", response: "json" },
+  getQuestionQuality: { method: "get", path: "/exams/{examId}/questions/{questionId}/quality", pathParams: ["examId","questionId"], queryParams: [], body: "none", response: "json" },
+  getQuestionRegeneration: { method: "get", path: "/question-regenerations/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json" },
+  getQuestionType: { method: "get", path: "/question-types/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json" },
+  getResult: { method: "get", path: "/results/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json" },
+  getResultsSummary: { method: "get", path: "/exams/{examId}/results/summary", pathParams: ["examId"], queryParams: [], body: "none", response: "json" },
+  getUser: { method: "get", path: "/users/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json" },
+  getUserinfo: { method: "get", path: "/oauth/userinfo", pathParams: [], queryParams: [], body: "none", response: "json" },
+  introspectToken: { method: "post", path: "/oauth/introspect", pathParams: [], queryParams: [], body: "form", response: "json" },
+  listAllowedClients: { method: "get", path: "/org/allowed-clients", pathParams: [], queryParams: ["pageSize","pageToken"], body: "none", response: "json" },
+  listAuditLogs: { method: "get", path: "/audit-logs", pathParams: [], queryParams: ["pageSize","pageToken","action","actorId","targetType","targetId","since","until"], body: "none", response: "json" },
+  listExams: { method: "get", path: "/exams", pathParams: [], queryParams: ["pageSize","pageToken","folderId","q"], body: "none", response: "json" },
+  listFolders: { method: "get", path: "/folders", pathParams: [], queryParams: ["pageSize","pageToken","parentId"], body: "none", response: "json" },
+  listQuestionRevisions: { method: "get", path: "/exams/{examId}/questions/{questionId}/revisions", pathParams: ["examId","questionId"], queryParams: ["pageSize","pageToken"], body: "none", response: "json" },
+  listQuestions: { method: "get", path: "/exams/{examId}/questions", pathParams: ["examId"], queryParams: ["pageSize","pageToken"], body: "none", response: "json" },
+  listQuestionTypes: { method: "get", path: "/question-types", pathParams: [], queryParams: ["pageSize","pageToken"], body: "none", response: "json" },
+  listResults: { method: "get", path: "/exams/{examId}/results", pathParams: ["examId"], queryParams: ["pageSize","pageToken","userId","status"], body: "none", response: "json" },
+  listUsers: { method: "get", path: "/users", pathParams: [], queryParams: ["pageSize","pageToken","role","email"], body: "none", response: "json" },
+  removeAllowedClient: { method: "delete", path: "/org/allowed-clients/{clientId}", pathParams: ["clientId"], queryParams: [], body: "none", response: "json" },
+  reorderQuestions: { method: "post", path: "/exams/{examId}/questions/reorder", pathParams: ["examId"], queryParams: [], body: "json", response: "json" },
+  revokeToken: { method: "post", path: "/oauth/revoke", pathParams: [], queryParams: [], body: "form", response: "json" },
+  submitResult: { method: "post", path: "/exams/{examId}/results", pathParams: ["examId"], queryParams: [], body: "json", response: "json" },
+  updateExam: { method: "patch", path: "/exams/{id}", pathParams: ["id"], queryParams: [], body: "json", response: "json" },
+  updateFolder: { method: "patch", path: "/folders/{id}", pathParams: ["id"], queryParams: [], body: "json", response: "json" },
+  updateMe: { method: "patch", path: "/me", pathParams: [], queryParams: [], body: "json", response: "json" },
+  updateOrg: { method: "patch", path: "/org", pathParams: [], queryParams: [], body: "json", response: "json" },
+  updateQuestion: { method: "patch", path: "/exams/{examId}/questions/{questionId}", pathParams: ["examId","questionId"], queryParams: [], body: "json", response: "json" },
+  updateQuestionType: { method: "patch", path: "/question-types/{id}", pathParams: ["id"], queryParams: [], body: "json", response: "json" },
+  updateUser: { method: "patch", path: "/users/{id}", pathParams: ["id"], queryParams: [], body: "json", response: "json" },
 } as const;
 
 /** The operation ids of the API. */
@@ -157,6 +159,22 @@ export interface Operations {
    * Requires scope `exams:write` and one of the roles owner, admin, teacher.
    */
   createExamGeneration(params: Params<"createExamGeneration">, config?: AxiosRequestConfig): Promise<Result<"createExamGeneration">>;
+  /**
+   * Imports an exam into the caller's organization, in one transaction: a
+   *  QTI 3.0 or 2.1 content package (application/zip), a native document
+   *  (application/json), or either in the multipart/form-data part named
+   *  file; at most 32 MiB and 500 questions.
+   *
+   * Imports an exam into the caller's organization, in one transaction: a
+   *  QTI 3.0 or 2.1 content package (application/zip), a native document
+   *  (application/json), or either in the multipart/form-data part named
+   *  file; at most 32 MiB and 500 questions. Items that cannot be
+   *  represented are imported as warnings, never dropped silently; custom
+   *  types are reused when identical, else created (question-types:write).
+   *
+   * Requires scope `exams:write` and one of the roles owner, admin, teacher.
+   */
+  createExamImport(params: Params<"createExamImport">, config?: AxiosRequestConfig): Promise<Result<"createExamImport">>;
   /**
    * Creates a folder, at the top level or inside parentId.
    *
@@ -267,6 +285,19 @@ export interface Operations {
    *
    */
   exchangeToken(params: Params<"exchangeToken">, config?: AxiosRequestConfig): Promise<Result<"exchangeToken">>;
+  /**
+   * Exports an exam: format qti3 (the default) is an IMS QTI 3.0 content
+   *  package (application/zip), format json the lossless native
+   *  assessd.exam/v1 document.
+   *
+   * Exports an exam: format qti3 (the default) is an IMS QTI 3.0 content
+   *  package (application/zip), format json the lossless native
+   *  assessd.exam/v1 document. Over REST the body is streamed as it is
+   *  written.
+   *
+   * Requires scope `exams:read` and one of the roles owner, admin, teacher.
+   */
+  exportExam(params: Params<"exportExam">, config?: AxiosRequestConfig): Promise<Result<"exportExam">>;
   /**
    * Returns a printable PDF (application/pdf) with one answer sheet per
    *  student: exam and student name, a QR code identifying exam, student and

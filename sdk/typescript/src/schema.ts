@@ -126,6 +126,36 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/exam-imports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Imports an exam into the caller's organization, in one transaction: a
+         *      QTI 3.0 or 2.1 content package (application/zip), a native document
+         *      (application/json), or either in the multipart/form-data part named
+         *      file; at most 32 MiB and 500 questions.
+         * @description Imports an exam into the caller's organization, in one transaction: a
+         *      QTI 3.0 or 2.1 content package (application/zip), a native document
+         *      (application/json), or either in the multipart/form-data part named
+         *      file; at most 32 MiB and 500 questions. Items that cannot be
+         *      represented are imported as warnings, never dropped silently; custom
+         *      types are reused when identical, else created (question-types:write).
+         *
+         *     Requires scope `exams:write` and one of the roles owner, admin, teacher.
+         */
+        post: operations["createExamImport"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/exams": {
         parameters: {
             query?: never;
@@ -199,6 +229,33 @@ export interface paths {
          *     Requires scope `exams:read` and one of the roles owner, admin, teacher.
          */
         get: operations["getAnswerSheets"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/exams/{examId}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Exports an exam: format qti3 (the default) is an IMS QTI 3.0 content
+         *      package (application/zip), format json the lossless native
+         *      assessd.exam/v1 document.
+         * @description Exports an exam: format qti3 (the default) is an IMS QTI 3.0 content
+         *      package (application/zip), format json the lossless native
+         *      assessd.exam/v1 document. Over REST the body is streamed as it is
+         *      written.
+         *
+         *     Requires scope `exams:read` and one of the roles owner, admin, teacher.
+         */
+        get: operations["exportExam"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1635,6 +1692,37 @@ export interface components {
             updatedAt?: components["schemas"]["google.protobuf.Timestamp"];
         };
         /**
+         * ExamImport
+         * @description ExamImport is the outcome of an import.
+         */
+        "assessd.v1.ExamImport": {
+            /**
+             * exam_id
+             * @description The exam created.
+             */
+            examId?: string;
+            /**
+             * id
+             * @description The import's id (imp_...), also in the exam.imported audit entry.
+             */
+            id?: string;
+            /**
+             * warnings
+             * @description Every item that could not be imported as it is.
+             */
+            warnings?: components["schemas"]["assessd.v1.ImportWarning"][];
+        };
+        /** ExportExamRequest */
+        "assessd.v1.ExportExamRequest": {
+            /** exam_id */
+            examId?: string;
+            /**
+             * format
+             * @description qti3 (default) or json.
+             */
+            format?: string;
+        };
+        /**
          * Folder
          * @description A folder of exams and other folders.
          */
@@ -1777,6 +1865,19 @@ export interface components {
              * Format: double
              */
             toPercent?: number;
+        };
+        /** ImportWarning */
+        "assessd.v1.ImportWarning": {
+            /**
+             * item
+             * @description The item as the imported content names it.
+             */
+            item?: string;
+            /**
+             * message
+             * @description What happened to it.
+             */
+            message?: string;
         };
         /**
          * ItemStatistics
@@ -3618,6 +3719,58 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    createExamImport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": Record<string, never>;
+                "application/zip": string;
+                "multipart/form-data": {
+                    /**
+                     * Format: binary
+                     * @description A QTI 3.0 or 2.1 content package or a native document, at most 32 MiB.
+                     */
+                    file: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "examId": "exm_01JD3M4Q9ZB8K1T7W2X5C6V0P2",
+                     *       "id": "imp_01JD3M4Q9ZB8K1T7W2X5C6V0Q3",
+                     *       "warnings": [
+                     *         {
+                     *           "item": "order",
+                     *           "message": "qti-order-interaction has no assessd question type; the item was not imported"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.ExamImport"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     listExams: {
         parameters: {
             query?: {
@@ -3811,6 +3964,39 @@ export interface operations {
                 };
                 content: {
                     "application/pdf": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    exportExam: {
+        parameters: {
+            query?: {
+                /** @description qti3 (default) or json. */
+                format?: string;
+            };
+            header?: never;
+            path: {
+                examId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example null */
+                    "application/json": Record<string, never>;
+                    "application/zip": string;
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -14,9 +14,9 @@ type BodyOf<K extends keyof operations> = Op<K> extends { requestBody?: infer B 
 /** An operation's path, query and body parameters, in one object. */
 export type Params<K extends keyof operations> = Simplify<PathOf<K> & QueryOf<K> & BodyOf<K>>;
 
-/** An operation's success body. */
+/** An operation's success body: its JSON, or the bytes of a download (any other media type). */
 export type Result<K extends keyof operations> = Op<K>["responses"] extends { 200: { content: infer C } }
-  ? C extends { "application/json": infer J } ? J : unknown
+  ? [Exclude<keyof C, "application/json">] extends [never] ? C extends { "application/json": infer J } ? J : unknown : ArrayBuffer
   : void;
 
 /** The google.rpc.Status error body of the API. */

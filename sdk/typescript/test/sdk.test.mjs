@@ -150,3 +150,18 @@ test("assessment, generation and embed methods", async () => {
   const session = await client.createEmbedSession({ flow: "generate-exam", actor: me.id, allowedOrigins: ["https://lms.example.com"] });
   assert.match(session.url, /\/embed\/emb_/);
 });
+
+test("export and import return and take packages as bytes", async () => {
+  const exam = await client.createExam({ name: "Export", language: "en" });
+  await client.createQuestion({ examId: exam.id, type: "true_false", prompt: "Water boils at 100 °C at sea level.", config: { correct: true } });
+  const zip = await client.exportExam({ examId: exam.id });
+  assert.ok(zip instanceof ArrayBuffer);
+  assert.equal(Buffer.from(zip).subarray(0, 2).toString(), "PK");
+  const imported = await client.createExamImport({}, { data: zip, headers: { "Content-Type": "application/zip" } });
+  assert.match(imported.id, /^imp_/);
+  assert.deepEqual(imported.warnings, []);
+  const doc = JSON.parse(Buffer.from(await client.exportExam({ examId: exam.id, format: "json" })).toString());
+  assert.equal(doc.schema, "assessd.exam/v1");
+  const again = await client.createExamImport(doc);
+  assert.equal((await client.listQuestions({ examId: again.examId })).questions[0].prompt, "Water boils at 100 °C at sea level.");
+});
