@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chromedp/chromedp"
-
 	"github.com/assessd/assessd/internal/assessment"
 	"github.com/assessd/assessd/internal/embedflow"
 	"github.com/assessd/assessd/internal/testkit/browsertest"
@@ -84,10 +82,5 @@ func TestAuthoringFlow(t *testing.T) {
 		t.Fatal("deleted question still shown")
 	}
 
-	ctx := browsertest.NewChrome(t)
-	var shot []byte
-	if err := chromedp.Run(ctx, chromedp.Navigate(base), chromedp.WaitVisible(`.quality`, chromedp.ByQuery), chromedp.FullScreenshot(&shot, 100)); err != nil {
-		t.Fatal(err)
-	}
-	browsertest.SaveArtifact(t, "embed-authoring.png", shot)
+	browsertest.CheckPage(t, browsertest.NewChrome(t), base, "embed-authoring")
 }

@@ -25,7 +25,13 @@ type view struct {
 	Session
 	TitleKey string
 	Error    string
+	// Refresh reloads the page every 2 seconds while work runs.
+	Refresh bool
 }
+
+// OriginList is the session's allowed origins, the targets of the
+// page's postMessage events.
+func (v view) OriginList() string { return strings.Join(v.AllowedOrigins, " ") }
 
 // T looks a UI string up for the session's theme.
 func (v view) T(key string) string { return v.Strings.T(key) }
@@ -81,7 +87,10 @@ func (v view) QuestionTypes() []questionTypeOption {
 
 // Routes registers the embed pages on mux.
 func (s *Service) Routes(mux *http.ServeMux) {
-	mux.Handle("GET /embed/assets/devtools.js", web.EmbedAssets())
+	assets := web.EmbedAssets()
+	for _, name := range web.EmbedAssetNames {
+		mux.Handle("GET /embed/assets/"+name, assets)
+	}
 	mux.HandleFunc("GET /embed/{id}", s.page)
 	mux.HandleFunc("POST /embed/{id}/generate", s.generate)
 	mux.HandleFunc("GET /embed/{id}/generations/{generation}", s.generationPage)
@@ -292,7 +301,7 @@ func (s *Service) generationPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	web.RenderFramed(w, r, http.StatusOK, "embed-generation.html",
-		generationView{view: view{Session: sess, Error: g.Error}, Status: g.Status, ExamID: g.ExamID}, sess.AllowedOrigins)
+		generationView{view: view{Session: sess, TitleKey: "embed.generate.title", Error: g.Error, Refresh: g.Status == "running"}, Status: g.Status, ExamID: g.ExamID}, sess.AllowedOrigins)
 }
 
 // pageError is the message of a domain error a page can show.
