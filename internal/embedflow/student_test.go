@@ -2,8 +2,13 @@ package embedflow_test
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/prometheus/client_golang/prometheus"
@@ -61,7 +66,8 @@ func TestStudentTakesExamAndSeesGradedResult(t *testing.T) {
 		t.Fatal(err)
 	}
 	student := f.users[tenancy.RoleStudent].ID
-	take, err := f.svc.Create(f.teacher, embedflow.NewSession{Flow: "student-exam", ActorID: student, ExamID: exam.ID})
+	host := hostPage(t)
+	take, err := f.svc.Create(f.teacher, embedflow.NewSession{Flow: "student-exam", ActorID: student, ExamID: exam.ID, AllowedOrigins: []string{host}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +96,10 @@ func TestStudentTakesExamAndSeesGradedResult(t *testing.T) {
 	if err != nil || opened.ResultID == "" {
 		t.Fatalf("session after submit: %+v, %v", opened, err)
 	}
-	review, err := f.svc.Create(f.teacher, embedflow.NewSession{Flow: "student-results", ActorID: student, ResultID: opened.ResultID})
+	if msgs := hostMessages(t, chrome, host, srv.URL+"/embed/"+take.ID, "submitted"); !strings.Contains(msgs, `"origin":"`+srv.URL+`"`) {
+		t.Fatalf("messages from another origin: %s", msgs)
+	}
+	review, err := f.svc.Create(f.teacher, embedflow.NewSession{Flow: "student-results", ActorID: student, ResultID: opened.ResultID, AllowedOrigins: []string{host}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +114,42 @@ func TestStudentTakesExamAndSeesGradedResult(t *testing.T) {
 		t.Fatalf("reviewing the result: %v", err)
 	}
 	browsertest.CheckPage(t, chrome, srv.URL+"/embed/"+review.ID, "embed-student-results")
-	if !strings.Contains(page, "Describe photosynthesis.") || !strings.Contains(page, "1 / 1") {
-		t.Fatalf("result page: %s", page)
+	for _, want := range []string{"Question", "Your answer", "Points", "Feedback", "Describe photosynthesis.", "Plants use light", "1 / 1", "%"} {
+		if !strings.Contains(page, want) {
+			t.Fatalf("result page lacks %q: %s", want, page)
+		}
 	}
+	msgs := hostMessages(t, chrome, host, srv.URL+"/embed/"+review.ID, "graded")
+	for _, want := range []string{`"type":"ready"`, `"type":"resize","height":`, `"status":"graded"`, `"maxScore":5`} {
+		if !strings.Contains(msgs, want) {
+			t.Errorf("host messages lack %s: %s", want, msgs)
+		}
+	}
+}
+
+// hostPage serves a host product's page that frames ?src and records the
+// messages it receives; it returns the host's origin.
+func hostPage(t *testing.T) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `<!doctype html><title>host</title><script>window.msgs = [];
+addEventListener("message", e => msgs.push({origin: e.origin, data: e.data}));</script><iframe src=%q title="assessd"></iframe>`, r.URL.Query().Get("src"))
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// hostMessages opens src framed in the host page, waits for an event of
+// type want, and returns every message received as JSON.
+func hostMessages(t *testing.T, chrome context.Context, host, src, want string) string {
+	t.Helper()
+	var msgs string
+	err := chromedp.Run(chrome,
+		chromedp.Navigate(host+"/?src="+url.QueryEscape(src)),
+		chromedp.Poll(`msgs.some(m => m.data.type === "`+want+`")`, nil, chromedp.WithPollingTimeout(30*time.Second)),
+		chromedp.Evaluate(`JSON.stringify(msgs)`, &msgs),
+	)
+	if err != nil {
+		t.Fatalf("waiting for the %s message: %v (%s)", want, err, msgs)
+	}
+	return msgs
 }

@@ -15,14 +15,19 @@
     });
   }
 
-  // announce posts the events a server-rendered fragment declares with
-  // data-assessd-event (and a JSON data-assessd-detail), once each.
+  // announce posts, once each, the events the server-rendered page declares
+  // with data-assessd-event; the element's other data-assessd-* attributes
+  // are the event's fields (numbers as numbers).
   function announce(root) {
     root.querySelectorAll("[data-assessd-event]").forEach(function (el) {
       if (el.hasAttribute("data-announced")) return;
       el.setAttribute("data-announced", "");
       var detail = {};
-      try { detail = JSON.parse(el.getAttribute("data-assessd-detail") || "{}"); } catch (e) { /* keep {} */ }
+      Array.prototype.forEach.call(el.attributes, function (attr) {
+        if (attr.name.indexOf("data-assessd-") !== 0 || attr.name === "data-assessd-event") return;
+        var key = attr.name.slice(13).replace(/-([a-z])/g, function (_, c) { return c.toUpperCase(); });
+        detail[key] = /^-?\d+(\.\d+)?$/.test(attr.value) ? Number(attr.value) : attr.value;
+      });
       post(el.getAttribute("data-assessd-event"), detail);
     });
   }
