@@ -5,7 +5,11 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
+
+	cdppage "github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
 
 	"github.com/assessd/assessd/internal/assessment"
 	"github.com/assessd/assessd/internal/embedflow"
@@ -82,5 +86,26 @@ func TestAuthoringFlow(t *testing.T) {
 		t.Fatal("deleted question still shown")
 	}
 
-	browsertest.CheckPage(t, browsertest.NewChrome(t), base, "embed-authoring")
+	ctx := browsertest.NewChrome(t)
+	browsertest.CheckPage(t, ctx, base, "embed-authoring")
+
+	// An edited, unsaved question makes leaving the page ask first; a
+	// saved one does not.
+	var prompted atomic.Bool
+	chromedp.ListenTarget(ctx, func(ev any) {
+		if d, ok := ev.(*cdppage.EventJavascriptDialogOpening); ok && d.Type == cdppage.DialogTypeBeforeunload {
+			prompted.Store(true)
+			go func() { _ = chromedp.Run(ctx, cdppage.HandleJavaScriptDialog(true)) }()
+		}
+	})
+	err = chromedp.Run(ctx, chromedp.SendKeys(`textarea[name=prompt]`, " (edited)", chromedp.ByQuery), chromedp.Navigate("about:blank"))
+	if err != nil || !prompted.Load() {
+		t.Fatalf("leaving with unsaved changes: prompted %v, %v", prompted.Load(), err)
+	}
+	prompted.Store(false)
+	err = chromedp.Run(ctx, chromedp.Navigate(base), chromedp.SendKeys(`textarea[name=prompt]`, " (saved)", chromedp.ByQuery),
+		chromedp.Click(`form[data-guard] button[type=submit]`, chromedp.ByQuery), chromedp.WaitVisible(`.quality`, chromedp.ByQuery))
+	if err != nil || prompted.Load() {
+		t.Fatalf("saving: prompted %v, %v", prompted.Load(), err)
+	}
 }
