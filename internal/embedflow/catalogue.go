@@ -44,6 +44,7 @@ var Catalogue = map[string]string{
 	"embed.student.title":                   "Exam",
 	"embed.student.submit":                  "Submit answers",
 	"embed.student.submitted":               "Your answers were submitted.",
+	"embed.student.confirm":                 "Submit your answers? You cannot change them afterwards.",
 	"embed.results.title":                   "Your result",
 	"embed.results.grading":                 "Your answers are being graded…",
 	"embed.results.total":                   "Total",

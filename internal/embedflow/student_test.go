@@ -7,9 +7,11 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -74,7 +76,29 @@ func TestStudentTakesExamAndSeesGradedResult(t *testing.T) {
 
 	chrome := browsertest.NewChrome(t)
 	browsertest.CheckPage(t, chrome, srv.URL+"/embed/"+take.ID, "embed-student-exam")
+	// Submitting asks first: dismissed, nothing is sent; accepted, the
+	// answers go in.
+	var accept atomic.Bool
+	var confirms atomic.Int32
+	chromedp.ListenTarget(chrome, func(ev any) {
+		if d, ok := ev.(*page.EventJavascriptDialogOpening); ok && d.Type == page.DialogTypeConfirm {
+			confirms.Add(1)
+			go func() { _ = chromedp.Run(chrome, page.HandleJavaScriptDialog(accept.Load())) }()
+		}
+	})
 	var submitted string
+	err = chromedp.Run(chrome,
+		chromedp.Navigate(srv.URL+"/embed/"+take.ID),
+		chromedp.Click(`button[type=submit]`, chromedp.ByQuery),
+		chromedp.Sleep(500*time.Millisecond),
+	)
+	if err != nil || confirms.Load() != 1 {
+		t.Fatalf("dismissing the confirmation: %d dialogs, %v", confirms.Load(), err)
+	}
+	if s, _ := f.svc.Open(ctx, take.ID); s.ResultID != "" {
+		t.Fatal("a dismissed confirmation submitted the answers")
+	}
+	accept.Store(true)
 	err = chromedp.Run(chrome,
 		chromedp.Navigate(srv.URL+"/embed/"+take.ID),
 		chromedp.WaitVisible(`textarea[name="`+essay.ID+`"]`, chromedp.ByQuery),
