@@ -7,7 +7,7 @@ GOOGLEAPIS_MODULE := github.com/grpc-ecosystem/grpc-gateway@v1.16.0
 GENERATED := api/gen api/openapi/openapi.yaml sdk/typescript/src/schema.ts sdk/typescript/src/operations.ts deploy/grafana/dashboards
 
 
-.PHONY: all build tools generate dashboards check-generated test bench run lint fmt lint-openapi lint-deploy sdk qti-check qti-xsd
+.PHONY: all build tools generate dashboards check-generated test bench run lint fmt lint-openapi lint-deploy sdk qti-check qti-xsd embed-assets
 
 all: build
 
@@ -151,3 +151,13 @@ lint-deploy: $(BIN)/helm $(BIN)/kubeconform $(K8S_SCHEMAS)/.stamp
 	$(BIN)/helm template assessd $(CHART) | $(KUBECONFORM)
 	$(BIN)/helm template assessd $(CHART) $(CHART_ALL_ON) | $(KUBECONFORM)
 	cd tools/compose && $(GO) run ./composecheck ../../deploy/compose.yaml
+
+tools/embedassets/node_modules: tools/embedassets/package.json tools/embedassets/package-lock.json
+	cd tools/embedassets && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+# The pinned client scripts, committed where go:embed reads them: htmx for
+# the embedded flows, axe-core for their browser tests only.
+embed-assets: tools/embedassets/node_modules
+	install -m 0644 tools/embedassets/node_modules/htmx.org/dist/htmx.min.js internal/web/embed/htmx.min.js
+	install -m 0644 tools/embedassets/node_modules/axe-core/axe.min.js internal/testkit/browsertest/axe.min.js

@@ -19,7 +19,10 @@ func (s embedServer) CreateEmbedSession(ctx context.Context, req *connect.Reques
 	in := embedflow.NewSession{Flow: m.Flow, ActorID: m.Actor, ExamID: m.ExamId, ResultID: m.ResultId,
 		Presets: fromStruct(m.Presets), ExpiresIn: m.ExpiresIn, AllowedOrigins: m.AllowedOrigins}
 	if m.Theme != nil {
-		in.Strings = m.Theme.Strings
+		t := m.Theme
+		in.Strings = t.Strings
+		in.Look = embedflow.Look{AccentColor: t.AccentColor, TextColor: t.TextColor, BackgroundColor: t.BackgroundColor,
+			FontFamily: t.FontFamily, Radius: t.Radius, Language: t.Language}
 	}
 	sess, err := s.svc.Create(ctx, in)
 	if err != nil {

@@ -5,8 +5,10 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/assessd/assessd/internal/assessment"
@@ -85,9 +87,25 @@ func TestAuthoringFlow(t *testing.T) {
 	}
 
 	ctx := browsertest.NewChrome(t)
-	var shot []byte
-	if err := chromedp.Run(ctx, chromedp.Navigate(base), chromedp.WaitVisible(`.quality`, chromedp.ByQuery), chromedp.FullScreenshot(&shot, 100)); err != nil {
-		t.Fatal(err)
+	browsertest.CheckPage(t, ctx, base, "embed-authoring")
+
+	// An edited, unsaved question makes leaving the page ask first; a
+	// saved one does not.
+	var prompted atomic.Bool
+	chromedp.ListenTarget(ctx, func(ev any) {
+		if d, ok := ev.(*cdppage.EventJavascriptDialogOpening); ok && d.Type == cdppage.DialogTypeBeforeunload {
+			prompted.Store(true)
+			go func() { _ = chromedp.Run(ctx, cdppage.HandleJavaScriptDialog(true)) }()
+		}
+	})
+	err = chromedp.Run(ctx, chromedp.SendKeys(`textarea[name=prompt]`, " (edited)", chromedp.ByQuery), chromedp.Navigate("about:blank"))
+	if err != nil || !prompted.Load() {
+		t.Fatalf("leaving with unsaved changes: prompted %v, %v", prompted.Load(), err)
 	}
-	browsertest.SaveArtifact(t, "embed-authoring.png", shot)
+	prompted.Store(false)
+	err = chromedp.Run(ctx, chromedp.Navigate(base), chromedp.SendKeys(`textarea[name=prompt]`, " (saved)", chromedp.ByQuery),
+		chromedp.Click(`form[data-guard] button[type=submit]`, chromedp.ByQuery), chromedp.WaitVisible(`.quality`, chromedp.ByQuery))
+	if err != nil || prompted.Load() {
+		t.Fatalf("saving: prompted %v, %v", prompted.Load(), err)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -25,7 +26,16 @@ type view struct {
 	Session
 	TitleKey string
 	Error    string
+	// Refresh reloads the page every 2 seconds while work runs.
+	Refresh bool
+	// Poll marks a page that updates itself with htmx; without JavaScript
+	// it reloads instead.
+	Poll bool
 }
+
+// OriginList is the session's allowed origins, the targets of the
+// page's postMessage events.
+func (v view) OriginList() string { return strings.Join(v.AllowedOrigins, " ") }
 
 // T looks a UI string up for the session's theme.
 func (v view) T(key string) string { return v.Strings.T(key) }
@@ -81,7 +91,10 @@ func (v view) QuestionTypes() []questionTypeOption {
 
 // Routes registers the embed pages on mux.
 func (s *Service) Routes(mux *http.ServeMux) {
-	mux.Handle("GET /embed/assets/devtools.js", web.EmbedAssets())
+	assets := web.EmbedAssets()
+	for _, name := range web.EmbedAssetNames {
+		mux.Handle("GET /embed/assets/"+name, assets)
+	}
 	mux.HandleFunc("GET /embed/{id}", s.page)
 	mux.HandleFunc("POST /embed/{id}/generate", s.generate)
 	mux.HandleFunc("GET /embed/{id}/generations/{generation}", s.generationPage)
@@ -193,12 +206,53 @@ func formAnswer(q assessment.SheetQuestion, form url.Values) (assessment.NewAnsw
 
 type resultView struct {
 	view
-	Result  assessment.Result
-	Prompts map[string]string
+	Result assessment.Result
+	Rows   []resultRow
 }
 
-// studentResult shows a result with per-question feedback, refreshing
-// itself while grading runs.
+// resultRow is one question of a result as the student sees it.
+type resultRow struct {
+	Prompt, Answer, Feedback string
+	Score, MaxScore          float64
+	Graded                   bool
+}
+
+// Percent is the result's score as a whole percentage.
+func (v resultView) Percent() int {
+	if v.Result.MaxScore == 0 {
+		return 0
+	}
+	return int(math.Round(100 * v.Result.Score / v.Result.MaxScore))
+}
+
+// answerText is how an answer reads: the chosen options' texts rather
+// than their ids; "" when unanswered.
+func answerText(q assessment.SheetQuestion, a assessment.Answer) string {
+	if len(a.Files) > 0 {
+		return strings.Join(a.Files, ", ")
+	}
+	values, ok := a.Value.([]any)
+	if !ok {
+		if a.Value == nil {
+			return ""
+		}
+		values = []any{a.Value}
+	}
+	var out []string
+	for _, v := range values {
+		text := fmt.Sprint(v)
+		for _, o := range q.Options {
+			if o.ID == text {
+				text = o.Text
+			}
+		}
+		out = append(out, text)
+	}
+	return strings.Join(out, ", ")
+}
+
+// studentResult shows a result with per-question feedback; while grading
+// runs, the page polls itself (htmx) until the result is graded.
 func (s *Service) studentResult(w http.ResponseWriter, r *http.Request, sess Session) {
 	caller, err := s.Caller(r.Context(), sess)
 	if err != nil {
@@ -216,15 +270,19 @@ func (s *Service) studentResult(w http.ResponseWriter, r *http.Request, sess Ses
 		http.Error(w, pageError(err), http.StatusNotFound)
 		return
 	}
-	prompts := map[string]string{}
+	byID := map[string]assessment.SheetQuestion{}
 	for _, q := range questions {
-		prompts[q.ID] = q.Prompt
+		byID[q.ID] = q
 	}
-	if result.Status == assessment.StatusGrading {
-		w.Header().Set("Refresh", "2")
+	rows := make([]resultRow, len(result.Answers))
+	for i, a := range result.Answers {
+		q := byID[a.QuestionID]
+		rows[i] = resultRow{Prompt: q.Prompt, Answer: answerText(q, a), Feedback: a.Feedback, Score: a.Score, MaxScore: a.MaxScore,
+			Graded: a.Status != assessment.AnswerPending}
 	}
+	grading := result.Status == assessment.StatusGrading
 	web.RenderFramed(w, r, http.StatusOK, "embed-student-result.html",
-		resultView{view: view{Session: sess, TitleKey: "embed.results.title"}, Result: result, Prompts: prompts}, sess.AllowedOrigins)
+		resultView{view: view{Session: sess, TitleKey: "embed.results.title", Poll: grading}, Result: result, Rows: rows}, sess.AllowedOrigins)
 }
 
 // asActor opens the session of a flow and returns a context acting as its
@@ -292,7 +350,7 @@ func (s *Service) generationPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	web.RenderFramed(w, r, http.StatusOK, "embed-generation.html",
-		generationView{view: view{Session: sess, Error: g.Error}, Status: g.Status, ExamID: g.ExamID}, sess.AllowedOrigins)
+		generationView{view: view{Session: sess, TitleKey: "embed.generate.title", Error: g.Error, Refresh: g.Status == "running"}, Status: g.Status, ExamID: g.ExamID}, sess.AllowedOrigins)
 }
 
 // pageError is the message of a domain error a page can show.

@@ -1,6 +1,7 @@
 package embedflow_test
 
 import (
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -49,6 +50,7 @@ func TestGenerateExamPage(t *testing.T) {
 	}
 
 	ctx := browsertest.NewChrome(t)
+	browsertest.CheckPage(t, ctx, srv.URL+"/embed/"+sess.ID, "embed-generate-exam")
 	var subjectLabel, durationLabel, levelValue string
 	var levelVisible bool
 	var shot []byte
@@ -111,5 +113,57 @@ func TestExpiredSessionPage(t *testing.T) {
 		if res.StatusCode != http.StatusNotFound || !strings.Contains(string(body[:n]), "This session has expired") {
 			t.Fatalf("%s: %d %s", id, res.StatusCode, body[:n])
 		}
+	}
+	browsertest.CheckPage(t, browsertest.NewChrome(t), srv.URL+"/embed/nonsense", "embed-expired")
+}
+
+// TestThemedPage checks that a host's look reaches the page through the
+// nonce'd style element, with no inline script or style the CSP would
+// block, and that Arabic is laid out right to left.
+func TestThemedPage(t *testing.T) {
+	f := newFixture(t, redistest.Client(t))
+	srv := serve(t, f)
+	radius := int32(12)
+	sess, err := f.svc.Create(f.teacher, embedflow.NewSession{
+		Flow: "generate-exam", ActorID: f.users[tenancy.RoleTeacher].ID,
+		Look: embedflow.Look{AccentColor: "#6B1F80", TextColor: "#202020", BackgroundColor: "#FFFDF5", FontFamily: "Georgia, serif", Radius: &radius, Language: "ar"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nonces []string
+	for range 2 {
+		res, err := http.Get(srv.URL + "/embed/" + sess.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		csp := res.Header.Get("Content-Security-Policy")
+		nonce, _, _ := strings.Cut(strings.SplitN(csp, "'nonce-", 2)[1], "'")
+		if strings.Contains(csp, "unsafe-inline") || !strings.Contains(string(body), `<style nonce="`+nonce+`">`) || strings.Contains(string(body), "style=") {
+			t.Fatalf("CSP %q does not match the page:\n%s", csp, body)
+		}
+		nonces = append(nonces, nonce)
+	}
+	if nonces[0] == nonces[1] {
+		t.Fatal("the CSP nonce is reused across responses")
+	}
+	ctx := browsertest.NewChrome(t)
+	browsertest.CheckPage(t, ctx, srv.URL+"/embed/"+sess.ID, "embed-themed-rtl")
+	var dir, accent, font, radiusPx string
+	var htmx bool
+	err = chromedp.Run(ctx,
+		chromedp.Evaluate(`document.documentElement.dir`, &dir),
+		chromedp.Evaluate(`getComputedStyle(document.querySelector("button[type=submit]")).backgroundColor`, &accent),
+		chromedp.Evaluate(`getComputedStyle(document.body).fontFamily`, &font),
+		chromedp.Evaluate(`getComputedStyle(document.querySelector("#subject")).borderTopLeftRadius`, &radiusPx),
+		chromedp.Evaluate(`typeof htmx === "object"`, &htmx),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dir != "rtl" || accent != "rgb(107, 31, 128)" || font != "Georgia, serif" || radiusPx != "12px" || !htmx {
+		t.Fatalf("themed page: dir %q, accent %q, font %q, radius %q, htmx loaded %v", dir, accent, font, radiusPx, htmx)
 	}
 }

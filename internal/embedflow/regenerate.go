@@ -81,7 +81,7 @@ func (s *Service) regenerationPage(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, pageError(err), http.StatusNotFound)
 		return
 	}
-	v := regenerationView{view: view{Session: sess, TitleKey: "embed.regenerate.title", Error: g.Error},
+	v := regenerationView{view: view{Session: sess, TitleKey: "embed.regenerate.title", Error: g.Error, Refresh: g.Status == "running"},
 		RegenerationID: g.ID, Status: g.Status, Current: versionOf(q.Prompt, q.Config, q.Points)}
 	if p := g.Proposal; p != nil && g.AcceptedRevision == 0 {
 		proposal := versionOf(p.Prompt, p.Config, p.Points)

@@ -121,13 +121,15 @@ func TestAuthoringRegenerate(t *testing.T) {
 
 	// In the browser: Regenerate, wait for the proposal, accept it.
 	ctx := browsertest.NewChrome(t)
-	var shot []byte
+	var proposal string
 	if err := chromedp.Run(ctx, chromedp.Navigate(base), chromedp.Click(`form.regenerate button`, chromedp.ByQuery),
-		chromedp.WaitVisible(`#proposal`, chromedp.ByQuery), chromedp.FullScreenshot(&shot, 100),
-		chromedp.Click(`#proposal button`, chromedp.ByQuery), chromedp.WaitVisible(`.quality`, chromedp.ByQuery)); err != nil {
+		chromedp.WaitVisible(`#proposal`, chromedp.ByQuery), chromedp.Location(&proposal)); err != nil {
 		t.Fatal(err)
 	}
-	browsertest.SaveArtifact(t, "embed-regeneration.png", shot)
+	browsertest.CheckPage(t, ctx, proposal, "embed-regeneration")
+	if err := chromedp.Run(ctx, chromedp.Click(`#proposal button`, chromedp.ByQuery), chromedp.WaitVisible(`.quality`, chromedp.ByQuery)); err != nil {
+		t.Fatal(err)
+	}
 	if now, err := content.Question(f.teacher, exam.ID, q.ID); err != nil || now.Revision != 3 {
 		t.Fatalf("after accepting in the browser: %+v %v", now, err)
 	}

@@ -48,6 +48,7 @@ type NewSession struct {
 	ExamID         string
 	ResultID       string
 	Strings        map[string]string
+	Look           Look
 	Presets        map[string]any
 	ExpiresIn      int32
 	AllowedOrigins []string
@@ -114,6 +115,10 @@ func (s *Service) Create(ctx context.Context, in NewSession) (Session, error) {
 	if err := validateTheme(in.Strings); err != nil {
 		return Session{}, err
 	}
+	look, err := validateLook(in.Look)
+	if err != nil {
+		return Session{}, err
+	}
 	origins, err := validateOrigins(in.AllowedOrigins)
 	if err != nil {
 		return Session{}, err
@@ -139,7 +144,7 @@ func (s *Service) Create(ctx context.Context, in NewSession) (Session, error) {
 	}
 	sess := Session{
 		ID: newID(), OrgID: caller.OrgID, ActorID: in.ActorID, Flow: flow, ExamID: in.ExamID, ResultID: in.ResultID,
-		Strings: in.Strings, Presets: in.Presets, AllowedOrigins: origins, ExpiresAt: s.now().Add(lifetime).UTC().Truncate(time.Second),
+		Strings: in.Strings, Look: look, Presets: in.Presets, AllowedOrigins: origins, ExpiresAt: s.now().Add(lifetime).UTC().Truncate(time.Second),
 	}
 	if err := s.store.Save(ctx, sess); err != nil {
 		return Session{}, err

@@ -46,6 +46,7 @@ type Session struct {
 	ExamID         string         `json:"examId,omitempty"`
 	ResultID       string         `json:"resultId,omitempty"`
 	Strings        Strings        `json:"strings,omitempty"`
+	Look           Look           `json:"look,omitzero"`
 	Presets        map[string]any `json:"presets,omitempty"`
 	AllowedOrigins []string       `json:"allowedOrigins,omitempty"`
 	ExpiresAt      time.Time      `json:"expiresAt"`

@@ -2,9 +2,16 @@ package embedflow_test
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -61,20 +68,42 @@ func TestStudentTakesExamAndSeesGradedResult(t *testing.T) {
 		t.Fatal(err)
 	}
 	student := f.users[tenancy.RoleStudent].ID
-	take, err := f.svc.Create(f.teacher, embedflow.NewSession{Flow: "student-exam", ActorID: student, ExamID: exam.ID})
+	host := hostPage(t)
+	take, err := f.svc.Create(f.teacher, embedflow.NewSession{Flow: "student-exam", ActorID: student, ExamID: exam.ID, AllowedOrigins: []string{host}})
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	chrome := browsertest.NewChrome(t)
+	browsertest.CheckPage(t, chrome, srv.URL+"/embed/"+take.ID, "embed-student-exam")
+	// Submitting asks first: dismissed, nothing is sent; accepted, the
+	// answers go in.
+	var accept atomic.Bool
+	var confirms atomic.Int32
+	chromedp.ListenTarget(chrome, func(ev any) {
+		if d, ok := ev.(*page.EventJavascriptDialogOpening); ok && d.Type == page.DialogTypeConfirm {
+			confirms.Add(1)
+			go func() { _ = chromedp.Run(chrome, page.HandleJavaScriptDialog(accept.Load())) }()
+		}
+	})
 	var submitted string
-	var shot []byte
+	err = chromedp.Run(chrome,
+		chromedp.Navigate(srv.URL+"/embed/"+take.ID),
+		chromedp.Click(`button[type=submit]`, chromedp.ByQuery),
+		chromedp.Sleep(500*time.Millisecond),
+	)
+	if err != nil || confirms.Load() != 1 {
+		t.Fatalf("dismissing the confirmation: %d dialogs, %v", confirms.Load(), err)
+	}
+	if s, _ := f.svc.Open(ctx, take.ID); s.ResultID != "" {
+		t.Fatal("a dismissed confirmation submitted the answers")
+	}
+	accept.Store(true)
 	err = chromedp.Run(chrome,
 		chromedp.Navigate(srv.URL+"/embed/"+take.ID),
 		chromedp.WaitVisible(`textarea[name="`+essay.ID+`"]`, chromedp.ByQuery),
 		chromedp.Click(`input[name="`+tf.ID+`"][value=true]`, chromedp.ByQuery),
 		chromedp.SendKeys(`textarea[name="`+essay.ID+`"]`, "Plants use light and chlorophyll to make sugar from water and carbon dioxide, releasing oxygen.", chromedp.ByQuery),
-		chromedp.FullScreenshot(&shot, 100),
 		chromedp.Click(`button[type=submit]`, chromedp.ByQuery),
 		chromedp.WaitVisible(`.notice`, chromedp.ByQuery),
 		chromedp.Text(`main`, &submitted, chromedp.ByQuery),
@@ -82,7 +111,6 @@ func TestStudentTakesExamAndSeesGradedResult(t *testing.T) {
 	if err != nil {
 		t.Fatalf("taking the exam: %v", err)
 	}
-	browsertest.SaveArtifact(t, "embed-student-exam.png", shot)
 	if !strings.Contains(submitted, "Your answers were submitted.") {
 		t.Fatalf("after submitting: %s", submitted)
 	}
@@ -92,7 +120,10 @@ func TestStudentTakesExamAndSeesGradedResult(t *testing.T) {
 	if err != nil || opened.ResultID == "" {
 		t.Fatalf("session after submit: %+v, %v", opened, err)
 	}
-	review, err := f.svc.Create(f.teacher, embedflow.NewSession{Flow: "student-results", ActorID: student, ResultID: opened.ResultID})
+	if msgs := hostMessages(t, chrome, host, srv.URL+"/embed/"+take.ID, "submitted"); !strings.Contains(msgs, `"origin":"`+srv.URL+`"`) {
+		t.Fatalf("messages from another origin: %s", msgs)
+	}
+	review, err := f.svc.Create(f.teacher, embedflow.NewSession{Flow: "student-results", ActorID: student, ResultID: opened.ResultID, AllowedOrigins: []string{host}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,13 +133,47 @@ func TestStudentTakesExamAndSeesGradedResult(t *testing.T) {
 		chromedp.WaitVisible(`//span[@id="status" and text()="(graded)"]`, chromedp.BySearch),
 		chromedp.Text(`#status`, &status, chromedp.ByQuery),
 		chromedp.Text(`main`, &page, chromedp.ByQuery),
-		chromedp.FullScreenshot(&shot, 100),
 	)
 	if err != nil {
 		t.Fatalf("reviewing the result: %v", err)
 	}
-	browsertest.SaveArtifact(t, "embed-student-results.png", shot)
-	if !strings.Contains(page, "Describe photosynthesis.") || !strings.Contains(page, "1 / 1") {
-		t.Fatalf("result page: %s", page)
+	browsertest.CheckPage(t, chrome, srv.URL+"/embed/"+review.ID, "embed-student-results")
+	for _, want := range []string{"Question", "Your answer", "Points", "Feedback", "Describe photosynthesis.", "Plants use light", "1 / 1", "%"} {
+		if !strings.Contains(page, want) {
+			t.Fatalf("result page lacks %q: %s", want, page)
+		}
 	}
+	msgs := hostMessages(t, chrome, host, srv.URL+"/embed/"+review.ID, "graded")
+	for _, want := range []string{`"type":"ready"`, `"type":"resize","height":`, `"status":"graded"`, `"maxScore":5`} {
+		if !strings.Contains(msgs, want) {
+			t.Errorf("host messages lack %s: %s", want, msgs)
+		}
+	}
+}
+
+// hostPage serves a host product's page that frames ?src and records the
+// messages it receives; it returns the host's origin.
+func hostPage(t *testing.T) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `<!doctype html><title>host</title><script>window.msgs = [];
+addEventListener("message", e => msgs.push({origin: e.origin, data: e.data}));</script><iframe src=%q title="assessd"></iframe>`, r.URL.Query().Get("src"))
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// hostMessages opens src framed in the host page, waits for an event of
+// type want, and returns every message received as JSON.
+func hostMessages(t *testing.T, chrome context.Context, host, src, want string) string {
+	t.Helper()
+	var msgs string
+	err := chromedp.Run(chrome,
+		chromedp.Navigate(host+"/?src="+url.QueryEscape(src)),
+		chromedp.Poll(`msgs.some(m => m.data.type === "`+want+`")`, nil, chromedp.WithPollingTimeout(30*time.Second)),
+		chromedp.Evaluate(`JSON.stringify(msgs)`, &msgs),
+	)
+	if err != nil {
+		t.Fatalf("waiting for the %s message: %v (%s)", want, err, msgs)
+	}
+	return msgs
 }

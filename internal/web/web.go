@@ -4,8 +4,10 @@ package web
 
 import (
 	"bytes"
+	"crypto/rand"
 	"embed"
 	"html/template"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -14,28 +16,42 @@ import (
 //go:embed templates/*.html
 var files embed.FS
 
-var pages = template.Must(template.ParseFS(files, "templates/*.html"))
+// framed is never executed: each framed page runs a clone bound to its
+// own CSP nonce (a template cannot be cloned once executed).
+var framed = template.Must(template.New("").Funcs(template.FuncMap{"nonce": func() string { return "" }}).ParseFS(files, "templates/*.html"))
+
+var pages = template.Must(framed.Clone())
 
 // Render writes page name with data and status. Pages must not be framed
 // (clickjacking) and are never cached.
 func Render(w http.ResponseWriter, r *http.Request, status int, name string, data any) {
 	w.Header().Set("X-Frame-Options", "DENY")
-	render(w, r, status, name, data, "default-src 'none'; style-src 'unsafe-inline'; form-action 'self' *; frame-ancestors 'none'; base-uri 'none'")
+	render(w, r, pages, status, name, data, "default-src 'none'; style-src 'unsafe-inline'; form-action 'self' *; frame-ancestors 'none'; base-uri 'none'")
 }
 
 // RenderFramed writes an embedded flow's page, which only frameAncestors
-// (origins) may frame.
+// (origins) may frame. Its scripts and its one style element (the theme)
+// run only with the response's nonce: no inline script or style attribute.
 func RenderFramed(w http.ResponseWriter, r *http.Request, status int, name string, data any, frameAncestors []string) {
 	ancestors := "'none'"
 	if len(frameAncestors) > 0 {
 		ancestors = strings.Join(frameAncestors, " ")
 	}
-	render(w, r, status, name, data, "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors "+ancestors)
+	nonce := rand.Text()
+	t, err := framed.Clone()
+	if err != nil {
+		slog.ErrorContext(r.Context(), "clone page templates", "err", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	t.Funcs(template.FuncMap{"nonce": func() string { return nonce }})
+	src := "'self' 'nonce-" + nonce + "'"
+	render(w, r, t, status, name, data, "default-src 'none'; script-src "+src+"; style-src "+src+"; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors "+ancestors)
 }
 
-func render(w http.ResponseWriter, r *http.Request, status int, name string, data any, csp string) {
+func render(w http.ResponseWriter, r *http.Request, t *template.Template, status int, name string, data any, csp string) {
 	var buf bytes.Buffer
-	if err := pages.ExecuteTemplate(&buf, name, data); err != nil {
+	if err := t.ExecuteTemplate(&buf, name, data); err != nil {
 		slog.ErrorContext(r.Context(), "render page", "page", name, "err", err)
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
@@ -49,14 +65,25 @@ func render(w http.ResponseWriter, r *http.Request, status int, name string, dat
 	_, _ = buf.WriteTo(w)
 }
 
-//go:embed embed/devtools.js
-var devtoolsJS []byte
+// htmx.min.js is htmx.org (pinned in tools/embedassets, copied by
+// `make embed-assets`); the rest is ours.
+//
+//go:embed embed
+var embedAssets embed.FS
 
-// EmbedAssets serves the scripts of the embedded flows.
+// EmbedAssetNames are the files EmbedAssets serves under /embed/assets/.
+var EmbedAssetNames = []string{"devtools.js", "embed.css", "embed.js", "htmx.min.js"}
+
+// EmbedAssets serves the scripts and stylesheet of the embedded flows from
+// the binary: the pages load nothing from elsewhere.
 func EmbedAssets() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+	sub, err := fs.Sub(embedAssets, "embed")
+	if err != nil {
+		panic(err)
+	}
+	files := http.StripPrefix("/embed/assets/", http.FileServerFS(sub))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "public, max-age=3600")
-		_, _ = w.Write(devtoolsJS)
+		files.ServeHTTP(w, r)
 	})
 }

@@ -5,12 +5,15 @@ package browsertest
 
 import (
 	"context"
+	_ "embed"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 )
 
@@ -48,5 +51,61 @@ func SaveArtifact(t testing.TB, name string, data []byte) {
 	}
 	if err := os.MkdirAll(dir, 0o755); err == nil {
 		_ = os.WriteFile(filepath.Join(dir, name), data, 0o644)
+	}
+}
+
+// axe is axe-core (pinned in tools/embedassets, copied by `make
+// embed-assets`); only tests load it, never the served pages.
+//
+//go:embed axe.min.js
+var axe string
+
+// Widths are the viewport widths CheckPage renders at: desktop, a phone,
+// and the narrowest iframe the pages must fit.
+var Widths = []int64{1280, 360, 320}
+
+// CheckPage opens url at each of Widths and fails t when axe-core reports
+// any WCAG 2.1 A/AA violation or the page scrolls sideways; it saves a
+// screenshot name-<width>.png of each. The page is left open at 1280 px.
+func CheckPage(t testing.TB, ctx context.Context, url, name string) {
+	t.Helper()
+	for _, width := range append(Widths[1:], Widths[0]) {
+		var report struct {
+			Violations []string
+			Passes     int
+		}
+		var overflow bool
+		var height int64
+		var shot []byte
+		err := chromedp.Run(ctx,
+			chromedp.EmulateViewport(width, 900),
+			chromedp.Navigate(url),
+			chromedp.WaitReady(`body`, chromedp.ByQuery),
+			chromedp.Evaluate(axe+";0", nil),
+			chromedp.Evaluate(`axe.run(document, {runOnly: {type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]}})
+				.then(r => ({passes: r.passes.length,
+					violations: r.violations.map(v => v.id + " (" + v.help + "): " + v.nodes.map(n => n.target.join(" ")).join(", "))}))`,
+				&report, func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }),
+			chromedp.Evaluate(`document.documentElement.scrollWidth > window.innerWidth`, &overflow),
+			chromedp.Evaluate(`document.documentElement.scrollHeight`, &height),
+		)
+		// A viewport as tall as the page rather than FullScreenshot, which
+		// clips right-to-left pages.
+		if err == nil {
+			err = chromedp.Run(ctx, chromedp.EmulateViewport(width, max(height, 600)), chromedp.CaptureScreenshot(&shot))
+		}
+		if err != nil {
+			t.Fatalf("%s at %d px: %v", name, width, err)
+		}
+		SaveArtifact(t, fmt.Sprintf("%s-%d.png", name, width), shot)
+		if report.Passes == 0 {
+			t.Errorf("%s at %d px: axe-core checked nothing", name, width)
+		}
+		for _, v := range report.Violations {
+			t.Errorf("%s at %d px: axe-core: %s", name, width, v)
+		}
+		if overflow {
+			t.Errorf("%s at %d px scrolls sideways", name, width)
+		}
 	}
 }

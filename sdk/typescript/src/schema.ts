@@ -1594,6 +1594,32 @@ export interface components {
         /** EmbedTheme */
         "assessd.v1.EmbedTheme": {
             /**
+             * accent_color
+             * @description Colours as #rrggbb: accent (buttons, links, focus), text and background.
+             *      Text on background and white on accent must reach a 4.5:1 contrast.
+             */
+            accentColor?: string;
+            /** background_color */
+            backgroundColor?: string;
+            /**
+             * font_family
+             * @description Font family list: letters, digits, spaces, commas and hyphens, e.g.
+             *      "Inter, system-ui, sans-serif".
+             */
+            fontFamily?: string;
+            /**
+             * language
+             * @description BCP 47 language of the page, e.g. "ar"; right-to-left languages are laid
+             *      out right to left.
+             */
+            language?: string;
+            /**
+             * radius
+             * Format: int32
+             * @description Corner radius of fields and buttons in px, 0 to 24.
+             */
+            radius?: number | null;
+            /**
              * strings
              * @description UI translation key (account.attributes.<label>-name, ...) to
              *      replacement text; labels not listed keep their wording.
@@ -1601,6 +1627,8 @@ export interface components {
             strings?: {
                 [key: string]: string;
             };
+            /** text_color */
+            textColor?: string;
         };
         /** StringsEntry */
         "assessd.v1.EmbedTheme.StringsEntry": {

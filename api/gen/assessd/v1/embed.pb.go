@@ -137,7 +137,20 @@ type EmbedTheme struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// UI translation key (account.attributes.<label>-name, ...) to
 	// replacement text; labels not listed keep their wording.
-	Strings       map[string]string `protobuf:"bytes,1,rep,name=strings,proto3" json:"strings,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Strings map[string]string `protobuf:"bytes,1,rep,name=strings,proto3" json:"strings,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Colours as #rrggbb: accent (buttons, links, focus), text and background.
+	// Text on background and white on accent must reach a 4.5:1 contrast.
+	AccentColor     string `protobuf:"bytes,2,opt,name=accent_color,json=accentColor,proto3" json:"accent_color,omitempty"`
+	TextColor       string `protobuf:"bytes,3,opt,name=text_color,json=textColor,proto3" json:"text_color,omitempty"`
+	BackgroundColor string `protobuf:"bytes,4,opt,name=background_color,json=backgroundColor,proto3" json:"background_color,omitempty"`
+	// Font family list: letters, digits, spaces, commas and hyphens, e.g.
+	// "Inter, system-ui, sans-serif".
+	FontFamily string `protobuf:"bytes,5,opt,name=font_family,json=fontFamily,proto3" json:"font_family,omitempty"`
+	// Corner radius of fields and buttons in px, 0 to 24.
+	Radius *int32 `protobuf:"varint,6,opt,name=radius,proto3,oneof" json:"radius,omitempty"`
+	// BCP 47 language of the page, e.g. "ar"; right-to-left languages are laid
+	// out right to left.
+	Language      string `protobuf:"bytes,7,opt,name=language,proto3" json:"language,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -177,6 +190,48 @@ func (x *EmbedTheme) GetStrings() map[string]string {
 		return x.Strings
 	}
 	return nil
+}
+
+func (x *EmbedTheme) GetAccentColor() string {
+	if x != nil {
+		return x.AccentColor
+	}
+	return ""
+}
+
+func (x *EmbedTheme) GetTextColor() string {
+	if x != nil {
+		return x.TextColor
+	}
+	return ""
+}
+
+func (x *EmbedTheme) GetBackgroundColor() string {
+	if x != nil {
+		return x.BackgroundColor
+	}
+	return ""
+}
+
+func (x *EmbedTheme) GetFontFamily() string {
+	if x != nil {
+		return x.FontFamily
+	}
+	return ""
+}
+
+func (x *EmbedTheme) GetRadius() int32 {
+	if x != nil && x.Radius != nil {
+		return *x.Radius
+	}
+	return 0
+}
+
+func (x *EmbedTheme) GetLanguage() string {
+	if x != nil {
+		return x.Language
+	}
+	return ""
 }
 
 type EmbedSession struct {
@@ -256,13 +311,22 @@ const file_assessd_v1_embed_proto_rawDesc = "" +
 	"\apresets\x18\x06 \x01(\v2\x17.google.protobuf.StructR\apresets\x12\x1d\n" +
 	"\n" +
 	"expires_in\x18\a \x01(\x05R\texpiresIn\x12'\n" +
-	"\x0fallowed_origins\x18\b \x03(\tR\x0eallowedOrigins\"\x87\x01\n" +
+	"\x0fallowed_origins\x18\b \x03(\tR\x0eallowedOrigins\"\xd9\x02\n" +
 	"\n" +
 	"EmbedTheme\x12=\n" +
-	"\astrings\x18\x01 \x03(\v2#.assessd.v1.EmbedTheme.StringsEntryR\astrings\x1a:\n" +
+	"\astrings\x18\x01 \x03(\v2#.assessd.v1.EmbedTheme.StringsEntryR\astrings\x12!\n" +
+	"\faccent_color\x18\x02 \x01(\tR\vaccentColor\x12\x1d\n" +
+	"\n" +
+	"text_color\x18\x03 \x01(\tR\ttextColor\x12)\n" +
+	"\x10background_color\x18\x04 \x01(\tR\x0fbackgroundColor\x12\x1f\n" +
+	"\vfont_family\x18\x05 \x01(\tR\n" +
+	"fontFamily\x12\x1b\n" +
+	"\x06radius\x18\x06 \x01(\x05H\x00R\x06radius\x88\x01\x01\x12\x1a\n" +
+	"\blanguage\x18\a \x01(\tR\blanguage\x1a:\n" +
 	"\fStringsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"k\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\t\n" +
+	"\a_radius\"k\n" +
 	"\fEmbedSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x129\n" +
@@ -313,6 +377,7 @@ func file_assessd_v1_embed_proto_init() {
 		return
 	}
 	file_assessd_v1_options_proto_init()
+	file_assessd_v1_embed_proto_msgTypes[1].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

@@ -1,0 +1,131 @@
+package embedflow
+
+import (
+	"fmt"
+	"html/template"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"golang.org/x/text/language"
+
+	"github.com/assessd/assessd/internal/platform/errs"
+)
+
+// Look is a host's theme for the pages beside its strings. Only values
+// that passed validateLook are kept, so the stylesheet they are written
+// into cannot be broken out of.
+type Look struct {
+	AccentColor     string `json:"accentColor,omitempty"`
+	TextColor       string `json:"textColor,omitempty"`
+	BackgroundColor string `json:"backgroundColor,omitempty"`
+	FontFamily      string `json:"fontFamily,omitempty"`
+	Radius          *int32 `json:"radius,omitempty"`
+	Language        string `json:"language,omitempty"`
+}
+
+// The look of a session that sets none.
+const (
+	defaultAccent     = "#1f5fbf"
+	defaultText       = "#1d2430"
+	defaultBackground = "#ffffff"
+	defaultFont       = "system-ui, sans-serif"
+	defaultRadius     = 4
+)
+
+var (
+	hexColor   = regexp.MustCompile(`^#[0-9a-fA-F]{6}$`)
+	fontFamily = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9 ,-]{0,99}$`)
+	// rtlScripts are the scripts written right to left.
+	rtlScripts = map[string]bool{"Arab": true, "Hebr": true, "Thaa": true, "Syrc": true, "Nkoo": true, "Adlm": true, "Rohg": true}
+)
+
+// validateLook checks and normalizes the theme's look. Text on the
+// background and white on the accent must keep WCAG AA contrast (4.5:1),
+// so a host's colours cannot make the pages unreadable.
+func validateLook(l Look) (Look, error) {
+	for field, c := range map[string]*string{"theme.accentColor": &l.AccentColor, "theme.textColor": &l.TextColor, "theme.backgroundColor": &l.BackgroundColor} {
+		if *c == "" {
+			continue
+		}
+		if !hexColor.MatchString(*c) {
+			return Look{}, errs.Invalid(field, "must be a colour such as #1f5fbf")
+		}
+		*c = strings.ToLower(*c)
+	}
+	if r := contrast(l.text(), l.background()); r < 4.5 {
+		return Look{}, errs.Invalid("theme.textColor", "has a contrast of %.1f:1 with the background; at least 4.5:1 is needed", r)
+	}
+	if r := contrast("#ffffff", l.accent()); r < 4.5 {
+		return Look{}, errs.Invalid("theme.accentColor", "has a contrast of %.1f:1 with white button text; at least 4.5:1 is needed", r)
+	}
+	if l.FontFamily != "" && !fontFamily.MatchString(l.FontFamily) {
+		return Look{}, errs.Invalid("theme.fontFamily", "must be font names separated by commas (letters, digits, spaces, hyphens)")
+	}
+	if l.Radius != nil && (*l.Radius < 0 || *l.Radius > 24) {
+		return Look{}, errs.Invalid("theme.radius", "must be between 0 and 24 (px)")
+	}
+	if l.Language != "" {
+		tag, err := language.Parse(l.Language)
+		if err != nil {
+			return Look{}, errs.Invalid("theme.language", "must be a BCP 47 language tag such as en or ar")
+		}
+		l.Language = tag.String()
+	}
+	return l, nil
+}
+
+func (l Look) accent() string     { return or(l.AccentColor, defaultAccent) }
+func (l Look) text() string       { return or(l.TextColor, defaultText) }
+func (l Look) background() string { return or(l.BackgroundColor, defaultBackground) }
+
+func or(s, fallback string) string {
+	if s == "" {
+		return fallback
+	}
+	return s
+}
+
+// Lang is the page's language.
+func (l Look) Lang() string { return or(l.Language, "en") }
+
+// Dir is the page's writing direction.
+func (l Look) Dir() string {
+	script, _ := language.Make(l.Lang()).Script()
+	if rtlScripts[script.String()] {
+		return "rtl"
+	}
+	return "ltr"
+}
+
+// CSS sets the stylesheet's custom properties to the look. The values
+// were validated, so they are safe inside the page's nonce'd style element.
+func (l Look) CSS() template.CSS {
+	radius := int32(defaultRadius)
+	if l.Radius != nil {
+		radius = *l.Radius
+	}
+	return template.CSS(fmt.Sprintf(":root{--accent:%s;--text:%s;--background:%s;--font:%s;--radius:%dpx}",
+		l.accent(), l.text(), l.background(), or(l.FontFamily, defaultFont), radius))
+}
+
+// contrast is the WCAG contrast ratio of two #rrggbb colours.
+func contrast(a, b string) float64 {
+	la, lb := luminance(a), luminance(b)
+	return (math.Max(la, lb) + 0.05) / (math.Min(la, lb) + 0.05)
+}
+
+func luminance(hex string) float64 {
+	var rgb [3]float64
+	for i := range rgb {
+		v, _ := strconv.ParseUint(hex[1+2*i:3+2*i], 16, 8)
+		c := float64(v) / 255
+		if c <= 0.03928 {
+			rgb[i] = c / 12.92
+		} else {
+			rgb[i] = math.Pow((c+0.055)/1.055, 2.4)
+		}
+	}
+	return 0.2126*rgb[0] + 0.7152*rgb[1] + 0.0722*rgb[2]
+}

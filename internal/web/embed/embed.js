@@ -1,0 +1,78 @@
+// assessd embedded flows: tells the host page what happens (postMessage to
+// the session's allowed origins only) and guards unsaved work. Page updates
+// themselves are htmx attributes in the templates.
+(function () {
+  "use strict";
+  var origins = (document.body.getAttribute("data-origins") || "").split(" ").filter(Boolean);
+
+  // post sends {source: "assessd", type, ...detail} to the host; never to
+  // "*", so another site framing the page learns nothing.
+  function post(type, detail) {
+    if (window.parent === window) return;
+    var msg = Object.assign({ source: "assessd", type: type }, detail || {});
+    origins.forEach(function (origin) {
+      window.parent.postMessage(msg, origin);
+    });
+  }
+
+  // announce posts, once each, the events the server-rendered page declares
+  // with data-assessd-event; the element's other data-assessd-* attributes
+  // are the event's fields (numbers as numbers).
+  function announce(root) {
+    root.querySelectorAll("[data-assessd-event]").forEach(function (el) {
+      if (el.hasAttribute("data-announced")) return;
+      el.setAttribute("data-announced", "");
+      var detail = {};
+      Array.prototype.forEach.call(el.attributes, function (attr) {
+        if (attr.name.indexOf("data-assessd-") !== 0 || attr.name === "data-assessd-event") return;
+        var key = attr.name.slice(13).replace(/-([a-z])/g, function (_, c) { return c.toUpperCase(); });
+        detail[key] = /^-?\d+(\.\d+)?$/.test(attr.value) ? Number(attr.value) : attr.value;
+      });
+      post(el.getAttribute("data-assessd-event"), detail);
+    });
+  }
+
+  var lastHeight = 0;
+  function resize() {
+    var height = Math.ceil(document.documentElement.getBoundingClientRect().height);
+    if (height !== lastHeight) {
+      lastHeight = height;
+      post("resize", { height: height });
+    }
+  }
+
+  post("ready", { flow: document.body.getAttribute("data-flow") || "" });
+  announce(document);
+  resize();
+  if (window.ResizeObserver) new ResizeObserver(resize).observe(document.documentElement);
+
+  document.body.addEventListener("htmx:afterSettle", function (e) { announce(e.target); });
+  document.body.addEventListener("htmx:responseError", function (e) {
+    post("error", { status: e.detail.xhr.status, message: "request failed" });
+  });
+  document.body.addEventListener("htmx:sendError", function () {
+    post("error", { message: "network error" });
+  });
+
+  // Forms marked data-guard warn before their unsaved changes are lost.
+  var dirty = new Set();
+  document.addEventListener("input", function (e) {
+    var form = e.target.form && e.target.form.closest("form[data-guard]");
+    if (form) dirty.add(form);
+  });
+  document.addEventListener("submit", function (e) {
+    var form = e.target;
+    var question = form.getAttribute("data-confirm");
+    if (question && !window.confirm(question)) {
+      e.preventDefault();
+      return;
+    }
+    dirty.delete(form);
+  });
+  window.addEventListener("beforeunload", function (e) {
+    if (dirty.size > 0) {
+      e.preventDefault();
+      e.returnValue = "";
+    }
+  });
+})();
