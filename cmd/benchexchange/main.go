@@ -118,8 +118,14 @@ func run(n, rounds int) error {
 		{"baseline json.Unmarshal", func() error { var out []assessment.Question; return json.Unmarshal(marshalled, &out) }},
 		{"export qti3 (streamed)", func() error { return exchange.WriteQTI(io.Discard, doc) }},
 		{"export json (streamed)", func() error { return exchange.WriteNative(io.Discard, doc) }},
-		{"import qti3", func() error { _, err := exchange.Import(bytes.NewReader(pkg.Bytes()), exchange.DefaultLimits); return err }},
-		{"import json", func() error { _, err := exchange.Import(bytes.NewReader(native.Bytes()), exchange.DefaultLimits); return err }},
+		{"import qti3", func() error {
+			_, err := exchange.Import(bytes.NewReader(pkg.Bytes()), exchange.DefaultLimits)
+			return err
+		}},
+		{"import json", func() error {
+			_, err := exchange.Import(bytes.NewReader(native.Bytes()), exchange.DefaultLimits)
+			return err
+		}},
 	}
 	fmt.Printf("exchange, %d questions, median of %d rounds; QTI package %d KiB, native document %d KiB\n",
 		n, rounds, pkg.Len()>>10, native.Len()>>10)

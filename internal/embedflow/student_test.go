@@ -155,7 +155,7 @@ func TestStudentTakesExamAndSeesGradedResult(t *testing.T) {
 // messages it receives; it returns the host's origin.
 func hostPage(t *testing.T) string {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, `<!doctype html><title>host</title><script>window.msgs = [];
+		_, _ = fmt.Fprintf(w, `<!doctype html><title>host</title><script>window.msgs = [];
 addEventListener("message", e => msgs.push({origin: e.origin, data: e.data}));</script><iframe src=%q title="assessd"></iframe>`, r.URL.Query().Get("src"))
 	}))
 	t.Cleanup(srv.Close)

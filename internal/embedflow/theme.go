@@ -106,6 +106,7 @@ func (l Look) CSS() template.CSS {
 	if l.Radius != nil {
 		radius = *l.Radius
 	}
+	//nolint:gosec // every value was validated against a strict pattern (colours, font names, a number)
 	return template.CSS(fmt.Sprintf(":root{--accent:%s;--text:%s;--background:%s;--font:%s;--radius:%dpx}",
 		l.accent(), l.text(), l.background(), or(l.FontFamily, defaultFont), radius))
 }
