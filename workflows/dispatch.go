@@ -27,11 +27,6 @@ type Route struct {
 	IDPrefix string
 	// Input is the workflow's input for an outbox row.
 	Input func(it outbox.Item) any
-	// Rerunnable subjects may need their workflow again after it completed
-	// (a corrected answer of a graded result is graded again): a start then
-	// runs anew instead of joining the completed run. Every write of such a
-	// workflow must be conditional on the subject still awaiting it.
-	Rerunnable bool
 	// Abandon finishes the subject as failed, with reason, when its
 	// workflow cannot be run (ctx is scoped to the subject's organization).
 	// It must do nothing to a subject that is already finished.
@@ -43,17 +38,19 @@ func (r Route) WorkflowID(subjectID string) string { return r.IDPrefix + subject
 
 // Start is the one place that starts a workflow: on the task queue of the
 // row's region, with the id the route derives from the subject. A second
-// start of a running workflow joins it, as does one of a completed workflow
-// unless the route is Rerunnable; a failed, terminated or timed-out one is
-// run again (its subject is still unfinished, and
-// every write of the activities is conditional, so nothing is done twice).
+// start of a running or completed workflow joins it, unless the row was
+// restarted (the reconciler found the subject unfinished after its workflow
+// ended, or the subject must be processed again): then a completed run is
+// run anew, as a failed, terminated or timed-out one always is. Running
+// again is safe: every write of the activities is conditional on the
+// subject still awaiting it, so nothing is done twice.
 func Start(ctx context.Context, c client.Client, r Route, it outbox.Item) error {
 	queue, err := RegionTaskQueue(it.Region)
 	if err != nil {
 		return err
 	}
 	reuse := enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY
-	if r.Rerunnable {
+	if it.Restarts > 0 {
 		reuse = enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE
 	}
 	_, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{

@@ -103,7 +103,7 @@ func (s *Service) CorrectAnswer(ctx context.Context, resultID, questionID string
 		}
 		if a.Status == AnswerPending {
 			// Graded again after commit, like a submission (decision 0045).
-			if err := outbox.Add(ctx, q, outbox.KindGrading, resultID, before.Region); err != nil {
+			if err := outbox.Again(ctx, q, outbox.KindGrading, resultID, before.Region); err != nil {
 				return err
 			}
 		}

@@ -52,11 +52,22 @@ type Item struct {
 
 // Add writes the outbox row of subjectID in q, which must be the caller's
 // tenant transaction: the row commits or rolls back with the subject. It
-// also notifies Channel (delivered on commit). Adding a subject whose row
-// is still there arms that row again: the subject needs its workflow once
-// more (a corrected answer is graded again).
+// also notifies Channel (delivered on commit). Adding the same subject
+// twice keeps the first row.
 func Add(ctx context.Context, q store.Querier, kind Kind, subjectID, region string) error {
-	if _, err := q.Exec(ctx, addSQL, string(kind), subjectID, region); err != nil {
+	return add(ctx, q, kind, subjectID, region, false)
+}
+
+// Again is Add for a subject whose workflow already ran and must run once
+// more (a corrected answer is graded again): the row counts as restarted,
+// so the dispatcher starts the workflow anew even though its last run
+// completed, and a row still there is armed again.
+func Again(ctx context.Context, q store.Querier, kind Kind, subjectID, region string) error {
+	return add(ctx, q, kind, subjectID, region, true)
+}
+
+func add(ctx context.Context, q store.Querier, kind Kind, subjectID, region string, again bool) error {
+	if _, err := q.Exec(ctx, addSQL, string(kind), subjectID, region, again); err != nil {
 		return fmt.Errorf("outbox: add %s %s: %w", kind, subjectID, err)
 	}
 	return nil
@@ -65,10 +76,10 @@ func Add(ctx context.Context, q store.Querier, kind Kind, subjectID, region stri
 // Queue is Add as a statement of b, sent with the writes it belongs to
 // (store.DB.SendBatch).
 func Queue(b *pgx.Batch, kind Kind, subjectID, region string) {
-	b.Queue(addSQL, string(kind), subjectID, region)
+	b.Queue(addSQL, string(kind), subjectID, region, false)
 }
 
-const addSQL = `SELECT outbox_add($1, $2, $3)`
+const addSQL = `SELECT outbox_add($1, $2, $3, $4)`
 
 // Store is the dispatcher's cross-tenant access to the outbox.
 type Store struct {

@@ -16,8 +16,8 @@ import (
 
 // TestStartGradingTwiceGradesOnce runs the real dev server: a second start
 // of the same result joins the first workflow, a start after it completed
-// returns that run instead of grading again, and only a worker of the
-// region's queue grades.
+// returns that run instead of grading again unless the row was restarted,
+// and only a worker of the region's queue grades.
 func TestStartGradingTwiceGradesOnce(t *testing.T) {
 	ctx := context.Background()
 	c := devenvtest.Temporal(t)
@@ -65,6 +65,21 @@ func TestStartGradingTwiceGradesOnce(t *testing.T) {
 	}
 	if got := eu.calls.Load(); got != 1 {
 		t.Fatalf("the EU worker graded %d times, want once", got)
+	}
+	// A restarted row (the subject must be graded again) runs anew.
+	again := it
+	again.Restarts = 1
+	if err := workflows.Start(ctx, c, route, again); err != nil {
+		t.Fatalf("restarted start: %v", err)
+	}
+	if err := c.GetWorkflow(ctx, Route(nil).WorkflowID(it.SubjectID), "").Get(waitCtx, &out); err != nil {
+		t.Fatal(err)
+	}
+	if latestRun(t, c, Route(nil).WorkflowID(it.SubjectID)) == completed {
+		t.Fatal("a restarted row joined the completed run")
+	}
+	if got := eu.calls.Load(); got != 2 {
+		t.Fatalf("the EU worker graded %d times after the restart, want twice", got)
 	}
 	if got := global.calls.Load(); got != 0 {
 		t.Fatalf("the global worker graded an EU result %d times", got)

@@ -74,8 +74,7 @@ type Outcome struct {
 // "grade-<subject id>" so a second start joins the first; abandon fails
 // a result whose grading cannot run.
 func Route(abandon func(ctx context.Context, resultID, reason string) error) workflows.Route {
-	// Rerunnable: a corrected answer puts a graded result back to grading.
-	return workflows.Route{Workflow: GradeResult, IDPrefix: "grade-", Rerunnable: true, Abandon: abandon, Input: func(it outbox.Item) any {
+	return workflows.Route{Workflow: GradeResult, IDPrefix: "grade-", Abandon: abandon, Input: func(it outbox.Item) any {
 		return Input{OrgID: it.OrgID, ResultID: it.SubjectID, Region: it.Region}
 	}}
 }
