@@ -99,4 +99,10 @@ func BuiltinKeys() []string {
 	return keys
 }
 
+// Builtin returns the built-in type with the key.
+func Builtin(key string) (TypeDef, bool) {
+	t, ok := builtins[key]
+	return t, ok
+}
+
 func isBuiltin(key string) bool { return slices.Contains(BuiltinKeys(), key) }

@@ -323,6 +323,12 @@ func (s *Service) evaluate(ctx context.Context, condition string, a Answer, conf
 	if err != nil {
 		return 0, err
 	}
+	return Fraction(v)
+}
+
+// Fraction is the share of the points a condition's value awards: true is
+// full credit, false none, a number from 0 to 1 that fraction.
+func Fraction(v any) (float64, error) {
 	switch v := v.(type) {
 	case bool:
 		if v {

@@ -203,7 +203,7 @@ func shortTextItem(config map[string]any) itemParts {
 			first = []string{s}
 		}
 		mapping.add(el("qti-map-entry", "map-key", s, "mapped-value", "1", "case-sensitive", fmt.Sprint(caseSensitive)))
-		or.add(el("qti-pattern-match", "pattern", answerPattern(s, caseSensitive)).add(variable(responseID)))
+		or.add(answerMatch(answerPattern(s, caseSensitive)))
 	}
 	p := itemParts{response: responseDecl("single", "string", first...).add(mapping),
 		body: []*elem{el("p").add(el("qti-text-entry-interaction", "response-identifier", responseID))}}
@@ -213,13 +213,29 @@ func shortTextItem(config map[string]any) itemParts {
 	return p
 }
 
-// answerPattern is an XML Schema regular expression (implicitly anchored)
-// matching what $trim and, unless caseSensitive, $lowercase make equal to
-// answer.
+// answerMatch is true when the response is the answer that core matches,
+// give or take surrounding whitespace. QTI patterns are XML Schema regular
+// expressions, which match the whole string, but some players (Citolab's
+// qti-components among them) search for them anywhere in the response,
+// where "Albanyx" would contain "Albany". The two guards refuse a response
+// with anything but whitespace before or after the answer; they never hold
+// for a whole-string match, so conforming players score the same with or
+// without them, and searching players score like assessd.
+func answerMatch(core string) *elem {
+	pattern := func(p string) *elem { return el("qti-pattern-match", "pattern", p).add(variable(responseID)) }
+	return el("qti-and").add(
+		pattern(`\s*`+core+`\s*`),
+		el("qti-not").add(pattern(`.*\S\s*`+core+`.*`)),
+		el("qti-not").add(pattern(`.*`+core+`\s*\S.*`)))
+}
+
+// answerPattern is an XML Schema regular expression matching the words of
+// answer separated by runs of whitespace, letters in either case unless
+// caseSensitive: what $trim and $lowercase make equal to answer, once
+// answerMatch allows the surrounding whitespace.
 func answerPattern(answer string, caseSensitive bool) string {
 	words := strings.FieldsFunc(answer, qtiWhitespace)
 	var b strings.Builder
-	b.WriteString(`\s*`)
 	for i, w := range words {
 		if i > 0 {
 			b.WriteString(`\s+`)
@@ -244,7 +260,6 @@ func answerPattern(answer string, caseSensitive bool) string {
 			b.WriteByte(']')
 		}
 	}
-	b.WriteString(`\s*`)
 	return b.String()
 }
 

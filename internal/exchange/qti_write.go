@@ -166,7 +166,8 @@ func testIdentifier(doc Document) string {
 
 // manifestXML lists the test, each item with its side file and the media
 // it references, the package side file, and each media URL once as an
-// external web resource.
+// external web resource (whose file, which QTI 3's profile of IMS CP
+// requires, is the URL itself).
 func manifestXML(doc Document, items []writtenItem) *elem {
 	resources := el("resources")
 	test := el("resource", "identifier", "RES-TEST", "type", "imsqti_test_xmlv3p0", "href", testName).add(el("file", "href", testName))
@@ -192,7 +193,7 @@ func manifestXML(doc Document, items []writtenItem) *elem {
 	}
 	resources.add(el("resource", "identifier", "RES-ASSESSD", "type", "webcontent", "href", packageSideName).add(el("file", "href", packageSideName)))
 	for _, u := range mediaOrder {
-		resources.add(el("resource", "identifier", mediaIDs[u], "type", "webcontent", "href", u))
+		resources.add(el("resource", "identifier", mediaIDs[u], "type", "webcontent", "href", u).add(el("file", "href", u)))
 	}
 	return el("manifest", "xmlns", nsCP3, "xmlns:xsi", nsXSI, "xsi:schemaLocation", nsCP3+" "+schemaCP3,
 		"identifier", "MANIFEST-"+testIdentifier(doc)).add(
