@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/assessd/assessd/internal/assessment"
 	"github.com/assessd/assessd/internal/exchange"
@@ -118,8 +119,18 @@ func TestNativeRoundTrip(t *testing.T) {
 
 func TestQTIRoundTrip(t *testing.T) {
 	doc := sampleDocument()
-	got := importBytes(t, exportQTI(t, doc))
+	pkg := exportQTI(t, doc)
+	got := importBytes(t, pkg)
 	assertPlan(t, got, doc.Plan())
+	zr, err := zip.NewReader(bytes.NewReader(pkg), int64(len(pkg)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range zr.File {
+		if age := time.Since(f.Modified); age < 0 || age > time.Hour {
+			t.Errorf("%s is dated %v, want the time of export", f.Name, f.Modified)
+		}
+	}
 }
 
 // TestQTIRoundTripWithoutSideFiles imports the package as a tool that
@@ -165,12 +176,8 @@ func TestQTIRoundTripWithoutSideFiles(t *testing.T) {
 }
 
 func isBuiltin(key string) bool {
-	for _, k := range assessment.BuiltinKeys() {
-		if k == key {
-			return true
-		}
-	}
-	return false
+	_, ok := assessment.Builtin(key)
+	return ok
 }
 
 // normalized drops false booleans: QTI says "not correct" or "not case

@@ -9,6 +9,7 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"time"
 )
 
 // packageSide is the package's side file: what QTI has no place for (the
@@ -202,8 +203,9 @@ func manifestXML(doc Document, items []writtenItem) *elem {
 		resources)
 }
 
+// create starts an entry dated now: archive tools show a zero date as 1980.
 func create(zw *zip.Writer, name string) (io.Writer, error) {
-	f, err := zw.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Deflate})
+	f, err := zw.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Deflate, Modified: time.Now().UTC()})
 	if err != nil {
 		return nil, fmt.Errorf("write QTI package entry %s: %w", name, err)
 	}
