@@ -11,11 +11,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/assessd/assessd/internal/assessment"
 	"github.com/assessd/assessd/internal/assessment/expr"
+	"github.com/assessd/assessd/internal/testkit/ziptest"
 )
 
 // playerCase is a response to one exported item and the score it earns.
@@ -138,4 +141,53 @@ func assessdScore(t *testing.T, questions []assessment.Question, c playerCase) f
 		t.Fatal(err)
 	}
 	return frac * q.Points
+}
+
+// TestImportsPackageWrittenByCitolab imports a QTI 3 package written by
+// another tool: Citolab's qti-convert (tools/qti-check, pinned) converts
+// the QTI 2.1 fixture, and the result must import as the same questions
+// as the 2.1 package. It runs with the player test (QTI_CHECK=1).
+func TestImportsPackageWrittenByCitolab(t *testing.T) {
+	if os.Getenv("QTI_CHECK") != "1" {
+		t.Skip("set QTI_CHECK=1 (make qti-check) to convert a package with Citolab's qti-convert")
+	}
+	qti21 := ziptest.Dir(t, "testdata/qti21")
+	in := filepath.Join(t.TempDir(), "package.zip")
+	if err := os.WriteFile(in, qti21, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tool := filepath.Join("..", "..", "tools", "qti-check")
+	cmd := exec.Command("node", filepath.Join(tool, "node_modules", "@citolab", "qti-convert", "dist", "qti-convert-pkg.mjs"), in)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("qti-convert: %v\n%s", err, out)
+	}
+	converted, err := os.ReadFile(strings.TrimSuffix(in, ".zip") + "-qti3.zip")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !zipHasQTI3(t, converted) {
+		t.Fatal("the converted package has no QTI 3 item")
+	}
+	got, want := importBytes(t, converted), importBytes(t, qti21)
+	if !reflect.DeepEqual(got.Questions, want.Questions) || len(got.Warnings) != 0 {
+		t.Errorf("QTI 3 from Citolab imports as\n%#v\nwarnings %+v\nthe QTI 2.1 original as\n%#v", got.Questions, got.Warnings, want.Questions)
+	}
+}
+
+// zipHasQTI3 reports whether an archive holds a QTI 3 item.
+func zipHasQTI3(t *testing.T, pkg []byte) bool {
+	t.Helper()
+	zr, err := zip.NewReader(bytes.NewReader(pkg), int64(len(pkg)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range zr.File {
+		r, _ := f.Open()
+		b, _ := io.ReadAll(r)
+		r.Close()
+		if bytes.Contains(b, []byte("<qti-assessment-item")) {
+			return true
+		}
+	}
+	return false
 }
