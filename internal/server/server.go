@@ -10,11 +10,14 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"path"
 	"strings"
 	"time"
 
+	"connectrpc.com/connect"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/assessd/assessd/api"
 	"github.com/assessd/assessd/internal/platform/clientaddr"
 	"github.com/assessd/assessd/internal/platform/ratelimit"
 	"github.com/assessd/assessd/observability"
@@ -99,7 +102,26 @@ func New(cfg Config) http.Handler {
 		mux.Handle(pattern, named(pattern, auth.middleware(h)))
 	}
 	mux.Handle("/", apiChain)
-	return withRequestInfo(clients.Middleware(recoverer(cfg.Logger, instrument(cfg.Logger, cfg.Metrics, cfg.Route, securityHeaders(mux)))))
+	return withRequestInfo(clients.Middleware(recoverer(cfg.Logger, instrument(cfg.Logger, cfg.Metrics, cfg.Route, securityHeaders(cleanPathsOnly(mux))))))
+}
+
+// cleanPathsOnly answers a path ServeMux would clean ("/exams//questions",
+// "/a/./b") with the API's 404: ServeMux would redirect it elsewhere, and a
+// redirect to a different resource is no answer for a client that built
+// the path from an empty id.
+func cleanPathsOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.Path
+		clean := path.Clean(p)
+		if strings.HasSuffix(p, "/") && clean != "/" {
+			clean += "/"
+		}
+		if p != "" && clean != p {
+			api.WriteErrorStatus(w, http.StatusNotFound, api.NewError(connect.CodeNotFound, "NOT_FOUND", "no resource has this path", "", nil))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // named records the route template of a handler that is not an API route,
