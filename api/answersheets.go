@@ -104,7 +104,7 @@ func ScanUploads(scans *scanning.Service) http.Handler {
 // writeProtoJSON answers a plain handler's request with m as the API's
 // JSON, as the transcoder would.
 func writeProtoJSON(w http.ResponseWriter, r *http.Request, m proto.Message) {
-	body, err := marshalJSON.Marshal(m)
+	body, err := marshalCompact(m)
 	if err != nil {
 		WriteError(w, r, ToConnect(r.Context(), err))
 		return

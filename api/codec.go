@@ -82,6 +82,12 @@ func (connectJSON) Marshal(v any) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("marshal %T: not a protobuf message", v)
 	}
+	return marshalCompact(msg)
+}
+
+// marshalCompact is msg as the API's JSON, byte for byte what the
+// transcoder writes (protojson varies its spacing on purpose).
+func marshalCompact(msg proto.Message) ([]byte, error) {
 	data, err := marshalJSON.Marshal(msg)
 	return appendCompact(nil, data, err)
 }

@@ -45,7 +45,8 @@ func WriteErrorStatus(w http.ResponseWriter, code int, ce *connect.Error) {
 	for _, d := range ce.Details() {
 		st.Details = append(st.Details, &anypb.Any{TypeUrl: "type.googleapis.com/" + d.Type(), Value: d.Bytes()})
 	}
-	body, err := protojson.Marshal(st)
+	data, err := protojson.Marshal(st)
+	body, err := appendCompact(nil, data, err)
 	if err != nil {
 		body = []byte(`{"code":13,"message":"internal error"}`)
 	}
