@@ -75,7 +75,7 @@ func run(docPath, overlayPath, examplesPath string) error {
 	maps.Copy(paths, overlay["paths"].(object))
 	doc["tags"] = append(asList(doc["tags"]), asList(overlay["tags"])...)
 	components := doc["components"].(object)
-	for _, section := range []string{"responses", "schemas"} {
+	for _, section := range []string{"headers", "responses", "schemas"} {
 		dst, _ := components[section].(object)
 		if dst == nil {
 			dst = object{}
@@ -112,6 +112,13 @@ func finishOperation(method string, op object) error {
 	}
 	responses := op["responses"].(object)
 	delete(responses, "default")
+	if ok, _ := responses["200"].(object); ok != nil && op["security"] != nil {
+		// Authenticated calls count against the organization's quota.
+		ok["headers"] = object{
+			"RateLimit-Policy": object{"$ref": "#/components/headers/RateLimit-Policy"},
+			"RateLimit":        object{"$ref": "#/components/headers/RateLimit"},
+		}
+	}
 	for code, ref := range errorResponses(method) {
 		responses[code] = object{"$ref": "#/components/responses/" + ref}
 	}
