@@ -73,6 +73,21 @@ func AIActivityOptions(startToClose, heartbeat time.Duration, attempts int32) wo
 	}
 }
 
+// DatabaseActivityOptions are the options of local activities that run a
+// few database statements: seconds, not minutes, retried while the
+// database is briefly away (a failover) for about a minute.
+func DatabaseActivityOptions() workflow.LocalActivityOptions {
+	return workflow.LocalActivityOptions{
+		StartToCloseTimeout: 10 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    100 * time.Millisecond,
+			BackoffCoefficient: 2,
+			MaximumInterval:    10 * time.Second,
+			MaximumAttempts:    10,
+		},
+	}
+}
+
 // ForEach runs do for every item, at most limit at a time, and returns the
 // client-safe reason of every item whose do failed for good, by index, in
 // item order (nil when none failed). It is the fan-out of workflows that

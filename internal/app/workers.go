@@ -44,7 +44,12 @@ func NewWorker(c client.Client, db *store.DB, cfg WorkerConfig) (worker.Worker, 
 	if err != nil {
 		return nil, err
 	}
-	w := worker.New(c, queue, worker.Options{MaxConcurrentActivityExecutionSize: 32})
+	// Pollers scale with the queue's load (the server tells the worker
+	// when tasks wait), so a burst of submissions is not served by two
+	// long polls at a time.
+	autoscale := worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{})
+	w := worker.New(c, queue, worker.Options{MaxConcurrentActivityExecutionSize: 32,
+		WorkflowTaskPollerBehavior: autoscale, ActivityTaskPollerBehavior: autoscale})
 	w.RegisterWorkflow(gradingworkflow.GradeResult)
 	w.RegisterWorkflow(generationworkflow.GenerateExam)
 	content := assessment.NewService(db)

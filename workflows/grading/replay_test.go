@@ -23,19 +23,34 @@ import (
 	"github.com/assessd/assessd/workflows"
 )
 
-// historyFile is a recorded GradeResult history (three answers, one retried
-// after a transient error, one failing for good). Regenerate it with
+// histories are recorded GradeResult histories (three answers, one retried
+// after a transient error, one failing for good), oldest first: before
+// localActivities, with PendingAnswers and FinishResult as activity tasks,
+// and since. Record the newest with
 // UPDATE_HISTORIES=1 go test ./workflows/grading -run TestRecordGradeResultHistory
-// after an intended change to the workflow.
-var historyFile = filepath.Join("testdata", "grade_result_history.json")
+// after an intended change to the workflow; a change that needs a new
+// workflow version keeps the older files.
+var histories = []struct {
+	file  string
+	local bool // PendingAnswers and FinishResult ran as local activities
+}{
+	{filepath.Join("testdata", "grade_result_history.json"), false},
+	{filepath.Join("testdata", "grade_result_history_local.json"), true},
+}
 
-// TestReplayGradeResult checks that the recorded history is the one it
+// TestReplayGradeResult checks that each recorded history is the one it
 // claims to be (its workflow, input, activities and outcome decode into
 // today's types), then replays it against the current workflow code: a
 // change that is not deterministic fails here instead of in production,
 // where running workflows would get stuck.
 func TestReplayGradeResult(t *testing.T) {
-	f, err := os.Open(historyFile)
+	for _, h := range histories {
+		t.Run(filepath.Base(h.file), func(t *testing.T) { replayHistory(t, h.file, h.local) })
+	}
+}
+
+func replayHistory(t *testing.T, file string, local bool) {
+	f, err := os.Open(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,6 +69,7 @@ func TestReplayGradeResult(t *testing.T) {
 	var (
 		in         Input
 		activities []string
+		localRuns  []string
 		finish     FinishInput
 		out        Outcome
 	)
@@ -71,6 +87,13 @@ func TestReplayGradeResult(t *testing.T) {
 			if a.GetActivityType().GetName() == ActivityFinishResult {
 				decode(a.GetInput(), &finish)
 			}
+		case enums.EVENT_TYPE_MARKER_RECORDED:
+			a := e.GetMarkerRecordedEventAttributes()
+			if a.GetMarkerName() == "LocalActivity" {
+				var marker struct{ ActivityType string }
+				decode(a.GetDetails()["data"], &marker)
+				localRuns = append(localRuns, marker.ActivityType)
+			}
 		case enums.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
 			decode(e.GetWorkflowExecutionCompletedEventAttributes().GetResult(), &out)
 		}
@@ -78,12 +101,20 @@ func TestReplayGradeResult(t *testing.T) {
 	if want := (Input{OrgID: "org_1", ResultID: "res_recorded", Region: "eu"}); in != want {
 		t.Errorf("input %+v, want %+v", in, want)
 	}
-	if want := []string{ActivityPendingAnswers, ActivityGradeAnswer, ActivityGradeAnswer, ActivityGradeAnswer, ActivityFinishResult}; !slices.Equal(activities, want) {
-		t.Errorf("activities %v, want %v", activities, want)
-	}
 	rejected := "the AI provider rejected the request"
-	if len(finish.Failures) != 1 || finish.Failures[0] != (AnswerFailure{AnswerID: "a3", Reason: rejected}) || finish.ResultID != "res_recorded" {
-		t.Errorf("FinishResult input %+v, want the one rejected answer a3", finish)
+	grades := []string{ActivityGradeAnswer, ActivityGradeAnswer, ActivityGradeAnswer}
+	if local {
+		if want := []string{ActivityPendingAnswers, ActivityFinishResult}; !slices.Equal(localRuns, want) || !slices.Equal(activities, grades) {
+			t.Errorf("local activities %v and activity tasks %v, want %v and %v", localRuns, activities, want, grades)
+		}
+	} else {
+		want := append(append([]string{ActivityPendingAnswers}, grades...), ActivityFinishResult)
+		if !slices.Equal(activities, want) || len(localRuns) != 0 {
+			t.Errorf("activities %v (local %v), want %v", activities, localRuns, want)
+		}
+		if len(finish.Failures) != 1 || finish.Failures[0] != (AnswerFailure{AnswerID: "a3", Reason: rejected}) || finish.ResultID != "res_recorded" {
+			t.Errorf("FinishResult input %+v, want the one rejected answer a3", finish)
+		}
 	}
 	if out.Status != "failed" || out.Reason != rejected {
 		t.Errorf("outcome %+v", out)
@@ -142,7 +173,7 @@ func TestRecordGradeResultHistory(t *testing.T) {
 	if err := os.MkdirAll("testdata", 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(historyFile, data, 0o644); err != nil {
+	if err := os.WriteFile(histories[len(histories)-1].file, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
