@@ -30,6 +30,8 @@ import (
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/internal/transfer"
 	"github.com/assessd/assessd/internal/web"
+	"github.com/assessd/assessd/internal/webhooks"
+	"github.com/assessd/assessd/internal/webhooks/event"
 	"github.com/assessd/assessd/observability"
 	"github.com/assessd/assessd/tenancy"
 	"github.com/assessd/assessd/workflows"
@@ -62,6 +64,8 @@ type Config struct {
 	// MediaCDN are the URL prefixes of the media CDN (ASSESSD_MEDIA_CDN):
 	// answer-sheet scans may name files there only.
 	MediaCDN []string
+	// Webhooks decides which URLs webhook endpoints may have.
+	Webhooks webhooks.Targets
 }
 
 // App is the wired server.
@@ -143,6 +147,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	metrics.RegisterPool(db)
 	metrics.RegisterOrgInfo(OrgInfoLookup(db))
 	ten := tenancy.NewService(db)
+	ten.Events = event.NewRecorder(api.WebhookData)
 	prefix, perMinute := cfg.RateLimitPrefix, cfg.RequestsPerMinute
 	if prefix == "" {
 		prefix = "assessd:rl:"
@@ -158,7 +163,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	if err != nil {
 		return nil, errors.Join(err, limiter.Close())
 	}
-	content := assessment.NewService(db)
+	content := newContent(db)
 	gen := generation.NewService(db, content)
 	var dispatcher *workflows.Dispatcher
 	if cfg.Temporal != nil {
@@ -169,7 +174,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	scans := scanning.NewService(db, content, ten, media.NewFetcher(cfg.MediaCDN, media.Options{}).OnCDN)
 	transfers := transfer.NewService(db, content)
 	apiHandler, err := api.NewHandler(api.Services{Tenancy: ten, Assessment: content, Generation: gen, Embed: embeds, AllowedClients: idp,
-		Regeneration: regen, Scans: scans, Transfers: transfers})
+		Regeneration: regen, Scans: scans, Transfers: transfers, Webhooks: webhooks.NewService(db, cfg.Webhooks)})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("api: %w", err), limiter.Close())
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/assessd/assessd/internal/platform/ids"
 	"github.com/assessd/assessd/internal/platform/paging"
 	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/internal/webhooks/event"
 	"github.com/assessd/assessd/tenancy"
 )
 
@@ -211,10 +212,22 @@ func gradedEntry(r Result) audit.Entry {
 		After: map[string]any{"examId": r.ExamID, "userId": r.UserID, "score": r.Score, "maxScore": r.MaxScore}}
 }
 
-// auditGraded appends gradedEntry(r) inside ctx's transaction.
+// auditGraded appends gradedEntry(r) inside ctx's transaction, with its
+// webhook event.
 func (s *Service) auditGraded(ctx context.Context, r Result) error {
-	_, err := audit.Append(ctx, s.db.Q(ctx), gradedEntry(r))
-	return err
+	q := s.db.Q(ctx)
+	if _, err := audit.Append(ctx, q, gradedEntry(r)); err != nil {
+		return err
+	}
+	return s.Events.Record(ctx, q, gradedEvent(r), r)
+}
+
+// gradedEvent is the webhook event of a finished result.
+func gradedEvent(r Result) event.Type {
+	if r.Status == StatusFailed {
+		return event.ResultFailed
+	}
+	return event.ResultGraded
 }
 
 // givenAnswer is a submitted answer with its value encoded once: the
@@ -400,6 +413,9 @@ func (s *Service) insertResult(ctx context.Context, caller *tenancy.Caller, r *R
 		outbox.Queue(b, outbox.KindGrading, r.ID, r.Region)
 	} else {
 		entries = append(entries, gradedEntry(*r))
+		if err := s.Events.Queue(b, gradedEvent(*r), *r); err != nil {
+			return err
+		}
 	}
 	for _, e := range entries {
 		if err := audit.Queue(ctx, b, e); err != nil {

@@ -52,22 +52,18 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 // call it with ctx scoped to the event's organization.
 type Deliverer struct {
 	db      *store.DB
-	sealer  *sealer
+	keys    *keyring
 	client  *http.Client
 	metrics *Metrics
 	now     func() time.Time
 }
 
 // NewDeliverer returns a Deliverer on db sending through targets' client.
-func NewDeliverer(ctx context.Context, db *store.DB, targets Targets, m *Metrics) (*Deliverer, error) {
-	s, err := loadSealer(ctx, db)
-	if err != nil {
-		return nil, err
-	}
+func NewDeliverer(db *store.DB, targets Targets, m *Metrics) *Deliverer {
 	if m == nil {
 		m = NewMetrics(nil)
 	}
-	return &Deliverer{db: db, sealer: s, client: targets.Client(), metrics: m, now: time.Now}, nil
+	return &Deliverer{db: db, keys: &keyring{db: db}, client: targets.Client(), metrics: m, now: time.Now}
 }
 
 // Pending returns the endpoints event id still has to reach.
@@ -92,9 +88,9 @@ var ErrAttemptFailed = errors.New("webhook delivery failed")
 // message is what one attempt needs.
 type message struct {
 	orgID, eventType, payload, url string
-	enabled, pending                bool
-	secret, previous                []byte
-	previousValid                   bool
+	enabled, pending               bool
+	secret, previous               []byte
+	previousValid                  bool
 }
 
 // Attempt delivers event eventID to endpointID once and records the
@@ -122,7 +118,7 @@ func (d *Deliverer) Attempt(ctx context.Context, eventID, endpointID string, att
 	case !m.enabled:
 		return d.finish(ctx, eventID, endpointID, "failed")
 	}
-	keys, err := d.keys(endpointID, m)
+	keys, err := d.signingKeys(ctx, endpointID, m)
 	if err != nil {
 		return err
 	}
@@ -164,14 +160,18 @@ func (d *Deliverer) Attempt(ctx context.Context, eventID, endpointID string, att
 
 // keys returns the keys that sign a message: the endpoint's, and the
 // previous one while its rotation window lasts.
-func (d *Deliverer) keys(endpointID string, m message) ([][]byte, error) {
-	key, err := d.sealer.open(endpointID, m.secret)
+func (d *Deliverer) signingKeys(ctx context.Context, endpointID string, m message) ([][]byte, error) {
+	sealer, err := d.keys.sealer(ctx)
+	if err != nil {
+		return nil, err
+	}
+	key, err := sealer.open(endpointID, m.secret)
 	if err != nil {
 		return nil, err
 	}
 	keys := [][]byte{key}
 	if m.previous != nil && m.previousValid {
-		prev, err := d.sealer.open(endpointID, m.previous)
+		prev, err := sealer.open(endpointID, m.previous)
 		if err != nil {
 			return nil, err
 		}

@@ -67,18 +67,14 @@ const maxDescription = 500
 // Service is the webhook endpoints API.
 type Service struct {
 	db      *store.DB
-	sealer  *sealer
+	keys    *keyring
 	targets Targets
 }
 
 // NewService returns the endpoints API on db; targets decides which URLs
 // are allowed.
-func NewService(ctx context.Context, db *store.DB, targets Targets) (*Service, error) {
-	s, err := loadSealer(ctx, db)
-	if err != nil {
-		return nil, err
-	}
-	return &Service{db: db, sealer: s, targets: targets}, nil
+func NewService(db *store.DB, targets Targets) *Service {
+	return &Service{db: db, keys: &keyring{db: db}, targets: targets}
 }
 
 const endpointColumns = `id, url, events, description, enabled, disabled_reason, created_at, updated_at`
@@ -180,6 +176,10 @@ func (s *Service) CreateEndpoint(ctx context.Context, in NewEndpoint) (Endpoint,
 		return Endpoint{}, err
 	}
 	enabled := in.Enabled == nil || *in.Enabled
+	sealer, err := s.keys.sealer(ctx)
+	if err != nil {
+		return Endpoint{}, err
+	}
 	id := ids.New(ids.WebhookEndpoint)
 	key, secret := newKey()
 	var e Endpoint
@@ -188,7 +188,7 @@ func (s *Service) CreateEndpoint(ctx context.Context, in NewEndpoint) (Endpoint,
 		e, err = scanEndpoint(q.QueryRow(ctx, `
 			INSERT INTO webhook_endpoints (id, org_id, url, events, description, enabled, secret)
 			VALUES ($1, app_org_id(), $2, $3, $4, $5, $6) RETURNING `+endpointColumns,
-			id, in.URL, evs, in.Description, enabled, s.sealer.seal(id, key)))
+			id, in.URL, evs, in.Description, enabled, sealer.seal(id, key)))
 		if err != nil {
 			return fmt.Errorf("create webhook endpoint: %w", err)
 		}
@@ -271,6 +271,10 @@ func (s *Service) RotateSecret(ctx context.Context, id string) (Endpoint, error)
 	if err != nil {
 		return Endpoint{}, err
 	}
+	sealer, err := s.keys.sealer(ctx)
+	if err != nil {
+		return Endpoint{}, err
+	}
 	key, secret := newKey()
 	var e Endpoint
 	err = s.db.Tx(ctx, func(ctx context.Context) error {
@@ -282,7 +286,7 @@ func (s *Service) RotateSecret(ctx context.Context, id string) (Endpoint, error)
 			UPDATE webhook_endpoints
 			   SET previous_secret = secret, previous_until = now() + make_interval(secs => $3), secret = $2, updated_at = now()
 			 WHERE org_id = app_org_id() AND id = $1 RETURNING `+endpointColumns,
-			id, s.sealer.seal(id, key), RotationWindow.Seconds()))
+			id, sealer.seal(id, key), RotationWindow.Seconds()))
 		if err != nil {
 			return fmt.Errorf("rotate webhook secret: %w", err)
 		}

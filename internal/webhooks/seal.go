@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/assessd/assessd/internal/store"
 )
@@ -14,6 +15,27 @@ import (
 // sealer encrypts signing keys at rest with AES-256-GCM (decision 0106):
 // they must be read back to sign, so they cannot be hashed like API keys.
 type sealer struct{ aead cipher.AEAD }
+
+// keyring loads the sealer on first use, so a database that is away at
+// start-up only delays the first sealing.
+type keyring struct {
+	db *store.DB
+	mu sync.Mutex
+	s  *sealer
+}
+
+func (k *keyring) sealer(ctx context.Context) (*sealer, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.s == nil {
+		s, err := loadSealer(ctx, k.db)
+		if err != nil {
+			return nil, err
+		}
+		k.s = s
+	}
+	return k.s, nil
+}
 
 // loadSealer returns the sealer of the key stored in provider_secrets,
 // creating the key on first start; every instance and worker shares it.
