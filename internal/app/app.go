@@ -35,6 +35,7 @@ import (
 	"github.com/assessd/assessd/observability"
 	"github.com/assessd/assessd/tenancy"
 	"github.com/assessd/assessd/workflows"
+	webhookworkflow "github.com/assessd/assessd/workflows/webhooks"
 )
 
 // Config is what the application needs beyond its database.
@@ -66,6 +67,9 @@ type Config struct {
 	MediaCDN []string
 	// Webhooks decides which URLs webhook endpoints may have.
 	Webhooks webhooks.Targets
+	// WebhookRetry is the webhook delivery schedule; zero means
+	// webhookworkflow.DefaultRetry (tests shorten it).
+	WebhookRetry webhookworkflow.Retry
 }
 
 // App is the wired server.
@@ -167,7 +171,11 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	gen := generation.NewService(db, content)
 	var dispatcher *workflows.Dispatcher
 	if cfg.Temporal != nil {
-		dispatcher = NewDispatcher(cfg.Temporal, db, metrics.Registry, cfg.Dispatch)
+		retry := cfg.WebhookRetry
+		if retry == (webhookworkflow.Retry{}) {
+			retry = webhookworkflow.DefaultRetry
+		}
+		dispatcher = newDispatcher(cfg.Temporal, db, metrics.Registry, cfg.Dispatch, retry)
 	}
 	regen := regeneration.NewService(db, content)
 	embeds := embedflow.NewService(embedflow.NewStore(cfg.Redis), ten, content, gen, regen, cfg.BaseURL, metrics.Registry, metrics.Org)

@@ -79,6 +79,11 @@ func newContent(db *store.DB) *assessment.Service {
 // grading, generation and scanning workflows, with c; its metrics go to
 // reg.
 func NewDispatcher(c client.Client, db *store.DB, reg prometheus.Registerer, opts workflows.DispatchOptions) *workflows.Dispatcher {
+	return newDispatcher(c, db, reg, opts, webhookworkflow.DefaultRetry)
+}
+
+// newDispatcher is NewDispatcher with the webhook retry schedule.
+func newDispatcher(c client.Client, db *store.DB, reg prometheus.Registerer, opts workflows.DispatchOptions, retry webhookworkflow.Retry) *workflows.Dispatcher {
 	content := newContent(db)
 	gen := generation.NewService(db, content)
 	return workflows.NewDispatcher(c, outbox.NewStore(db), map[outbox.Kind]workflows.Route{
@@ -86,6 +91,6 @@ func NewDispatcher(c client.Client, db *store.DB, reg prometheus.Registerer, opt
 		outbox.KindGeneration:   generationworkflow.Route(gen.Finish),
 		outbox.KindRegeneration: regenerationRoute(db, content),
 		outbox.KindScanning:     scanningworkflow.Route(scanning.NewService(db, content, tenancy.NewService(db), nil).Fail),
-		outbox.KindWebhook:      webhookworkflow.Route(webhookworkflow.DefaultRetry, webhooks.Abandon(db)),
+		outbox.KindWebhook:      webhookworkflow.Route(retry, webhooks.Abandon(db)),
 	}, reg, opts)
 }
