@@ -7,7 +7,7 @@ GOOGLEAPIS_MODULE := github.com/grpc-ecosystem/grpc-gateway@v1.16.0
 GENERATED := api/gen api/openapi/openapi.yaml sdk/typescript/src/schema.ts sdk/typescript/src/operations.ts deploy/grafana/dashboards
 
 
-.PHONY: all build tools generate dashboards check-generated test bench run lint fmt lint-openapi lint-deploy sdk qti-check qti-xsd embed-assets
+.PHONY: all build tools generate dashboards check-generated test bench run lint fmt lint-openapi lint-deploy sdk qti-check qti-xsd embed-assets webhook-verify
 
 all: build
 
@@ -69,7 +69,7 @@ lint: $(BIN)/golangci-lint $(BIN)/workflowcheck
 	$(BIN)/golangci-lint run ./...
 	$(BIN)/workflowcheck ./workflows/...
 
-test: lint sdk $(BIN)/temporal
+test: lint sdk webhook-verify $(BIN)/temporal
 	$(GO) test -count=1 -race ./...
 
 bench: $(BIN)/temporal
@@ -100,6 +100,14 @@ sdk/typescript/node_modules: sdk/typescript/package.json sdk/typescript/package-
 # real server (app.TestTypeScriptSDK).
 sdk: sdk/typescript/node_modules
 	cd sdk/typescript && npm run --silent typecheck && npm run --silent build
+
+# The Standard Webhooks reference verifier (npm standardwebhooks, pinned):
+# the webhook integration test checks every delivery with it once installed.
+tools/webhook-verify/node_modules: tools/webhook-verify/package.json tools/webhook-verify/package-lock.json
+	cd tools/webhook-verify && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+webhook-verify: tools/webhook-verify/node_modules
 
 tools/qti-check/node_modules: tools/qti-check/package.json
 	cd tools/qti-check && npm install --no-audit --no-fund --loglevel=error
