@@ -77,6 +77,7 @@ bench: $(BIN)/temporal
 	$(GO) run ./cmd/benchsummary
 	$(GO) run ./cmd/benchgrading
 	$(GO) run ./cmd/benchexchange
+	$(GO) run ./cmd/benchwebhooks
 
 run: $(BIN)/temporal
 	$(GO) run ./cmd/assessd dev
