@@ -24,8 +24,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	gradingactivities "github.com/assessd/assessd/activities/grading"
+	"github.com/assessd/assessd/internal/ai"
 	"github.com/assessd/assessd/internal/app"
 	"github.com/assessd/assessd/internal/devenv"
+	"github.com/assessd/assessd/internal/media"
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/internal/testkit/storetest"
 	"github.com/assessd/assessd/internal/webhooks"
@@ -106,7 +109,8 @@ func run(ctx context.Context) (err error) {
 		return err
 	}
 	handler = a.Handler
-	w, err := app.NewWorker(tc, db, app.WorkerConfig{Region: "global", Webhooks: targets})
+	w, err := app.NewWorker(tc, db, app.WorkerConfig{Region: "global", Provider: ai.NewBuiltin(), Fetcher: media.NewFetcher(nil, media.Options{}),
+		Metrics: gradingactivities.NewMetrics(a.Metrics.Registry, a.Metrics.Org), Registry: a.Metrics.Registry, Webhooks: targets})
 	if err != nil {
 		return err
 	}

@@ -21,7 +21,10 @@ import (
 	"testing"
 	"time"
 
+	gradingactivities "github.com/assessd/assessd/activities/grading"
+	"github.com/assessd/assessd/internal/ai"
 	"github.com/assessd/assessd/internal/app"
+	"github.com/assessd/assessd/internal/media"
 	"github.com/assessd/assessd/internal/testkit/devenvtest"
 	"github.com/assessd/assessd/internal/testkit/eventually"
 	"github.com/assessd/assessd/internal/webhooks"
@@ -214,8 +217,10 @@ func TestWebhookDeliveries(t *testing.T) {
 		c.Webhooks = webhooks.Targets{AllowPrivate: true}
 		c.WebhookRetry = webhookworkflow.Retry{Initial: 200 * time.Millisecond, Window: 4 * time.Second}
 	})
+	grading := gradingactivities.NewMetrics(e.app.Metrics.Registry, e.app.Metrics.Org)
 	for _, region := range []string{"eu", "global"} {
-		w, err := app.NewWorker(tc, e.db, app.WorkerConfig{Region: region, Webhooks: webhooks.Targets{AllowPrivate: true}, Registry: e.app.Metrics.Registry})
+		w, err := app.NewWorker(tc, e.db, app.WorkerConfig{Region: region, Provider: ai.NewBuiltin(), Fetcher: media.NewFetcher(nil, media.Options{}),
+			Metrics: grading, Registry: e.app.Metrics.Registry, Webhooks: webhooks.Targets{AllowPrivate: true}})
 		if err != nil {
 			t.Fatal(err)
 		}
