@@ -162,8 +162,9 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	metrics.RegisterCredentialListener(ten.CredentialListenerUp)
 	limiter := ratelimit.New(ratelimit.Options{Redis: cfg.Redis, Prefix: prefix, Registerer: metrics.Registry,
 		OrgLabel: metrics.Org, Logger: cfg.Logger})
+	hooks := webhooks.NewService(db, cfg.Webhooks)
 	idp, err := identity.New(ctx, identity.Config{Issuer: cfg.BaseURL, Now: cfg.Now, Registerer: metrics.Registry, Logger: cfg.Logger,
-		Limiter: limiter}, db, ten)
+		Limiter: limiter, Webhooks: hooks}, db, ten)
 	if err != nil {
 		return nil, errors.Join(err, limiter.Close())
 	}
@@ -182,7 +183,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	scans := scanning.NewService(db, content, ten, media.NewFetcher(cfg.MediaCDN, media.Options{}).OnCDN)
 	transfers := transfer.NewService(db, content)
 	apiHandler, err := api.NewHandler(api.Services{Tenancy: ten, Assessment: content, Generation: gen, Embed: embeds, AllowedClients: idp,
-		Regeneration: regen, Scans: scans, Transfers: transfers, Webhooks: webhooks.NewService(db, cfg.Webhooks)})
+		Regeneration: regen, Scans: scans, Transfers: transfers, Webhooks: hooks})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("api: %w", err), limiter.Close())
 	}
