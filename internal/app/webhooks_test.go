@@ -24,6 +24,7 @@ import (
 	gradingactivities "github.com/assessd/assessd/activities/grading"
 	"github.com/assessd/assessd/internal/ai"
 	"github.com/assessd/assessd/internal/app"
+	"github.com/assessd/assessd/internal/assessment"
 	"github.com/assessd/assessd/internal/media"
 	"github.com/assessd/assessd/internal/testkit/devenvtest"
 	"github.com/assessd/assessd/internal/testkit/eventually"
@@ -318,6 +319,37 @@ func TestWebhookDeliveries(t *testing.T) {
 	again := rc.waitFor(t, 5)[4]
 	if again.Headers["webhook-id"] != str(attempts[0], "eventId") {
 		t.Fatalf("redelivered %s, want %s", again.Headers["webhook-id"], str(attempts[0], "eventId"))
+	}
+
+	// A rule-scored result is graded at submission: result.graded carries
+	// the result exactly as GET returns it.
+	results := newReceiver(t)
+	resultsSecret := str(e.do("POST", "/webhook-endpoints", owner, map[string]any{"url": results.srv.URL,
+		"events": []string{"result.graded"}}).must(t, http.StatusOK).body, "secret")
+	staff := tenancy.WithCaller(context.Background(), tenancy.SystemCaller(tn.org.ID))
+	exam, err := e.app.Assessment.CreateExam(staff, assessment.NewExam{Name: "Quiz", Language: "en"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := e.app.Assessment.CreateQuestion(staff, exam.ID, assessment.NewQuestion{Type: assessment.TypeMultipleChoice, Prompt: "1/2?", Points: 1,
+		Config: map[string]any{"options": []any{map[string]any{"id": "a", "text": "0.5", "correct": true}, map[string]any{"id": "b", "text": "2"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	submitted := e.do("POST", "/exams/"+exam.ID+"/results", owner, map[string]any{"userId": tn.users[tenancy.RoleStudent].ID,
+		"answers": []any{map[string]any{"questionId": q.ID, "value": "a"}}}).must(t, http.StatusOK)
+	graded := results.waitFor(t, 1)[0]
+	if err := verify(resultsSecret, graded); err != nil {
+		t.Fatal(err)
+	}
+	var payload struct {
+		Type string          `json:"type"`
+		Data json.RawMessage `json:"data"`
+	}
+	_ = json.Unmarshal([]byte(graded.Body), &payload)
+	got := e.do("GET", "/exams/"+exam.ID+"/results/"+str(submitted.body, "id"), owner, nil).must(t, http.StatusOK)
+	if payload.Type != "result.graded" || string(payload.Data) != string(got.raw) {
+		t.Fatalf("result.graded data\n%s\nwant the API's result\n%s", payload.Data, got.raw)
 	}
 
 	// An endpoint that never recovers is disabled after the retry window.
