@@ -7,7 +7,7 @@ GOOGLEAPIS_MODULE := github.com/grpc-ecosystem/grpc-gateway@v1.16.0
 GENERATED := api/gen api/openapi/openapi.yaml sdk/typescript/src/schema.ts sdk/typescript/src/operations.ts deploy/grafana/dashboards
 
 
-.PHONY: all build tools generate dashboards check-generated test bench run lint fmt lint-openapi lint-deploy sdk qti-check embed-assets
+.PHONY: all build tools generate dashboards check-generated test bench run lint fmt lint-openapi lint-deploy sdk qti-check embed-assets webhook-verify
 
 all: build
 
@@ -70,7 +70,7 @@ lint: $(BIN)/golangci-lint $(BIN)/workflowcheck
 	$(BIN)/workflowcheck ./workflows/...
 
 # QTI_CHECK=1: the QTI export is also scored by the independent player.
-test: lint sdk $(BIN)/temporal tools/qti-check/node_modules
+test: lint sdk webhook-verify $(BIN)/temporal tools/qti-check/node_modules
 	QTI_CHECK=1 $(GO) test -count=1 -race ./...
 
 bench: $(BIN)/temporal
@@ -78,6 +78,7 @@ bench: $(BIN)/temporal
 	$(GO) run ./cmd/benchsummary
 	$(GO) run ./cmd/benchgrading
 	$(GO) run ./cmd/benchexchange
+	$(GO) run ./cmd/benchwebhooks
 
 run: $(BIN)/temporal
 	$(GO) run ./cmd/assessd dev
@@ -102,6 +103,14 @@ sdk/typescript/node_modules: sdk/typescript/package.json sdk/typescript/package-
 sdk: sdk/typescript/node_modules
 	cd sdk/typescript && npm run --silent typecheck && npm run --silent build
 
+# The Standard Webhooks reference verifier (npm standardwebhooks, pinned):
+# the webhook integration test checks every delivery with it once installed.
+tools/webhook-verify/node_modules: tools/webhook-verify/package.json tools/webhook-verify/package-lock.json
+	cd tools/webhook-verify && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+webhook-verify: tools/webhook-verify/node_modules
+
 tools/qti-check/node_modules: tools/qti-check/package.json tools/qti-check/package-lock.json
 	cd tools/qti-check && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
@@ -109,7 +118,7 @@ tools/qti-check/node_modules: tools/qti-check/package.json tools/qti-check/packa
 # Score exported QTI 3 items with an independent QTI 3 implementation
 # (Citolab qti-components, pinned) in Debian's Chromium (apt-get install chromium).
 qti-check: tools/qti-check/node_modules
-	QTI_CHECK=1 $(GO) test -count=1 -run TestIndependentPlayerScoresLikeAssessd ./internal/exchange/
+	QTI_CHECK=1 $(GO) test -count=1 -run "TestIndependentPlayerScoresLikeAssessd|TestImportsPackageWrittenByCitolab" ./internal/exchange/
 # Helm and kubeconform, built from the module proxy like the Temporal CLI
 # (helm takes about 18 minutes cold).
 $(BIN)/helm: tools/helm/go.mod

@@ -25,6 +25,7 @@ import (
 	"github.com/assessd/assessd/internal/regeneration"
 	"github.com/assessd/assessd/internal/scanning"
 	"github.com/assessd/assessd/internal/transfer"
+	"github.com/assessd/assessd/internal/webhooks"
 	"github.com/assessd/assessd/observability"
 	"github.com/assessd/assessd/tenancy"
 )
@@ -52,6 +53,8 @@ type Services struct {
 	Scans *scanning.Service
 	// Transfers export and import exams.
 	Transfers *transfer.Service
+	// Webhooks manages webhook endpoints and their deliveries.
+	Webhooks *webhooks.Service
 }
 
 // NewHandler returns the API handler: every service on its REST paths and
@@ -131,6 +134,9 @@ func newHandler(s Services, c codecs, extra ...connect.HandlerOption) (http.Hand
 		},
 		func() (string, http.Handler) {
 			return assessdv1connect.NewExamExchangeServiceHandler(exchangeServer{s.Transfers}, opts...)
+		},
+		func() (string, http.Handler) {
+			return assessdv1connect.NewWebhookEndpointServiceHandler(webhookServer{s.Webhooks}, opts...)
 		},
 	} {
 		path, handler := h()

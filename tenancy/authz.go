@@ -32,6 +32,8 @@ var (
 	WriteOrg      = Permission{Scope: ScopeOrgsWrite, Roles: managers}
 	ReadAuditLog  = Permission{Scope: ScopeAuditLogsRead, Roles: managers}
 	WriteAuditLog = Permission{Scope: ScopeAuditLogsWrite, Kinds: []Kind{KindOAuthApp}}
+	ReadWebhooks  = Permission{Scope: ScopeWebhooksRead, Roles: managers}
+	WriteWebhooks = Permission{Scope: ScopeWebhooksWrite, Roles: managers}
 )
 
 // Authorize returns the caller in ctx if it holds permission p: the scope,

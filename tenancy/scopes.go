@@ -27,6 +27,8 @@ const (
 	ScopeEmbedWrite         Scope = "embed:write"
 	ScopeAuditLogsRead      Scope = "audit-logs:read"
 	ScopeAuditLogsWrite     Scope = "audit-logs:write"
+	ScopeWebhooksRead       Scope = "webhooks:read"
+	ScopeWebhooksWrite      Scope = "webhooks:write"
 )
 
 // AllScopes lists every scope in documentation order.
@@ -35,7 +37,7 @@ var AllScopes = []Scope{
 	ScopeUsersRead, ScopeUsersWrite, ScopeOrgsRead, ScopeOrgsWrite,
 	ScopeExamsRead, ScopeExamsWrite, ScopeResultsRead, ScopeResultsWrite,
 	ScopeQuestionTypesRead, ScopeQuestionTypesWrite, ScopeEmbedWrite,
-	ScopeAuditLogsRead, ScopeAuditLogsWrite,
+	ScopeAuditLogsRead, ScopeAuditLogsWrite, ScopeWebhooksRead, ScopeWebhooksWrite,
 }
 
 var identityScopes = []Scope{ScopeOpenID, ScopeProfile, ScopeEmail, ScopeOfflineAccess}

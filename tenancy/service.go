@@ -7,6 +7,7 @@ import (
 
 	"github.com/assessd/assessd/internal/audit"
 	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/internal/webhooks/event"
 )
 
 // Service implements organizations, users, API keys and the audit log API
@@ -15,6 +16,8 @@ type Service struct {
 	db   *store.DB
 	keys *keyCache
 	uses keyUses
+	// Events records the user.* webhook events; nil records none.
+	Events *event.Recorder
 }
 
 // NewService returns a Service using db.

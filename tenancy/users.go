@@ -16,6 +16,7 @@ import (
 	"github.com/assessd/assessd/internal/platform/ids"
 	"github.com/assessd/assessd/internal/platform/paging"
 	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/internal/webhooks/event"
 )
 
 // User is a person in one organization.
@@ -194,11 +195,13 @@ func (s *Service) CreateUser(ctx context.Context, in NewUser) (User, error) {
 		if err != nil {
 			return fmt.Errorf("create user: %w", err)
 		}
-		_, err = audit.Append(ctx, q, audit.Entry{
+		if _, err = audit.Append(ctx, q, audit.Entry{
 			Action: "user.created", Actor: ActorOf(caller), Target: audit.Target{Type: "user", ID: u.ID},
 			After: userSnapshot(u),
-		})
-		return err
+		}); err != nil {
+			return err
+		}
+		return s.Events.Record(ctx, q, event.UserCreated, u)
 	})
 	return u, err
 }
@@ -269,11 +272,13 @@ func (s *Service) updateUser(ctx context.Context, caller *Caller, id string, p U
 				return err
 			}
 		}
-		_, err = audit.Append(ctx, q, audit.Entry{
+		if _, err = audit.Append(ctx, q, audit.Entry{
 			Action: "user.updated", Actor: ActorOf(caller), Target: audit.Target{Type: "user", ID: u.ID},
 			Before: userSnapshot(before), After: userSnapshot(u),
-		})
-		return err
+		}); err != nil {
+			return err
+		}
+		return s.Events.Record(ctx, q, event.UserUpdated, u)
 	})
 	if err == nil && roleChanged {
 		s.keys.purge() // a role change alters what the user's keys may do
@@ -307,11 +312,14 @@ func (s *Service) DeleteUser(ctx context.Context, id string) error {
 		if err := notifyCredentialsChanged(ctx, q); err != nil {
 			return err
 		}
-		_, err = audit.Append(ctx, q, audit.Entry{
+		if _, err = audit.Append(ctx, q, audit.Entry{
 			Action: "user.deleted", Actor: ActorOf(caller), Target: audit.Target{Type: "user", ID: id},
 			Before: userSnapshot(u),
-		})
-		return err
+		}); err != nil {
+			return err
+		}
+		// The deleted user as it last was.
+		return s.Events.Record(ctx, q, event.UserDeleted, u)
 	})
 	if err == nil {
 		s.keys.purge()

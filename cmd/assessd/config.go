@@ -8,11 +8,13 @@ import (
 	"log/slog"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/assessd/assessd/internal/ai"
+	"github.com/assessd/assessd/internal/webhooks"
 )
 
 // config is the process configuration: environment variables, overridden
@@ -26,14 +28,16 @@ type config struct {
 	TemporalAddress   string
 	TemporalNamespace string
 	MediaCDN          string
-	AIProvider        string
-	AIGlobalURL       string
-	AIEUURL           string
-	AIAPIKey          string
-	AIModel           string
-	LogLevel          string
-	TrustedProxies    string
-	MetricsAddr       string
+	// WebhookAllowPrivate lifts the webhook address rule (development).
+	WebhookAllowPrivate string
+	AIProvider          string
+	AIGlobalURL         string
+	AIEUURL             string
+	AIAPIKey            string
+	AIModel             string
+	LogLevel            string
+	TrustedProxies      string
+	MetricsAddr         string
 
 	// Temporal security: mTLS files, a CA for the server, the server name
 	// to verify, an API key (a secret), and whether to register a missing
@@ -64,6 +68,7 @@ func (c *config) settings() []setting {
 		{"TEMPORAL_API_KEY", "Temporal Cloud API key (secret); turns TLS on", &c.TemporalAPIKey, ""},
 		{"TEMPORAL_CREATE_NAMESPACE", "register the namespace at start-up when it is missing (true or false)", &c.TemporalCreateNamespace, "false"},
 		{"ASSESSD_MEDIA_CDN", "comma-separated URL prefixes of the media CDN (grading files, answer-sheet scans)", &c.MediaCDN, ""},
+		{"ASSESSD_WEBHOOK_ALLOW_PRIVATE", "let webhook endpoints use http and private, loopback or link-local addresses (true or false; local development and tests only)", &c.WebhookAllowPrivate, "false"},
 		{"ASSESSD_AI_PROVIDER", "builtin or openai", &c.AIProvider, "builtin"},
 		{"ASSESSD_AI_GLOBAL_URL", "OpenAI-compatible base URL of the global region", &c.AIGlobalURL, ""},
 		{"ASSESSD_AI_EU_URL", "OpenAI-compatible base URL of the EU region", &c.AIEUURL, ""},
@@ -157,6 +162,16 @@ func (c *config) logger(w io.Writer) *slog.Logger {
 		level = slog.LevelInfo
 	}
 	return newLogger(w, level)
+}
+
+// webhookTargets is where webhook deliveries may go
+// (ASSESSD_WEBHOOK_ALLOW_PRIVATE).
+func (c *config) webhookTargets() (webhooks.Targets, error) {
+	allow, err := strconv.ParseBool(c.WebhookAllowPrivate)
+	if err != nil {
+		return webhooks.Targets{}, errors.New("ASSESSD_WEBHOOK_ALLOW_PRIVATE must be true or false")
+	}
+	return webhooks.Targets{AllowPrivate: allow}, nil
 }
 
 // mediaPrefixes splits ASSESSD_MEDIA_CDN.

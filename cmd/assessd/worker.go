@@ -89,6 +89,10 @@ func workerConfig(cfg config, region string, metrics *observability.Metrics, gra
 	if err != nil {
 		return app.WorkerConfig{}, err
 	}
+	targets, err := cfg.webhookTargets()
+	if err != nil {
+		return app.WorkerConfig{}, err
+	}
 	return app.WorkerConfig{
 		Region:   region,
 		Provider: provider,
@@ -97,6 +101,7 @@ func workerConfig(cfg config, region string, metrics *observability.Metrics, gra
 		Registry: metrics.Registry,
 		// Shared collectors: both regions of assessd dev use one registry.
 		ScanMetrics: scanningactivities.NewMetrics(metrics.Registry, metrics.Org),
+		Webhooks:    targets,
 	}, nil
 }
 

@@ -141,3 +141,49 @@ func (e *env) clientAuthStatus(clientID, secret string) int {
 	res.Body.Close()
 	return res.StatusCode
 }
+
+// TestDeveloperAreaWebhooks manages a webhook endpoint in the developer
+// area: the secret is shown once, internal targets are refused, edits and
+// rotation work, and teachers are kept out.
+func TestDeveloperAreaWebhooks(t *testing.T) {
+	e := newEnv(t)
+	tn := e.newTenant("US", "pro")
+	admin := e.newOAuthApp(tn, tenancy.RoleAdmin, identity.ClientInput{})
+	b := e.newBrowser()
+	csrf := e.signIn(b, admin).field("csrf")
+
+	bad := b.post(e.srv.URL+"/developer/webhooks", url.Values{"csrf": {csrf}, "url": {"https://169.254.169.254/latest"}, "events": {"user.created"}})
+	if bad.status != http.StatusBadRequest || !strings.Contains(bad.body, "metadata address") {
+		t.Fatalf("metadata target: %d", bad.status)
+	}
+	created := b.post(e.srv.URL+"/developer/webhooks", url.Values{"csrf": {csrf}, "url": {"https://93.184.215.14/hooks"},
+		"description": {"Gradebook"}, "events": {"result.graded", "user.created"}})
+	codes := codeTag.FindAllStringSubmatch(created.body, -1)
+	if len(codes) < 2 || !strings.HasPrefix(codes[0][1], "whe_") || !strings.HasPrefix(codes[1][1], "whsec_") {
+		t.Fatalf("endpoint ID and secret not shown on save:\n%s", created.body)
+	}
+	id, secret := codes[0][1], codes[1][1]
+	if list := b.get(e.srv.URL + "/developer/webhooks"); !strings.Contains(list.body, "Gradebook") || strings.Contains(list.body, secret) {
+		t.Fatal("the list lacks the endpoint or shows its secret again")
+	}
+	edited := b.post(e.srv.URL+"/developer/webhooks/"+id, url.Values{"csrf": {csrf}, "url": {"https://93.184.215.14/hooks"},
+		"description": {"Gradebook 2"}, "events": {"user.deleted"}})
+	if !strings.Contains(edited.body, "Gradebook 2") || !strings.Contains(edited.body, `value="user.deleted" checked`) {
+		t.Fatalf("edit: %d", edited.status)
+	}
+	rotated := b.post(e.srv.URL+"/developer/webhooks/"+id+"/rotate", url.Values{"csrf": {csrf}})
+	if m := regexp.MustCompile(`<code>(whsec_[^<]+)</code>`).FindStringSubmatch(rotated.body); m == nil || m[1] == secret {
+		t.Fatal("rotation did not show a new secret")
+	}
+	b.post(e.srv.URL+"/developer/webhooks/"+id+"/delete", url.Values{"csrf": {csrf}})
+	if strings.Contains(b.get(e.srv.URL+"/developer/webhooks").body, id) {
+		t.Fatal("deleted endpoint still listed")
+	}
+
+	teacher := e.newOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
+	tb := e.newBrowser()
+	e.signIn(tb, teacher)
+	if p := tb.get(e.srv.URL + "/developer/webhooks"); p.status != http.StatusForbidden {
+		t.Fatalf("teacher in the webhooks pages: %d", p.status)
+	}
+}

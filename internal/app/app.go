@@ -30,9 +30,12 @@ import (
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/internal/transfer"
 	"github.com/assessd/assessd/internal/web"
+	"github.com/assessd/assessd/internal/webhooks"
+	"github.com/assessd/assessd/internal/webhooks/event"
 	"github.com/assessd/assessd/observability"
 	"github.com/assessd/assessd/tenancy"
 	"github.com/assessd/assessd/workflows"
+	webhookworkflow "github.com/assessd/assessd/workflows/webhooks"
 )
 
 // Config is what the application needs beyond its database.
@@ -62,6 +65,11 @@ type Config struct {
 	// MediaCDN are the URL prefixes of the media CDN (ASSESSD_MEDIA_CDN):
 	// answer-sheet scans may name files there only.
 	MediaCDN []string
+	// Webhooks decides which URLs webhook endpoints may have.
+	Webhooks webhooks.Targets
+	// WebhookRetry is the webhook delivery schedule; zero means
+	// webhookworkflow.DefaultRetry (tests shorten it).
+	WebhookRetry webhookworkflow.Retry
 }
 
 // App is the wired server.
@@ -143,6 +151,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	metrics.RegisterPool(db)
 	metrics.RegisterOrgInfo(OrgInfoLookup(db))
 	ten := tenancy.NewService(db)
+	ten.Events = event.NewRecorder(api.WebhookData)
 	prefix, perMinute := cfg.RateLimitPrefix, cfg.RequestsPerMinute
 	if prefix == "" {
 		prefix = "assessd:rl:"
@@ -153,23 +162,28 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	metrics.RegisterCredentialListener(ten.CredentialListenerUp)
 	limiter := ratelimit.New(ratelimit.Options{Redis: cfg.Redis, Prefix: prefix, Registerer: metrics.Registry,
 		OrgLabel: metrics.Org, Logger: cfg.Logger})
+	hooks := webhooks.NewService(db, cfg.Webhooks)
 	idp, err := identity.New(ctx, identity.Config{Issuer: cfg.BaseURL, Now: cfg.Now, Registerer: metrics.Registry, Logger: cfg.Logger,
-		Limiter: limiter}, db, ten)
+		Limiter: limiter, Webhooks: hooks}, db, ten)
 	if err != nil {
 		return nil, errors.Join(err, limiter.Close())
 	}
-	content := assessment.NewService(db)
+	content := newContent(db)
 	gen := generation.NewService(db, content)
 	var dispatcher *workflows.Dispatcher
 	if cfg.Temporal != nil {
-		dispatcher = NewDispatcher(cfg.Temporal, db, metrics.Registry, cfg.Dispatch)
+		retry := cfg.WebhookRetry
+		if retry == (webhookworkflow.Retry{}) {
+			retry = webhookworkflow.DefaultRetry
+		}
+		dispatcher = newDispatcher(cfg.Temporal, db, metrics.Registry, cfg.Dispatch, retry)
 	}
 	regen := regeneration.NewService(db, content)
 	embeds := embedflow.NewService(embedflow.NewStore(cfg.Redis), ten, content, gen, regen, cfg.BaseURL, metrics.Registry, metrics.Org)
 	scans := scanning.NewService(db, content, ten, media.NewFetcher(cfg.MediaCDN, media.Options{}).OnCDN)
 	transfers := transfer.NewService(db, content)
 	apiHandler, err := api.NewHandler(api.Services{Tenancy: ten, Assessment: content, Generation: gen, Embed: embeds, AllowedClients: idp,
-		Regeneration: regen, Scans: scans, Transfers: transfers})
+		Regeneration: regen, Scans: scans, Transfers: transfers, Webhooks: hooks})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("api: %w", err), limiter.Close())
 	}

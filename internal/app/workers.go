@@ -8,6 +8,8 @@ import (
 	generationactivities "github.com/assessd/assessd/activities/generation"
 	gradingactivities "github.com/assessd/assessd/activities/grading"
 	scanningactivities "github.com/assessd/assessd/activities/scanning"
+	webhookactivities "github.com/assessd/assessd/activities/webhooks"
+	"github.com/assessd/assessd/api"
 	"github.com/assessd/assessd/internal/ai"
 	"github.com/assessd/assessd/internal/assessment"
 	"github.com/assessd/assessd/internal/generation"
@@ -15,11 +17,14 @@ import (
 	"github.com/assessd/assessd/internal/outbox"
 	"github.com/assessd/assessd/internal/scanning"
 	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/internal/webhooks"
+	"github.com/assessd/assessd/internal/webhooks/event"
 	"github.com/assessd/assessd/tenancy"
 	"github.com/assessd/assessd/workflows"
 	generationworkflow "github.com/assessd/assessd/workflows/generation"
 	gradingworkflow "github.com/assessd/assessd/workflows/grading"
 	scanningworkflow "github.com/assessd/assessd/workflows/scanning"
+	webhookworkflow "github.com/assessd/assessd/workflows/webhooks"
 )
 
 // WorkerConfig is what one region's worker needs: that region's AI
@@ -34,6 +39,8 @@ type WorkerConfig struct {
 	Registry prometheus.Registerer
 	// ScanMetrics are the scanning metrics; nil records them nowhere.
 	ScanMetrics *scanningactivities.Metrics
+	// Webhooks decides where webhook deliveries may go.
+	Webhooks webhooks.Targets
 }
 
 // NewWorker returns a worker that polls only cfg.Region's task queue and
@@ -52,26 +59,43 @@ func NewWorker(c client.Client, db *store.DB, cfg WorkerConfig) (worker.Worker, 
 		WorkflowTaskPollerBehavior: autoscale, ActivityTaskPollerBehavior: autoscale})
 	w.RegisterWorkflow(gradingworkflow.GradeResult)
 	w.RegisterWorkflow(generationworkflow.GenerateExam)
-	content := assessment.NewService(db)
+	content := newContent(db)
 	grading := &gradingactivities.Activities{Results: content, Provider: cfg.Provider, Fetcher: cfg.Fetcher, Region: cfg.Region, Metrics: cfg.Metrics}
 	grading.Register(w)
 	gen := &generationactivities.Activities{Generations: generation.NewService(db, content), Provider: cfg.Provider, Region: cfg.Region}
 	gen.Register(w)
 	registerRegeneration(w, db, content, cfg)
 	registerScanning(w, db, content, cfg)
+	w.RegisterWorkflow(webhookworkflow.DeliverEvent)
+	hooks := &webhookactivities.Activities{Deliverer: webhooks.NewDeliverer(db, cfg.Webhooks, webhooks.NewMetrics(cfg.Registry)), Region: cfg.Region}
+	hooks.Register(w)
 	return w, nil
+}
+
+// newContent returns the assessment service that records webhook events,
+// for the services built on it.
+func newContent(db *store.DB) *assessment.Service {
+	content := assessment.NewService(db)
+	content.Events = event.NewRecorder(api.WebhookData)
+	return content
 }
 
 // NewDispatcher returns the outbox dispatcher, the one starter of the
 // grading, generation and scanning workflows, with c; its metrics go to
 // reg.
 func NewDispatcher(c client.Client, db *store.DB, reg prometheus.Registerer, opts workflows.DispatchOptions) *workflows.Dispatcher {
-	content := assessment.NewService(db)
+	return newDispatcher(c, db, reg, opts, webhookworkflow.DefaultRetry)
+}
+
+// newDispatcher is NewDispatcher with the webhook retry schedule.
+func newDispatcher(c client.Client, db *store.DB, reg prometheus.Registerer, opts workflows.DispatchOptions, retry webhookworkflow.Retry) *workflows.Dispatcher {
+	content := newContent(db)
 	gen := generation.NewService(db, content)
 	return workflows.NewDispatcher(c, outbox.NewStore(db), map[outbox.Kind]workflows.Route{
 		outbox.KindGrading:      gradingworkflow.Route(content.FailGrading),
 		outbox.KindGeneration:   generationworkflow.Route(gen.Finish),
 		outbox.KindRegeneration: regenerationRoute(db, content),
 		outbox.KindScanning:     scanningworkflow.Route(scanning.NewService(db, content, tenancy.NewService(db), nil).Fail),
+		outbox.KindWebhook:      webhookworkflow.Route(retry, webhooks.Abandon(db)),
 	}, reg, opts)
 }

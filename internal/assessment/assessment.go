@@ -16,6 +16,7 @@ import (
 	"github.com/assessd/assessd/internal/platform/errs"
 	"github.com/assessd/assessd/internal/platform/ids"
 	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/internal/webhooks/event"
 	"github.com/assessd/assessd/tenancy"
 )
 
@@ -24,6 +25,10 @@ type Service struct {
 	db *store.DB
 	// rules holds the compiled JSONata expressions of question types.
 	rules *expr.Cache
+	// Events records the webhook events of results, and is the recorder
+	// of the services built on this one (generation, regeneration,
+	// scanning); nil records none.
+	Events *event.Recorder
 }
 
 // ruleCacheSize bounds the compiled rules kept: the built-in types' and

@@ -19,6 +19,7 @@ import (
 	"github.com/assessd/assessd/internal/platform/ids"
 	"github.com/assessd/assessd/internal/platform/paging"
 	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/internal/webhooks/event"
 	"github.com/assessd/assessd/tenancy"
 )
 
@@ -211,10 +212,22 @@ func gradedEntry(r Result) audit.Entry {
 		After: map[string]any{"examId": r.ExamID, "userId": r.UserID, "score": r.Score, "maxScore": r.MaxScore}}
 }
 
-// auditGraded appends gradedEntry(r) inside ctx's transaction.
+// auditGraded appends gradedEntry(r) inside ctx's transaction, with its
+// webhook event.
 func (s *Service) auditGraded(ctx context.Context, r Result) error {
-	_, err := audit.Append(ctx, s.db.Q(ctx), gradedEntry(r))
-	return err
+	q := s.db.Q(ctx)
+	if _, err := audit.Append(ctx, q, gradedEntry(r)); err != nil {
+		return err
+	}
+	return s.Events.Record(ctx, q, gradedEvent(r), r)
+}
+
+// gradedEvent is the webhook event of a finished result.
+func gradedEvent(r Result) event.Type {
+	if r.Status == StatusFailed {
+		return event.ResultFailed
+	}
+	return event.ResultGraded
 }
 
 // givenAnswer is a submitted answer with its value encoded once: the
@@ -383,29 +396,45 @@ func (s *Service) insertResult(ctx context.Context, caller *tenancy.Caller, r *R
 		files[i] = string(b)
 	}
 	b := &pgx.Batch{}
-	var graded *time.Time
+	var graded, at *time.Time
+	if r.Status != StatusGrading {
+		// Graded at once: its times are known before the batch, so the
+		// result.graded event sent with it carries them (decision 0105).
+		t := time.Now().UTC().Truncate(time.Microsecond)
+		at = &t
+		r.SubmittedAt, r.GradedAt = t, t
+		for i := range r.Answers {
+			if r.Answers[i].Status != AnswerPending {
+				r.Answers[i].GradedAt = t
+			}
+		}
+	}
 	b.Queue(`
-		INSERT INTO results (id, org_id, exam_id, user_id, status, score, max_score, reason, region, graded_at, source)
-		VALUES ($1, app_org_id(), $2, $3, $4, $5, $6, $7, $8, CASE WHEN $4 = 'grading' THEN NULL ELSE now() END, $9)
+		INSERT INTO results (id, org_id, exam_id, user_id, status, score, max_score, reason, region, submitted_at, graded_at, source)
+		VALUES ($1, app_org_id(), $2, $3, $4, $5, $6, $7, $8, coalesce($10::timestamptz, now()),
+		        CASE WHEN $4 = 'grading' THEN NULL ELSE coalesce($10::timestamptz, now()) END, $9)
 		RETURNING submitted_at, graded_at`,
-		r.ID, r.ExamID, r.UserID, r.Status, r.Score, r.MaxScore, r.Reason, r.Region, r.Source).
+		r.ID, r.ExamID, r.UserID, r.Status, r.Score, r.MaxScore, r.Reason, r.Region, r.Source, at).
 		QueryRow(func(row pgx.Row) error { return row.Scan(&r.SubmittedAt, &graded) })
-	// now() is the transaction's start, so each answer's graded_at equals
-	// the result's submitted_at.
+	// Each answer's graded_at equals the result's submitted_at (now() is
+	// the transaction's start).
 	b.Queue(`
 		INSERT INTO result_answers (result_id, question_id, org_id, exam_id, position, value, files, status,
 		                            score, max_score, feedback, graded_at, question_revision)
 		SELECT $1, a.qid, app_org_id(), $2, a.pos, a.val::jsonb, a.files::jsonb, a.status, a.score, a.max, a.fb,
-		       CASE WHEN a.status = 'pending' THEN NULL ELSE now() END, a.rev
+		       CASE WHEN a.status = 'pending' THEN NULL ELSE coalesce($12::timestamptz, now()) END, a.rev
 		  FROM unnest($3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::float8[], $9::float8[], $10::text[], $11::int[])
 		       AS a(qid, pos, val, files, status, score, max, fb, rev)`,
-		r.ID, r.ExamID, qids, positions, values, files, statuses, scores, maxes, feedback, revisions)
+		r.ID, r.ExamID, qids, positions, values, files, statuses, scores, maxes, feedback, revisions, at)
 	entries := []audit.Entry{{Action: "result.submitted", Actor: tenancy.ActorOf(caller), Target: audit.Target{Type: "result", ID: r.ID},
 		After: map[string]any{"examId": r.ExamID, "userId": r.UserID, "status": r.Status}}}
 	if r.Status == StatusGrading {
 		outbox.Queue(b, outbox.KindGrading, r.ID, r.Region)
 	} else {
 		entries = append(entries, gradedEntry(*r))
+		if err := s.Events.Queue(b, gradedEvent(*r), *r); err != nil {
+			return err
+		}
 	}
 	for _, e := range entries {
 		if err := audit.Queue(ctx, b, e); err != nil {

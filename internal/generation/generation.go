@@ -24,6 +24,7 @@ import (
 	"github.com/assessd/assessd/internal/platform/errs"
 	"github.com/assessd/assessd/internal/platform/ids"
 	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/internal/webhooks/event"
 	"github.com/assessd/assessd/tenancy"
 )
 
@@ -140,10 +141,15 @@ func (s *Service) Get(ctx context.Context, id string) (Generation, error) {
 	if !ids.Valid(ids.Generation, id) {
 		return Generation{}, errs.Invalid("id", "must be a generation id (gen_...)")
 	}
+	return s.load(ctx, s.db.Q(ctx), id)
+}
+
+// load is Get without the permission check.
+func (s *Service) load(ctx context.Context, q store.Querier, id string) (Generation, error) {
 	g := Generation{ID: id}
 	var params []byte
 	var examID *string
-	err := s.db.Q(ctx).QueryRow(ctx, `SELECT status, exam_id, error, region, params, created_at, updated_at
+	err := q.QueryRow(ctx, `SELECT status, exam_id, error, region, params, created_at, updated_at
 		FROM exam_generations WHERE org_id = app_org_id() AND id = $1`, id).
 		Scan(&g.Status, &examID, &g.Error, &g.Region, &params, &g.CreatedAt, &g.UpdatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -272,9 +278,15 @@ func (s *Service) Finish(ctx context.Context, id, failure string) error {
 		if examID != nil {
 			after["examId"] = *examID
 		}
-		_, err = audit.Append(ctx, q, audit.Entry{Action: action, Actor: generationActor,
-			Target: audit.Target{Type: "exam_generation", ID: id}, After: after})
-		return err
+		if _, err = audit.Append(ctx, q, audit.Entry{Action: action, Actor: generationActor,
+			Target: audit.Target{Type: "exam_generation", ID: id}, After: after}); err != nil {
+			return err
+		}
+		g, err := s.load(ctx, q, id)
+		if err != nil {
+			return err
+		}
+		return s.content.Events.Record(ctx, q, event.Type(action), g)
 	})
 	if err != nil {
 		return fmt.Errorf("finish generation: %w", err)

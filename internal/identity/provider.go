@@ -41,6 +41,8 @@ type Config struct {
 	// Limiter holds the failure limits of sign-ins and token requests; nil
 	// keeps them per process.
 	Limiter *ratelimit.Limiter
+	// Webhooks backs the developer area's webhook pages.
+	Webhooks Webhooks
 }
 
 // Provider is the OpenID provider and everything around it.

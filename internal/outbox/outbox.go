@@ -31,6 +31,8 @@ const (
 	// KindRegeneration is a question regeneration (decision 0091).
 	KindRegeneration Kind = "regeneration"
 	KindScanning     Kind = "scanning"
+	// KindWebhook is a webhook event to deliver (decision 0105).
+	KindWebhook Kind = "webhook"
 )
 
 // Channel is notified on commit of every new or re-armed row, so

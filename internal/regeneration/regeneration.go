@@ -23,6 +23,7 @@ import (
 	"github.com/assessd/assessd/internal/platform/errs"
 	"github.com/assessd/assessd/internal/platform/ids"
 	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/internal/webhooks/event"
 	"github.com/assessd/assessd/tenancy"
 )
 
@@ -312,9 +313,18 @@ func (s *Service) finish(ctx context.Context, id string, p *assessment.Proposal,
 		if failure != "" {
 			after["error"] = failure
 		}
-		_, err = audit.Append(ctx, q, audit.Entry{Action: action, Actor: regenerationActor,
-			Target: audit.Target{Type: "question_regeneration", ID: id}, After: after})
-		return err
+		if _, err = audit.Append(ctx, q, audit.Entry{Action: action, Actor: regenerationActor,
+			Target: audit.Target{Type: "question_regeneration", ID: id}, After: after}); err != nil {
+			return err
+		}
+		if status != StatusReady {
+			return nil // no event: API.md names question_regeneration.completed only
+		}
+		g, err := s.load(ctx, q, id, false)
+		if err != nil {
+			return err
+		}
+		return s.content.Events.Record(ctx, q, event.QuestionRegenerationCompleted, g)
 	})
 	if err != nil {
 		return Outcome{}, fmt.Errorf("finish regeneration: %w", err)

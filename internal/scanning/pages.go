@@ -14,6 +14,7 @@ import (
 	"github.com/assessd/assessd/internal/platform/errs"
 	"github.com/assessd/assessd/internal/platform/ids"
 	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/internal/webhooks/event"
 	"github.com/assessd/assessd/tenancy"
 )
 
@@ -300,9 +301,15 @@ func (s *Service) Finish(ctx context.Context, scanID string, failures map[int]st
 			WHERE org_id = app_org_id() AND id = $1`, scanID); err != nil {
 			return fmt.Errorf("finish scan: %w", err)
 		}
-		_, err = audit.Append(ctx, q, audit.Entry{Action: "answer_sheet_scan.completed", Actor: actor,
-			Target: audit.Target{Type: "answer_sheet_scan", ID: scanID}, After: map[string]any{"examId": examID, "results": results}})
-		return err
+		if _, err = audit.Append(ctx, q, audit.Entry{Action: "answer_sheet_scan.completed", Actor: actor,
+			Target: audit.Target{Type: "answer_sheet_scan", ID: scanID}, After: map[string]any{"examId": examID, "results": results}}); err != nil {
+			return err
+		}
+		sc, err := s.load(ctx, scanID)
+		if err != nil {
+			return err
+		}
+		return s.content.Events.Record(ctx, q, event.AnswerSheetScanCompleted, sc)
 	})
 	if err != nil {
 		return Scan{}, err

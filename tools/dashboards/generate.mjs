@@ -162,7 +162,14 @@ const grading = dashboard('assessd-grading', 'assessd / Grading by region',
   .withPanel(graph('Pages read', 'Scanned pages per second by region and outcome: read, or why a page belongs to nobody.', 'ops',
     `sum by (region, outcome) (rate(assessd_scanning_pages_total{${worker}}[${rate}]))`, '{{region}} {{outcome}}'))
   .withPanel(quantile('Page read time p95', 'Time to read one page, vision model included, by region.',
-    'assessd_scanning_page_duration_seconds', `{${worker}}`, 'region', '{{region}}'));
+    'assessd_scanning_page_duration_seconds', `{${worker}}`, 'region', '{{region}}'))
+  .withRow(new RowBuilder('Webhooks'))
+  .withPanel(graph('Webhook deliveries', 'Webhook delivery attempts per second by region, event type and outcome (delivered, failed).', 'ops',
+    `sum by (region, event, outcome) (rate(assessd_webhook_deliveries_total{${worker}}[${rate}]))`, '{{region}} {{event}} {{outcome}}'))
+  .withPanel(ratio('Failed webhook deliveries by organization', 'Share of webhook attempts that failed, by organization: an integrator\'s endpoint is down.',
+    `assessd_webhook_deliveries_total{${worker}, outcome="failed"}`, `assessd_webhook_deliveries_total{${worker}}`, 'org'))
+  .withPanel(quantile('Webhook delivery latency p95', 'Time from request to the endpoint\'s answer, p95, by region and outcome.',
+    'assessd_webhook_delivery_duration_seconds', `{${worker}}`, 'region, outcome', '{{region}} {{outcome}}'));
 
 const oauth = dashboard('assessd-oauth', 'assessd / OAuth',
   'The OAuth provider: tokens issued, token endpoint errors, logins.')

@@ -32,6 +32,11 @@ const (
 	Regeneration   Prefix = "rgn_"
 	Scan           Prefix = "scn_"
 	Import         Prefix = "imp_"
+	// Webhooks: endpoints, their delivery attempts and the events
+	// (messages, the webhook-id header).
+	WebhookEndpoint Prefix = "whe_"
+	WebhookDelivery Prefix = "whd_"
+	WebhookMessage  Prefix = "msg_"
 )
 
 // New returns a fresh id with prefix p.

@@ -18,10 +18,12 @@ export const operationTable = {
   createQuestionRegeneration: { method: "post", path: "/exams/{examId}/questions/{questionId}/regenerations", pathParams: ["examId","questionId"], queryParams: [], body: "json", response: "json" },
   createQuestionType: { method: "post", path: "/question-types", pathParams: [], queryParams: [], body: "json", response: "json" },
   createUser: { method: "post", path: "/users", pathParams: [], queryParams: [], body: "json", response: "json" },
+  createWebhookEndpoint: { method: "post", path: "/webhook-endpoints", pathParams: [], queryParams: [], body: "json", response: "json" },
   deleteExam: { method: "delete", path: "/exams/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json" },
   deleteFolder: { method: "delete", path: "/folders/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json" },
   deleteQuestion: { method: "delete", path: "/exams/{examId}/questions/{questionId}", pathParams: ["examId","questionId"], queryParams: [], body: "none", response: "json" },
   deleteUser: { method: "delete", path: "/users/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json" },
+  deleteWebhookEndpoint: { method: "delete", path: "/webhook-endpoints/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json" },
   disableQuestionType: { method: "post", path: "/question-types/{id}/disable", pathParams: ["id"], queryParams: [], body: "none", response: "json" },
   discoverQuestionTypes: { method: "get", path: "/question-types/discover", pathParams: [], queryParams: ["pageSize","pageToken"], body: "none", response: "json" },
   enableQuestionType: { method: "post", path: "/question-types/{id}/enable", pathParams: ["id"], queryParams: [], body: "none", response: "json" },
@@ -43,6 +45,7 @@ export const operationTable = {
   getResultsSummary: { method: "get", path: "/exams/{examId}/results/summary", pathParams: ["examId"], queryParams: [], body: "none", response: "json" },
   getUser: { method: "get", path: "/users/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json" },
   getUserinfo: { method: "get", path: "/oauth/userinfo", pathParams: [], queryParams: [], body: "none", response: "json" },
+  getWebhookEndpoint: { method: "get", path: "/webhook-endpoints/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json" },
   introspectToken: { method: "post", path: "/oauth/introspect", pathParams: [], queryParams: [], body: "form", response: "json" },
   listAllowedClients: { method: "get", path: "/org/allowed-clients", pathParams: [], queryParams: ["pageSize","pageToken"], body: "none", response: "json" },
   listAuditLogs: { method: "get", path: "/audit-logs", pathParams: [], queryParams: ["pageSize","pageToken","action","actorId","targetType","targetId","since","until"], body: "none", response: "json" },
@@ -53,9 +56,13 @@ export const operationTable = {
   listQuestionTypes: { method: "get", path: "/question-types", pathParams: [], queryParams: ["pageSize","pageToken"], body: "none", response: "json" },
   listResults: { method: "get", path: "/exams/{examId}/results", pathParams: ["examId"], queryParams: ["pageSize","pageToken","userId","status"], body: "none", response: "json" },
   listUsers: { method: "get", path: "/users", pathParams: [], queryParams: ["pageSize","pageToken","role","email"], body: "none", response: "json" },
+  listWebhookDeliveries: { method: "get", path: "/webhook-endpoints/{endpointId}/deliveries", pathParams: ["endpointId"], queryParams: ["pageSize","pageToken"], body: "none", response: "json" },
+  listWebhookEndpoints: { method: "get", path: "/webhook-endpoints", pathParams: [], queryParams: ["pageSize","pageToken"], body: "none", response: "json" },
+  redeliverWebhook: { method: "post", path: "/webhook-endpoints/{endpointId}/deliveries/{deliveryId}/redeliver", pathParams: ["endpointId","deliveryId"], queryParams: [], body: "none", response: "json" },
   removeAllowedClient: { method: "delete", path: "/org/allowed-clients/{clientId}", pathParams: ["clientId"], queryParams: [], body: "none", response: "json" },
   reorderQuestions: { method: "post", path: "/exams/{examId}/questions/reorder", pathParams: ["examId"], queryParams: [], body: "json", response: "json" },
   revokeToken: { method: "post", path: "/oauth/revoke", pathParams: [], queryParams: [], body: "form", response: "json" },
+  rotateWebhookSecret: { method: "post", path: "/webhook-endpoints/{id}/rotate-secret", pathParams: ["id"], queryParams: [], body: "none", response: "json" },
   submitResult: { method: "post", path: "/exams/{examId}/results", pathParams: ["examId"], queryParams: [], body: "json", response: "json" },
   updateExam: { method: "patch", path: "/exams/{id}", pathParams: ["id"], queryParams: [], body: "json", response: "json" },
   updateFolder: { method: "patch", path: "/folders/{id}", pathParams: ["id"], queryParams: [], body: "json", response: "json" },
@@ -64,6 +71,7 @@ export const operationTable = {
   updateQuestion: { method: "patch", path: "/exams/{examId}/questions/{questionId}", pathParams: ["examId","questionId"], queryParams: [], body: "json", response: "json" },
   updateQuestionType: { method: "patch", path: "/question-types/{id}", pathParams: ["id"], queryParams: [], body: "json", response: "json" },
   updateUser: { method: "patch", path: "/users/{id}", pathParams: ["id"], queryParams: [], body: "json", response: "json" },
+  updateWebhookEndpoint: { method: "patch", path: "/webhook-endpoints/{id}", pathParams: ["id"], queryParams: [], body: "json", response: "json" },
 } as const;
 
 /** The operation ids of the API. */
@@ -221,6 +229,15 @@ export interface Operations {
    */
   createUser(params: Params<"createUser">, config?: AxiosRequestConfig): Promise<Result<"createUser">>;
   /**
+   * Registers an endpoint.
+   *
+   * Registers an endpoint. The answer carries the signing secret, shown
+   *  this once. Audited as webhook_endpoint.created.
+   *
+   * Requires scope `webhooks:write` and one of the roles owner, admin.
+   */
+  createWebhookEndpoint(params: Params<"createWebhookEndpoint">, config?: AxiosRequestConfig): Promise<Result<"createWebhookEndpoint">>;
+  /**
    * Deletes an exam with its questions and results.
    *
    * Deletes an exam with its questions and results.
@@ -252,6 +269,15 @@ export interface Operations {
    * Requires scope `users:write` and one of the roles owner, admin.
    */
   deleteUser(params: Params<"deleteUser">, config?: AxiosRequestConfig): Promise<Result<"deleteUser">>;
+  /**
+   * Deletes an endpoint; its pending deliveries stop.
+   *
+   * Deletes an endpoint; its pending deliveries stop. Audited as
+   *  webhook_endpoint.deleted.
+   *
+   * Requires scope `webhooks:write` and one of the roles owner, admin.
+   */
+  deleteWebhookEndpoint(params: Params<"deleteWebhookEndpoint">, config?: AxiosRequestConfig): Promise<Result<"deleteWebhookEndpoint">>;
   /**
    * Disables an enabled type: no new questions of it.
    *
@@ -433,6 +459,14 @@ export interface Operations {
    */
   getUserinfo(params?: Params<"getUserinfo">, config?: AxiosRequestConfig): Promise<Result<"getUserinfo">>;
   /**
+   * Returns one endpoint, without its secret.
+   *
+   * Returns one endpoint, without its secret.
+   *
+   * Requires scope `webhooks:read` and one of the roles owner, admin.
+   */
+  getWebhookEndpoint(params: Params<"getWebhookEndpoint">, config?: AxiosRequestConfig): Promise<Result<"getWebhookEndpoint">>;
+  /**
    * Introspect a token (RFC 7662).
    *
    * Client-authenticated; a client sees only its own tokens as active.
@@ -511,6 +545,33 @@ export interface Operations {
    */
   listUsers(params?: Params<"listUsers">, config?: AxiosRequestConfig): Promise<Result<"listUsers">>;
   /**
+   * Lists the endpoint's delivery attempts, newest first.
+   *
+   * Lists the endpoint's delivery attempts, newest first.
+   *
+   * Requires scope `webhooks:read` and one of the roles owner, admin.
+   */
+  listWebhookDeliveries(params: Params<"listWebhookDeliveries">, config?: AxiosRequestConfig): Promise<Result<"listWebhookDeliveries">>;
+  /**
+   * Lists the organization's webhook endpoints, oldest first.
+   *
+   * Lists the organization's webhook endpoints, oldest first.
+   *
+   * Requires scope `webhooks:read` and one of the roles owner, admin.
+   */
+  listWebhookEndpoints(params?: Params<"listWebhookEndpoints">, config?: AxiosRequestConfig): Promise<Result<"listWebhookEndpoints">>;
+  /**
+   * Sends the event of a delivery to the endpoint again, with the same
+   *  webhook-id (receivers deduplicate on it).
+   *
+   * Sends the event of a delivery to the endpoint again, with the same
+   *  webhook-id (receivers deduplicate on it). Audited as
+   *  webhook_endpoint.redelivery_requested.
+   *
+   * Requires scope `webhooks:write` and one of the roles owner, admin.
+   */
+  redeliverWebhook(params: Params<"redeliverWebhook">, config?: AxiosRequestConfig): Promise<Result<"redeliverWebhook">>;
+  /**
    * Withdraws what the organization allowed a client: its tokens for the
    *  organization's users lose the extra scopes at once.
    *
@@ -535,6 +596,17 @@ export interface Operations {
    * Revoking either token revokes every token of the grant; the API refuses them on the very next request.
    */
   revokeToken(params: Params<"revokeToken">, config?: AxiosRequestConfig): Promise<Result<"revokeToken">>;
+  /**
+   * Gives the endpoint a new signing secret, shown this once; for 24 hours
+   *  deliveries carry a signature with the previous secret too.
+   *
+   * Gives the endpoint a new signing secret, shown this once; for 24 hours
+   *  deliveries carry a signature with the previous secret too. Audited as
+   *  webhook_endpoint.secret_rotated.
+   *
+   * Requires scope `webhooks:write` and one of the roles owner, admin.
+   */
+  rotateWebhookSecret(params: Params<"rotateWebhookSecret">, config?: AxiosRequestConfig): Promise<Result<"rotateWebhookSecret">>;
   /**
    * Submits a student's answers; rules-scored answers are scored at once.
    *
@@ -602,4 +674,15 @@ export interface Operations {
    * Requires scope `users:write` and one of the roles owner, admin.
    */
   updateUser(params: Params<"updateUser">, config?: AxiosRequestConfig): Promise<Result<"updateUser">>;
+  /**
+   * Changes the fields that are set; events, when not empty, replaces the
+   *  subscription.
+   *
+   * Changes the fields that are set; events, when not empty, replaces the
+   *  subscription. Enabling an endpoint the platform disabled clears the
+   *  reason. Audited as webhook_endpoint.updated.
+   *
+   * Requires scope `webhooks:write` and one of the roles owner, admin.
+   */
+  updateWebhookEndpoint(params: Params<"updateWebhookEndpoint">, config?: AxiosRequestConfig): Promise<Result<"updateWebhookEndpoint">>;
 }

@@ -1070,6 +1070,145 @@ export interface paths {
         patch: operations["updateUser"];
         trace?: never;
     };
+    "/webhook-endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Lists the organization's webhook endpoints, oldest first.
+         * @description Lists the organization's webhook endpoints, oldest first.
+         *
+         *     Requires scope `webhooks:read` and one of the roles owner, admin.
+         */
+        get: operations["listWebhookEndpoints"];
+        put?: never;
+        /**
+         * Registers an endpoint.
+         * @description Registers an endpoint. The answer carries the signing secret, shown
+         *      this once. Audited as webhook_endpoint.created.
+         *
+         *     Requires scope `webhooks:write` and one of the roles owner, admin.
+         */
+        post: operations["createWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhook-endpoints/{endpointId}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Lists the endpoint's delivery attempts, newest first.
+         * @description Lists the endpoint's delivery attempts, newest first.
+         *
+         *     Requires scope `webhooks:read` and one of the roles owner, admin.
+         */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhook-endpoints/{endpointId}/deliveries/{deliveryId}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sends the event of a delivery to the endpoint again, with the same
+         *      webhook-id (receivers deduplicate on it).
+         * @description Sends the event of a delivery to the endpoint again, with the same
+         *      webhook-id (receivers deduplicate on it). Audited as
+         *      webhook_endpoint.redelivery_requested.
+         *
+         *     Requires scope `webhooks:write` and one of the roles owner, admin.
+         */
+        post: operations["redeliverWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhook-endpoints/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Returns one endpoint, without its secret.
+         * @description Returns one endpoint, without its secret.
+         *
+         *     Requires scope `webhooks:read` and one of the roles owner, admin.
+         */
+        get: operations["getWebhookEndpoint"];
+        put?: never;
+        post?: never;
+        /**
+         * Deletes an endpoint; its pending deliveries stop.
+         * @description Deletes an endpoint; its pending deliveries stop. Audited as
+         *      webhook_endpoint.deleted.
+         *
+         *     Requires scope `webhooks:write` and one of the roles owner, admin.
+         */
+        delete: operations["deleteWebhookEndpoint"];
+        options?: never;
+        head?: never;
+        /**
+         * Changes the fields that are set; events, when not empty, replaces the
+         *      subscription.
+         * @description Changes the fields that are set; events, when not empty, replaces the
+         *      subscription. Enabling an endpoint the platform disabled clears the
+         *      reason. Audited as webhook_endpoint.updated.
+         *
+         *     Requires scope `webhooks:write` and one of the roles owner, admin.
+         */
+        patch: operations["updateWebhookEndpoint"];
+        trace?: never;
+    };
+    "/webhook-endpoints/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Gives the endpoint a new signing secret, shown this once; for 24 hours
+         *      deliveries carry a signature with the previous secret too.
+         * @description Gives the endpoint a new signing secret, shown this once; for 24 hours
+         *      deliveries carry a signature with the previous secret too. Audited as
+         *      webhook_endpoint.secret_rotated.
+         *
+         *     Requires scope `webhooks:write` and one of the roles owner, admin.
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1535,6 +1674,20 @@ export interface components {
              */
             role?: string;
         };
+        /** CreateWebhookEndpointRequest */
+        "assessd.v1.CreateWebhookEndpointRequest": {
+            /** description */
+            description?: string;
+            /**
+             * enabled
+             * @description Default true.
+             */
+            enabled?: boolean | null;
+            /** events */
+            events?: string[];
+            /** url */
+            url?: string;
+        };
         /** DeleteExamRequest */
         "assessd.v1.DeleteExamRequest": {
             /** id */
@@ -1554,6 +1707,11 @@ export interface components {
         };
         /** DeleteUserRequest */
         "assessd.v1.DeleteUserRequest": {
+            /** id */
+            id?: string;
+        };
+        /** DeleteWebhookEndpointRequest */
+        "assessd.v1.DeleteWebhookEndpointRequest": {
             /** id */
             id?: string;
         };
@@ -1849,6 +2007,11 @@ export interface components {
         };
         /** GetUserRequest */
         "assessd.v1.GetUserRequest": {
+            /** id */
+            id?: string;
+        };
+        /** GetWebhookEndpointRequest */
+        "assessd.v1.GetWebhookEndpointRequest": {
             /** id */
             id?: string;
         };
@@ -2205,6 +2368,44 @@ export interface components {
             nextPageToken?: string;
             /** users */
             users?: components["schemas"]["assessd.v1.User"][];
+        };
+        /** ListWebhookDeliveriesRequest */
+        "assessd.v1.ListWebhookDeliveriesRequest": {
+            /** endpoint_id */
+            endpointId?: string;
+            /**
+             * page_size
+             * Format: int32
+             * @description At most this many attempts (default 50, max 200).
+             */
+            pageSize?: number;
+            /** page_token */
+            pageToken?: string;
+        };
+        /** ListWebhookDeliveriesResponse */
+        "assessd.v1.ListWebhookDeliveriesResponse": {
+            /** next_page_token */
+            nextPageToken?: string;
+            /** webhook_deliveries */
+            webhookDeliveries?: components["schemas"]["assessd.v1.WebhookDelivery"][];
+        };
+        /** ListWebhookEndpointsRequest */
+        "assessd.v1.ListWebhookEndpointsRequest": {
+            /**
+             * page_size
+             * Format: int32
+             * @description At most this many endpoints (default 50, max 200).
+             */
+            pageSize?: number;
+            /** page_token */
+            pageToken?: string;
+        };
+        /** ListWebhookEndpointsResponse */
+        "assessd.v1.ListWebhookEndpointsResponse": {
+            /** next_page_token */
+            nextPageToken?: string;
+            /** webhook_endpoints */
+            webhookEndpoints?: components["schemas"]["assessd.v1.WebhookEndpoint"][];
         };
         /**
          * Org
@@ -2563,6 +2764,13 @@ export interface components {
             /** updated_at */
             updatedAt?: components["schemas"]["google.protobuf.Timestamp"];
         };
+        /** RedeliverWebhookRequest */
+        "assessd.v1.RedeliverWebhookRequest": {
+            /** delivery_id */
+            deliveryId?: string;
+            /** endpoint_id */
+            endpointId?: string;
+        };
         /** RemoveAllowedClientRequest */
         "assessd.v1.RemoveAllowedClientRequest": {
             /** client_id */
@@ -2706,6 +2914,11 @@ export interface components {
              * @description Population standard deviation.
              */
             stdDev?: number;
+        };
+        /** RotateWebhookSecretRequest */
+        "assessd.v1.RotateWebhookSecretRequest": {
+            /** id */
+            id?: string;
         };
         /**
          * ScanError
@@ -2942,6 +3155,22 @@ export interface components {
             /** role */
             role?: string | null;
         };
+        /** UpdateWebhookEndpointRequest */
+        "assessd.v1.UpdateWebhookEndpointRequest": {
+            /** description */
+            description?: string | null;
+            /** enabled */
+            enabled?: boolean | null;
+            /**
+             * events
+             * @description When not empty, the new subscription.
+             */
+            events?: string[];
+            /** id */
+            id?: string;
+            /** url */
+            url?: string | null;
+        };
         /**
          * User
          * @description A person in one organization.
@@ -2981,6 +3210,103 @@ export interface components {
             role?: string;
             /** updated_at */
             updatedAt?: components["schemas"]["google.protobuf.Timestamp"];
+        };
+        /**
+         * WebhookDelivery
+         * @description One attempt to deliver an event to an endpoint.
+         */
+        "assessd.v1.WebhookDelivery": {
+            /**
+             * attempt
+             * Format: int32
+             * @description The attempt's number within its delivery run, from 1.
+             */
+            attempt?: number;
+            /** created_at */
+            createdAt?: components["schemas"]["google.protobuf.Timestamp"];
+            /**
+             * duration_ms
+             * Format: int64
+             */
+            durationMs?: number | string;
+            /** endpoint_id */
+            endpointId?: string;
+            /**
+             * error
+             * @description Why no usable answer came (timeout, unreachable, address not allowed).
+             */
+            error?: string;
+            /**
+             * event_id
+             * @description The event's id ("msg_..."), the webhook-id header.
+             */
+            eventId?: string;
+            /** event_type */
+            eventType?: string;
+            /**
+             * id
+             * @description Opaque id with the prefix "whd_".
+             */
+            id?: string;
+            /**
+             * response_code
+             * Format: int32
+             * @description The endpoint's HTTP status; 0 when it did not answer.
+             */
+            responseCode?: number;
+            /**
+             * response_excerpt
+             * @description The start of the endpoint's answer, at most 1 KiB.
+             */
+            responseExcerpt?: string;
+            /**
+             * status
+             * @description succeeded (the endpoint answered 2xx) or failed.
+             */
+            status?: string;
+        };
+        /**
+         * WebhookEndpoint
+         * @description A webhook endpoint.
+         */
+        "assessd.v1.WebhookEndpoint": {
+            /** created_at */
+            createdAt?: components["schemas"]["google.protobuf.Timestamp"];
+            /** description */
+            description?: string;
+            /**
+             * disabled_reason
+             * @description Why the platform disabled the endpoint; empty otherwise.
+             */
+            disabledReason?: string;
+            /** enabled */
+            enabled?: boolean;
+            /**
+             * events
+             * @description The subscribed event types: result.graded, result.failed,
+             *      exam_generation.completed, exam_generation.failed,
+             *      answer_sheet_scan.completed, question_regeneration.completed,
+             *      user.created, user.updated, user.deleted.
+             */
+            events?: string[];
+            /**
+             * id
+             * @description Opaque id with the prefix "whe_".
+             */
+            id?: string;
+            /**
+             * secret
+             * @description The signing secret ("whsec_..."): only in the answers of creation and
+             *      rotation.
+             */
+            secret?: string;
+            /** updated_at */
+            updatedAt?: components["schemas"]["google.protobuf.Timestamp"];
+            /**
+             * url
+             * @description Where deliveries are POSTed: https, a public address.
+             */
+            url?: string;
         };
         /**
          * HttpBody
@@ -6907,6 +7233,401 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["assessd.v1.User"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listWebhookEndpoints: {
+        parameters: {
+            query?: {
+                /** @description At most this many endpoints (default 50, max 200). */
+                pageSize?: number;
+                pageToken?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "nextPageToken": "",
+                     *       "webhookEndpoints": [
+                     *         {
+                     *           "createdAt": "2026-09-02T10:30:00Z",
+                     *           "description": "Gradebook sync",
+                     *           "disabledReason": "",
+                     *           "enabled": true,
+                     *           "events": [
+                     *             "result.graded",
+                     *             "result.failed"
+                     *           ],
+                     *           "id": "whe_01JD3M4Q9ZB8K1T7W2X5C6V0NG",
+                     *           "secret": "",
+                     *           "updatedAt": "2026-09-02T10:30:00Z",
+                     *           "url": "https://hooks.school.example/assessd"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.ListWebhookEndpointsResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "description": "Gradebook sync",
+                 *       "events": [
+                 *         "result.graded",
+                 *         "result.failed"
+                 *       ],
+                 *       "url": "https://hooks.school.example/assessd"
+                 *     }
+                 */
+                "application/json": components["schemas"]["assessd.v1.CreateWebhookEndpointRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "createdAt": "2026-09-02T10:30:00Z",
+                     *       "description": "Gradebook sync",
+                     *       "disabledReason": "",
+                     *       "enabled": true,
+                     *       "events": [
+                     *         "result.graded",
+                     *         "result.failed"
+                     *       ],
+                     *       "id": "whe_01JD3M4Q9ZB8K1T7W2X5C6V0NG",
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+                     *       "updatedAt": "2026-09-02T10:30:00Z",
+                     *       "url": "https://hooks.school.example/assessd"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.WebhookEndpoint"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /** @description At most this many attempts (default 50, max 200). */
+                pageSize?: number;
+                pageToken?: string;
+            };
+            header?: never;
+            path: {
+                endpointId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "nextPageToken": "",
+                     *       "webhookDeliveries": [
+                     *         {
+                     *           "attempt": 1,
+                     *           "createdAt": "2026-09-02T10:30:01Z",
+                     *           "durationMs": "42",
+                     *           "endpointId": "whe_01JD3M4Q9ZB8K1T7W2X5C6V0NG",
+                     *           "error": "",
+                     *           "eventId": "msg_01JD3M4Q9ZB8K1T7W2X5C6V0NJ",
+                     *           "eventType": "result.graded",
+                     *           "id": "whd_01JD3M4Q9ZB8K1T7W2X5C6V0NH",
+                     *           "responseCode": 204,
+                     *           "responseExcerpt": "",
+                     *           "status": "succeeded"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.ListWebhookDeliveriesResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    redeliverWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                endpointId: string;
+                deliveryId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {} */
+                    "application/json": components["schemas"]["google.protobuf.Empty"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "createdAt": "2026-09-02T10:30:00Z",
+                     *       "description": "Gradebook sync",
+                     *       "disabledReason": "",
+                     *       "enabled": true,
+                     *       "events": [
+                     *         "result.graded",
+                     *         "result.failed"
+                     *       ],
+                     *       "id": "whe_01JD3M4Q9ZB8K1T7W2X5C6V0NG",
+                     *       "secret": "",
+                     *       "updatedAt": "2026-09-02T10:30:00Z",
+                     *       "url": "https://hooks.school.example/assessd"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.WebhookEndpoint"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {} */
+                    "application/json": components["schemas"]["google.protobuf.Empty"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "enabled": true
+                 *     }
+                 */
+                "application/json": {
+                    /** description */
+                    description?: string | null;
+                    /** enabled */
+                    enabled?: boolean | null;
+                    /**
+                     * events
+                     * @description When not empty, the new subscription.
+                     */
+                    events?: string[];
+                    /** url */
+                    url?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "createdAt": "2026-09-02T10:30:00Z",
+                     *       "description": "Gradebook sync",
+                     *       "disabledReason": "",
+                     *       "enabled": true,
+                     *       "events": [
+                     *         "result.graded",
+                     *         "result.failed"
+                     *       ],
+                     *       "id": "whe_01JD3M4Q9ZB8K1T7W2X5C6V0NG",
+                     *       "secret": "",
+                     *       "updatedAt": "2026-09-02T10:30:00Z",
+                     *       "url": "https://hooks.school.example/assessd"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.WebhookEndpoint"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "createdAt": "2026-09-02T10:30:00Z",
+                     *       "description": "Gradebook sync",
+                     *       "disabledReason": "",
+                     *       "enabled": true,
+                     *       "events": [
+                     *         "result.graded",
+                     *         "result.failed"
+                     *       ],
+                     *       "id": "whe_01JD3M4Q9ZB8K1T7W2X5C6V0NG",
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+                     *       "updatedAt": "2026-09-02T10:30:00Z",
+                     *       "url": "https://hooks.school.example/assessd"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.WebhookEndpoint"];
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -1,0 +1,234 @@
+// Command benchwebhooks measures webhook delivery: N users created through
+// the HTTP API by concurrent clients, each creation recording a
+// user.created event that a Temporal dev server's workflow delivers, signed,
+// to a local receiver. It prints deliveries per second (first event to
+// last delivery) and the latency from the event to its first attempt
+// reaching the receiver.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	gradingactivities "github.com/assessd/assessd/activities/grading"
+	"github.com/assessd/assessd/internal/ai"
+	"github.com/assessd/assessd/internal/app"
+	"github.com/assessd/assessd/internal/devenv"
+	"github.com/assessd/assessd/internal/media"
+	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/internal/testkit/storetest"
+	"github.com/assessd/assessd/internal/webhooks"
+	"github.com/assessd/assessd/tenancy"
+	"github.com/assessd/assessd/workflows"
+)
+
+func main() {
+	if err := run(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, "benchwebhooks:", err)
+		os.Exit(1)
+	}
+}
+
+// receiver records when each message first arrived and when its event
+// happened (the payload's timestamp).
+type receiver struct {
+	mu    sync.Mutex
+	first map[string]time.Duration // webhook-id -> event to first arrival
+	last  time.Time
+}
+
+func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	now := time.Now()
+	var p struct {
+		Timestamp time.Time `json:"timestamp"`
+	}
+	body, _ := io.ReadAll(r.Body)
+	_ = json.Unmarshal(body, &p)
+	rc.mu.Lock()
+	if _, seen := rc.first[r.Header.Get("webhook-id")]; !seen {
+		rc.first[r.Header.Get("webhook-id")] = now.Sub(p.Timestamp)
+		rc.last = now
+	}
+	rc.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func run(ctx context.Context) (err error) {
+	n := flag.Int("n", 500, "events (user creations) to deliver")
+	clients := flag.Int("c", 16, "concurrent API clients")
+	flag.Parse()
+	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
+
+	dbURL, drop, err := storetest.Create(ctx, "assessd_benchwebhooks")
+	if drop != nil {
+		defer func() { err = errors.Join(err, drop()) }()
+	}
+	if err != nil {
+		return err
+	}
+	db, err := store.Open(ctx, dbURL)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	server, err := devenv.StartTemporal(ctx, io.Discard)
+	if err != nil {
+		return err
+	}
+	defer server.Stop()
+	tc, err := devenv.DialTemporal(server.Address)
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+
+	// The receiver is on loopback: the benchmark allows private targets.
+	targets := webhooks.Targets{AllowPrivate: true}
+	var handler http.Handler
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
+	defer srv.Close()
+	a, err := app.New(ctx, db, app.Config{BaseURL: srv.URL, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Temporal: tc,
+		Redis: redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"}), Webhooks: targets,
+		Dispatch:          workflows.DispatchOptions{Parallel: 32, Batch: 64},
+		RequestsPerMinute: func(string) int { return 1_000_000_000 }})
+	if err != nil {
+		return err
+	}
+	handler = a.Handler
+	w, err := app.NewWorker(tc, db, app.WorkerConfig{Region: "global", Provider: ai.NewBuiltin(), Fetcher: media.NewFetcher(nil, media.Options{}),
+		Metrics: gradingactivities.NewMetrics(a.Metrics.Registry, a.Metrics.Org), Registry: a.Metrics.Registry, Webhooks: targets})
+	if err != nil {
+		return err
+	}
+	if err := w.Start(); err != nil {
+		return err
+	}
+	defer w.Stop()
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	a.Start(runCtx)
+
+	org, err := a.Tenancy.CreateOrg(ctx, tenancy.NewOrg{Name: "Bench", Country: "US", Plan: tenancy.PlanEnterprise})
+	if err != nil {
+		return err
+	}
+	sys := tenancy.WithCaller(ctx, tenancy.SystemCaller(org.ID))
+	owner, err := a.Tenancy.CreateUser(sys, tenancy.NewUser{Email: "owner@bench.test", Name: "Owner", Role: tenancy.RoleOwner})
+	if err != nil {
+		return err
+	}
+	_, key, err := a.Tenancy.CreateAPIKey(sys, owner.ID, "bench")
+	if err != nil {
+		return err
+	}
+	rc := &receiver{first: map[string]time.Duration{}}
+	hook := httptest.NewServer(rc)
+	defer hook.Close()
+	if err := post(srv.URL+"/webhook-endpoints", key, map[string]any{"url": hook.URL, "events": []string{"user.created"}}); err != nil {
+		return err
+	}
+
+	start := time.Now()
+	if err := parallel(*n, *clients, func(i int) error {
+		return post(srv.URL+"/users", key, map[string]any{"email": fmt.Sprintf("u%d@bench.test", i), "name": "Student"})
+	}); err != nil {
+		return err
+	}
+	created := time.Since(start)
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		rc.mu.Lock()
+		got, last := len(rc.first), rc.last
+		rc.mu.Unlock()
+		if got >= *n {
+			latencies := make([]time.Duration, 0, got)
+			rc.mu.Lock()
+			for _, d := range rc.first {
+				latencies = append(latencies, d)
+			}
+			rc.mu.Unlock()
+			slices.Sort(latencies)
+			fmt.Printf("%d user.created events from %d concurrent API clients, one global worker, dev server and receiver on loopback\n\n", *n, *clients)
+			fmt.Printf("events recorded (API):        %8.1f per second\n", float64(*n)/created.Seconds())
+			fmt.Printf("deliveries (first event to last delivery): %8.1f per second\n", float64(*n)/last.Sub(start).Seconds())
+			fmt.Printf("event to first attempt: p50 %.0f ms, p99 %.0f ms, max %.0f ms\n",
+				ms(latencies[len(latencies)/2]), ms(latencies[len(latencies)*99/100]), ms(latencies[len(latencies)-1]))
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d deliveries after 3 minutes", got, *n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func post(url, key string, body any) error {
+	data, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(data))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("POST %s: %d %s", url, resp.StatusCode, msg)
+	}
+	return nil
+}
+
+// parallel runs fn for 0..n-1 on clients goroutines and returns the first
+// error.
+func parallel(n, clients int, fn func(i int) error) error {
+	next := make(chan int)
+	errs := make(chan error, clients)
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() {
+			for i := range next {
+				if err := fn(i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	go func() {
+		defer close(next)
+		for i := range n {
+			select {
+			case next <- i:
+			case err := <-errs:
+				errs <- err
+				return
+			}
+		}
+	}()
+	wg.Wait()
+	close(errs)
+	return <-errs
+}

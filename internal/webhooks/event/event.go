@@ -1,0 +1,112 @@
+// Package event records webhook events: the message an integrator receives
+// when something happens in its organization, written in the same
+// transaction as the change it describes (decision 0105). Domain services
+// hold a *Recorder; a nil one records nothing. Delivery is the job of
+// internal/webhooks and the webhook workflow.
+package event
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/assessd/assessd/internal/platform/ids"
+	"github.com/assessd/assessd/internal/store"
+)
+
+// Type is an event type of API.md.
+type Type string
+
+// The event types.
+const (
+	ResultGraded                  Type = "result.graded"
+	ResultFailed                  Type = "result.failed"
+	ExamGenerationCompleted       Type = "exam_generation.completed"
+	ExamGenerationFailed          Type = "exam_generation.failed"
+	AnswerSheetScanCompleted      Type = "answer_sheet_scan.completed"
+	QuestionRegenerationCompleted Type = "question_regeneration.completed"
+	UserCreated                   Type = "user.created"
+	UserUpdated                   Type = "user.updated"
+	UserDeleted                   Type = "user.deleted"
+)
+
+// Types lists every event type in documentation order.
+var Types = []Type{ResultGraded, ResultFailed, ExamGenerationCompleted, ExamGenerationFailed,
+	AnswerSheetScanCompleted, QuestionRegenerationCompleted, UserCreated, UserUpdated, UserDeleted}
+
+// Valid reports whether t is an event type.
+func (t Type) Valid() bool { return slices.Contains(Types, t) }
+
+// Encoder renders a resource (a domain value such as tenancy.User) as the
+// API returns it. The API package provides it, so a payload's data is
+// byte for byte what GET on the resource answers.
+type Encoder func(resource any) (json.RawMessage, error)
+
+// Recorder writes events. The zero of *Recorder (nil) writes nothing, for
+// services built without webhooks.
+type Recorder struct {
+	encode Encoder
+	now    func() time.Time
+}
+
+// NewRecorder returns a Recorder encoding resources with encode.
+func NewRecorder(encode Encoder) *Recorder {
+	return &Recorder{encode: encode, now: time.Now}
+}
+
+// Payload is the body every delivery of an event carries (Standard
+// Webhooks): its type, when it happened, and the resource.
+type Payload struct {
+	Type      Type            `json:"type"`
+	Timestamp time.Time       `json:"timestamp"`
+	Data      json.RawMessage `json:"data"`
+}
+
+// message is the id and the exact body of a new event.
+func (r *Recorder) message(t Type, resource any) (id, body string, err error) {
+	data, err := r.encode(resource)
+	if err != nil {
+		return "", "", fmt.Errorf("event %s: %w", t, err)
+	}
+	b, err := json.Marshal(Payload{Type: t, Timestamp: r.now().UTC().Truncate(time.Millisecond), Data: data})
+	if err != nil {
+		return "", "", fmt.Errorf("event %s: %w", t, err)
+	}
+	return ids.New(ids.WebhookMessage), string(b), nil
+}
+
+const addSQL = `SELECT webhook_event_add($1, $2, $3)`
+
+// Record writes event t about resource in q, which must be the tenant
+// transaction of the change: the event commits or rolls back with it. An
+// organization without an endpoint subscribed to t gets no row.
+func (r *Recorder) Record(ctx context.Context, q store.Querier, t Type, resource any) error {
+	if r == nil {
+		return nil
+	}
+	id, body, err := r.message(t, resource)
+	if err != nil {
+		return err
+	}
+	if _, err := q.Exec(ctx, addSQL, id, string(t), body); err != nil {
+		return fmt.Errorf("event %s: %w", t, err)
+	}
+	return nil
+}
+
+// Queue is Record as a statement of b, sent with the writes it belongs to.
+func (r *Recorder) Queue(b *pgx.Batch, t Type, resource any) error {
+	if r == nil {
+		return nil
+	}
+	id, body, err := r.message(t, resource)
+	if err != nil {
+		return err
+	}
+	b.Queue(addSQL, id, string(t), body)
+	return nil
+}

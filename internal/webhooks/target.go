@@ -1,0 +1,153 @@
+package webhooks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/assessd/assessd/internal/platform/errs"
+)
+
+// Targets decides where deliveries may go (decision 0107): only public
+// unicast addresses, checked when an endpoint is saved (its name resolved)
+// and again for the address every delivery actually connects to, so a DNS
+// answer that changes after the check cannot reach an internal address.
+type Targets struct {
+	// AllowPrivate lifts the address rule and allows http
+	// (ASSESSD_WEBHOOK_ALLOW_PRIVATE, local development and tests only).
+	AllowPrivate bool
+	// Resolver resolves endpoint hosts; nil is net.DefaultResolver.
+	Resolver *net.Resolver
+}
+
+// blocked are the ranges no delivery may reach beyond what netip's
+// predicates cover: CGNAT, IETF protocol assignments, benchmarking,
+// reserved and NAT64 (which maps onto IPv4, internal ones included).
+var blocked = []netip.Prefix{
+	netip.MustParsePrefix("0.0.0.0/8"),
+	netip.MustParsePrefix("100.64.0.0/10"),
+	netip.MustParsePrefix("192.0.0.0/24"),
+	netip.MustParsePrefix("198.18.0.0/15"),
+	netip.MustParsePrefix("240.0.0.0/4"),
+	netip.MustParsePrefix("64:ff9b::/96"),
+	netip.MustParsePrefix("64:ff9b:1::/48"),
+}
+
+// errForbiddenAddress is the reason a target address is refused.
+var errForbiddenAddress = errors.New("the address is not a public unicast address")
+
+// allowed reports whether a delivery may connect to addr.
+func (t Targets) allowed(addr netip.Addr) bool {
+	if t.AllowPrivate {
+		return true
+	}
+	addr = addr.Unmap()
+	// Link-local covers the cloud metadata address 169.254.169.254,
+	// private (fc00::/7) AWS's fd00:ec2::254.
+	if !addr.IsGlobalUnicast() || addr.IsPrivate() || addr.IsLoopback() || addr.IsLinkLocalUnicast() ||
+		addr.IsMulticast() || addr.IsUnspecified() || addr == netip.AddrFrom4([4]byte{255, 255, 255, 255}) {
+		return false
+	}
+	for _, p := range blocked {
+		if p.Contains(addr) {
+			return false
+		}
+	}
+	return true
+}
+
+// maxURLLength bounds an endpoint URL.
+const maxURLLength = 2048
+
+// Check validates an endpoint URL: https (http only with AllowPrivate), no
+// credentials or fragment, and a host whose every address is allowed.
+func (t Targets) Check(ctx context.Context, raw string) error {
+	if len(raw) > maxURLLength {
+		return errs.Invalid("url", fmt.Sprintf("must be at most %d characters", maxURLLength))
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || u.Opaque != "" {
+		return errs.Invalid("url", "must be an absolute URL")
+	}
+	switch {
+	case u.Scheme == "https":
+	case u.Scheme == "http" && t.AllowPrivate:
+	default:
+		return errs.Invalid("url", "must use https")
+	}
+	if u.User != nil || u.Fragment != "" {
+		return errs.Invalid("url", "must not carry credentials or a fragment")
+	}
+	host := u.Hostname()
+	if addr, err := netip.ParseAddr(host); err == nil {
+		if !t.allowed(addr) {
+			return errs.Invalid("url", "must not point to a loopback, private, link-local, multicast or metadata address")
+		}
+		return nil
+	}
+	if t.AllowPrivate {
+		return nil
+	}
+	r := t.Resolver
+	if r == nil {
+		r = net.DefaultResolver
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	addrs, err := r.LookupNetIP(ctx, "ip", strings.TrimSuffix(host, "."))
+	if err != nil || len(addrs) == 0 {
+		return errs.Invalid("url", "the host does not resolve")
+	}
+	for _, a := range addrs {
+		if !t.allowed(a) {
+			return errs.Invalid("url", "must not point to a loopback, private, link-local, multicast or metadata address")
+		}
+	}
+	return nil
+}
+
+// Delivery limits: a receiver answers within deliveryTimeout, and at most
+// excerptLimit bytes of its answer are read.
+const (
+	deliveryTimeout = 10 * time.Second
+	excerptLimit    = 1024
+)
+
+// Client returns the HTTP client of deliveries: it connects only to
+// allowed addresses (checked on the connected address, after DNS), uses no
+// proxy, follows no redirect and gives up after deliveryTimeout.
+func (t Targets) Client() *http.Client {
+	dialer := &net.Dialer{
+		Timeout: 5 * time.Second,
+		Control: func(_, address string, _ syscall.RawConn) error {
+			ap, err := netip.ParseAddrPort(address)
+			if err != nil || !t.allowed(ap.Addr()) {
+				return errForbiddenAddress
+			}
+			return nil
+		},
+	}
+	if t.Resolver != nil {
+		dialer.Resolver = t.Resolver
+	}
+	return &http.Client{
+		Timeout: deliveryTimeout,
+		Transport: &http.Transport{
+			Proxy:                 nil,
+			DialContext:           dialer.DialContext,
+			TLSHandshakeTimeout:   5 * time.Second,
+			ResponseHeaderTimeout: deliveryTimeout,
+			MaxIdleConnsPerHost:   16,
+			IdleConnTimeout:       90 * time.Second,
+			ForceAttemptHTTP2:     true,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
