@@ -3,7 +3,8 @@
 // user.created event that a Temporal dev server's workflow delivers, signed,
 // to a local receiver. It prints deliveries per second (first event to
 // last delivery) and the latency from the event to its first attempt
-// reaching the receiver.
+// reaching the receiver, each against the same figure of as many no-op
+// workflows started by as many clients on the same server and worker.
 package main
 
 import (
@@ -23,6 +24,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/workflow"
 
 	gradingactivities "github.com/assessd/assessd/activities/grading"
 	"github.com/assessd/assessd/internal/ai"
@@ -114,10 +117,15 @@ func run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	w.RegisterWorkflow(noop)
 	if err := w.Start(); err != nil {
 		return err
 	}
 	defer w.Stop()
+	baseRate, baseLatencies, err := baseline(ctx, tc, *n, *clients)
+	if err != nil {
+		return err
+	}
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	a.Start(runCtx)
@@ -162,11 +170,15 @@ func run(ctx context.Context) (err error) {
 			}
 			rc.mu.Unlock()
 			slices.Sort(latencies)
-			fmt.Printf("%d user.created events from %d concurrent API clients, one global worker, dev server and receiver on loopback\n\n", *n, *clients)
-			fmt.Printf("events recorded (API):        %8.1f per second\n", float64(*n)/created.Seconds())
-			fmt.Printf("deliveries (first event to last delivery): %8.1f per second\n", float64(*n)/last.Sub(start).Seconds())
-			fmt.Printf("event to first attempt: p50 %.0f ms, p99 %.0f ms, max %.0f ms\n",
-				ms(latencies[len(latencies)/2]), ms(latencies[len(latencies)*99/100]), ms(latencies[len(latencies)-1]))
+			rate := float64(*n) / last.Sub(start).Seconds()
+			fmt.Printf("%d user.created events from %d concurrent API clients, one global worker, dev server and receiver on loopback\n", *n, *clients)
+			fmt.Printf("baseline: %d no-op workflows started by %d clients on the same server and worker, each timed start to completion\n\n", *n, *clients)
+			fmt.Printf("events recorded (API): %.1f per second\n\n", float64(*n)/created.Seconds())
+			fmt.Printf("%-40s %10s %9s %9s\n", "", "per second", "p50 ms", "p99 ms")
+			fmt.Printf("%-40s %10.1f %9.0f %9.0f\n", "no-op workflows (baseline)", baseRate, ms(baseLatencies[len(baseLatencies)/2]), ms(baseLatencies[len(baseLatencies)*99/100]))
+			fmt.Printf("%-40s %10.1f %9.0f %9.0f\n", "deliveries, event to first attempt", rate, ms(latencies[len(latencies)/2]), ms(latencies[len(latencies)*99/100]))
+			fmt.Printf("\nratio deliveries/baseline: throughput %.2f, p99 latency %.2f\n", rate/baseRate,
+				float64(latencies[len(latencies)*99/100])/float64(baseLatencies[len(baseLatencies)*99/100]))
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -174,6 +186,57 @@ func run(ctx context.Context) (err error) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// noop is the baseline's workflow.
+func noop(workflow.Context) error { return nil }
+
+// baseline starts n no-op workflows from clients goroutines without waiting
+// for them, as the API records events, then waits for each: their rate
+// (first start to last completion) and each one's start to completion.
+func baseline(ctx context.Context, c client.Client, n, clients int) (float64, []time.Duration, error) {
+	queue, err := workflows.RegionTaskQueue("global")
+	if err != nil {
+		return 0, nil, err
+	}
+	runs := make([]client.WorkflowRun, n)
+	started := make([]time.Time, n)
+	start := time.Now()
+	if err := parallel(n, clients, func(i int) error {
+		started[i] = time.Now()
+		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: fmt.Sprintf("noop-%d", i), TaskQueue: queue}, noop)
+		runs[i] = run
+		return err
+	}); err != nil {
+		return 0, nil, err
+	}
+	latencies := make([]time.Duration, n)
+	var last time.Time
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i, run := range runs {
+		wg.Go(func() {
+			if err := run.Get(ctx, nil); err != nil {
+				errs <- err
+				return
+			}
+			now := time.Now()
+			latencies[i] = now.Sub(started[i])
+			mu.Lock()
+			if now.After(last) {
+				last = now
+			}
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return 0, nil, err
+	}
+	slices.Sort(latencies)
+	return float64(n) / last.Sub(start).Seconds(), latencies, nil
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
