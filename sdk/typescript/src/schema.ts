@@ -1576,6 +1576,21 @@ export interface components {
              */
             pageToken?: string;
         };
+        /**
+         * EmbedColors
+         * @description Colours as CSS hex (#rrggbb); an unset colour keeps the default.
+         */
+        "assessd.v1.EmbedColors": {
+            /** background */
+            background?: string;
+            /**
+             * primary
+             * @description Buttons, links and the focus ring.
+             */
+            primary?: string;
+            /** text */
+            text?: string;
+        };
         /** EmbedSession */
         "assessd.v1.EmbedSession": {
             /** expires_at */
@@ -1594,13 +1609,11 @@ export interface components {
         /** EmbedTheme */
         "assessd.v1.EmbedTheme": {
             /**
-             * accent_color
-             * @description Colours as #rrggbb: accent (buttons, links, focus), text and background.
-             *      Text on background and white on accent must reach a 4.5:1 contrast.
+             * colors
+             * @description Colours of the pages; text on background and white on primary must
+             *      reach a 4.5:1 contrast.
              */
-            accentColor?: string;
-            /** background_color */
-            backgroundColor?: string;
+            colors?: components["schemas"]["assessd.v1.EmbedColors"];
             /**
              * font_family
              * @description Font family list: letters, digits, spaces, commas and hyphens, e.g.
@@ -1609,8 +1622,8 @@ export interface components {
             fontFamily?: string;
             /**
              * language
-             * @description BCP 47 language of the page, e.g. "ar"; right-to-left languages are laid
-             *      out right to left.
+             * @description Extension to API.md's theme: BCP 47 language of the page, e.g. "ar";
+             *      right-to-left languages are laid out right to left.
              */
             language?: string;
             /**
@@ -1627,8 +1640,6 @@ export interface components {
             strings?: {
                 [key: string]: string;
             };
-            /** text_color */
-            textColor?: string;
         };
         /** StringsEntry */
         "assessd.v1.EmbedTheme.StringsEntry": {
