@@ -394,7 +394,7 @@ func (s *Service) page(w http.ResponseWriter, r *http.Request) {
 		s.studentResult(w, r, sess)
 	case FlowAuthoring:
 		if _, ctx, ok := s.asActor(w, r, FlowAuthoring); ok {
-			s.authoringPage(w, r, sess, ctx, "")
+			s.authoringPage(w, r, sess, ctx, "", nil)
 		}
 	}
 }

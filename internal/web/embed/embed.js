@@ -75,4 +75,48 @@
       e.returnValue = "";
     }
   });
+
+  // Question lists marked data-reorder: drag a handle, or focus it and
+  // press ArrowUp/ArrowDown. The page moves the item at once, posts the new
+  // order (htmx.ajax) and announces the position to screen readers.
+  var list = document.querySelector("[data-reorder]");
+  if (list) {
+    var dragged = null;
+    var save = function (item) {
+      var order = Array.prototype.map.call(list.children, function (li) { return li.getAttribute("data-id"); });
+      Array.prototype.forEach.call(list.children, function (li, i) {
+        li.querySelector(".position").textContent = (i + 1) + ".";
+      });
+      htmx.ajax("POST", list.getAttribute("data-reorder"), { values: { order: order }, swap: "none" });
+      var status = document.getElementById("order-status");
+      if (status) status.textContent = list.getAttribute("data-moved") + " " + (order.indexOf(item.getAttribute("data-id")) + 1);
+    };
+    list.addEventListener("dragstart", function (e) {
+      dragged = e.target.closest("li");
+      e.dataTransfer.effectAllowed = "move";
+      e.dataTransfer.setData("text/plain", dragged.getAttribute("data-id"));
+    });
+    list.addEventListener("dragover", function (e) {
+      var over = e.target.closest("li");
+      if (!dragged || !over || over === dragged) return;
+      e.preventDefault();
+      var after = e.clientY > over.getBoundingClientRect().top + over.offsetHeight / 2;
+      list.insertBefore(dragged, after ? over.nextSibling : over);
+    });
+    list.addEventListener("drop", function (e) { e.preventDefault(); });
+    list.addEventListener("dragend", function () {
+      if (dragged) save(dragged);
+      dragged = null;
+    });
+    list.addEventListener("keydown", function (e) {
+      if (!e.target.classList.contains("handle") || (e.key !== "ArrowUp" && e.key !== "ArrowDown")) return;
+      e.preventDefault();
+      var item = e.target.closest("li");
+      var sibling = e.key === "ArrowUp" ? item.previousElementSibling : item.nextElementSibling;
+      if (!sibling) return;
+      list.insertBefore(item, e.key === "ArrowUp" ? sibling : sibling.nextSibling);
+      e.target.focus();
+      save(item);
+    });
+  }
 })();
