@@ -63,7 +63,9 @@
   document.addEventListener("submit", function (e) {
     var form = e.target;
     var question = form.getAttribute("data-confirm");
-    if (question && !window.confirm(question)) {
+    // Buttons with their own formaction (Next, Previous) only save.
+    var saving = e.submitter && e.submitter.hasAttribute("formaction");
+    if (question && !saving && !window.confirm(question)) {
       e.preventDefault();
       return;
     }
@@ -118,5 +120,24 @@
       e.target.focus();
       save(item);
     });
+  }
+
+  // A timed exam counts down to its deadline (kept by the server across
+  // reloads) and submits the answers when time is up.
+  var timer = document.getElementById("timer");
+  if (timer) {
+    var deadline = Date.parse(timer.getAttribute("data-deadline"));
+    var tick = function () {
+      var left = Math.max(0, Math.round((deadline - Date.now()) / 1000));
+      var m = Math.floor(left / 60), sec = left % 60;
+      timer.textContent = m + ":" + (sec < 10 ? "0" : "") + sec;
+      if (left > 0) return;
+      clearInterval(interval);
+      timer.textContent = timer.getAttribute("data-over");
+      var exam = document.getElementById("exam");
+      if (exam) exam.submit();
+    };
+    var interval = setInterval(tick, 1000);
+    tick();
   }
 })();
