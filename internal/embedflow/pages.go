@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/assessd/assessd/internal/assessment"
+	"github.com/assessd/assessd/internal/audit"
 	"github.com/assessd/assessd/internal/generation"
 	"github.com/assessd/assessd/internal/platform/errs"
 	"github.com/assessd/assessd/internal/platform/paging"
@@ -102,6 +103,7 @@ func (s *Service) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /embed/{id}", s.page)
 	mux.HandleFunc("POST /embed/{id}/generate", s.generate)
 	mux.HandleFunc("GET /embed/{id}/generations/{generation}", s.generationPage)
+	mux.HandleFunc("POST /embed/{id}/generations/{generation}/edit", s.editGenerated)
 	mux.HandleFunc("POST /embed/{id}/submit", s.submit)
 	mux.HandleFunc("POST /embed/{id}/answers", s.saveAnswers)
 	s.authoringRoutes(mux)
@@ -551,10 +553,14 @@ func (s *Service) generate(w http.ResponseWriter, r *http.Request) {
 
 type generationView struct {
 	view
-	Status, ExamID string
+	Gen generation.Generation
+	// Elapsed is how long the generation has run, in whole seconds.
+	Elapsed int
 }
 
-// generationPage shows a generation's progress until the exam is ready.
+// generationPage shows a generation's progress: what was asked, how long
+// it has run and, when done, the exam to open in the authoring flow. htmx
+// polls it; once the exam is ready a poll opens the editor by itself.
 func (s *Service) generationPage(w http.ResponseWriter, r *http.Request) {
 	sess, ctx, ok := s.asActor(w, r, FlowGenerateExam)
 	if !ok {
@@ -565,8 +571,53 @@ func (s *Service) generationPage(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, pageError(err), http.StatusNotFound)
 		return
 	}
+	if g.Status == "ready" && r.Header.Get("HX-Request") == "true" {
+		s.openEditor(w, r, sess, ctx, g.ExamID)
+		return
+	}
+	end := s.now()
+	if g.Status != "running" {
+		end = g.UpdatedAt
+	}
 	web.RenderFramed(w, r, http.StatusOK, "embed-generation.html",
-		generationView{view: view{Session: sess, TitleKey: "embed.generate.title", Error: g.Error, Refresh: g.Status == "running"}, Status: g.Status, ExamID: g.ExamID}, sess.AllowedOrigins)
+		generationView{view: view{Session: sess, TitleKey: "embed.generate.title", Poll: g.Status == "running"}, Gen: g,
+			Elapsed: int(end.Sub(g.CreatedAt).Seconds())}, sess.AllowedOrigins)
+}
+
+// editGenerated opens a ready generation's exam in the authoring flow.
+func (s *Service) editGenerated(w http.ResponseWriter, r *http.Request) {
+	sess, ctx, ok := s.asActor(w, r, FlowGenerateExam)
+	if !ok {
+		return
+	}
+	g, err := s.generator.Get(ctx, r.PathValue("generation"))
+	if err != nil || g.Status != "ready" {
+		http.Error(w, "this exam is not ready", http.StatusNotFound)
+		return
+	}
+	s.openEditor(w, r, sess, ctx, g.ExamID)
+}
+
+// openEditor hands the teacher on to an authoring session of examID that
+// inherits the generate-exam session's actor, theme, origins and expiry
+// (the teacher was already allowed to create the exam, so to edit it).
+func (s *Service) openEditor(w http.ResponseWriter, r *http.Request, sess Session, ctx context.Context, examID string) {
+	next := sess
+	next.ID, next.Flow, next.ExamID, next.Presets = newID(), FlowAuthoring, examID, nil
+	err := s.store.Save(ctx, next)
+	if err == nil {
+		err = s.actors.RecordAction(ctx, "embed_session.created", audit.Target{Type: "user", ID: next.ActorID},
+			map[string]any{"flow": string(next.Flow), "examId": examID, "expiresAt": next.ExpiresAt.Format(time.RFC3339)})
+	}
+	if err != nil {
+		http.Error(w, pageError(err), http.StatusServiceUnavailable)
+		return
+	}
+	if r.Header.Get("HX-Request") == "true" {
+		w.Header().Set("HX-Redirect", "/embed/"+next.ID)
+		return
+	}
+	http.Redirect(w, r, "/embed/"+next.ID, http.StatusSeeOther)
 }
 
 // pageError is the message of a domain error a page can show.
