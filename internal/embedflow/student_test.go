@@ -185,7 +185,7 @@ func TestStudentTakesExamAndSeesGradedResult(t *testing.T) {
 		}
 	}
 	msgs := hostMessages(t, chrome, host, srv.URL+"/embed/"+review.ID, "graded")
-	for _, want := range []string{`"type":"ready"`, `"type":"resize","height":`, `"status":"graded"`, `"maxScore":5`} {
+	for _, want := range []string{`"type":"assessd.ready"`, `"type":"assessd.resize","height":`, `"status":"graded"`, `"maxScore":5`} {
 		if !strings.Contains(msgs, want) {
 			t.Errorf("host messages lack %s: %s", want, msgs)
 		}
@@ -210,7 +210,7 @@ func hostMessages(t *testing.T, chrome context.Context, host, src, want string) 
 	var msgs string
 	err := chromedp.Run(chrome,
 		chromedp.Navigate(host+"/?src="+url.QueryEscape(src)),
-		chromedp.Poll(`msgs.some(m => m.data.type === "`+want+`")`, nil, chromedp.WithPollingTimeout(30*time.Second)),
+		chromedp.Poll(`msgs.some(m => m.data.type === "assessd.`+want+`")`, nil, chromedp.WithPollingTimeout(30*time.Second)),
 		chromedp.Evaluate(`JSON.stringify(msgs)`, &msgs),
 	)
 	if err != nil {

@@ -5,11 +5,11 @@
   "use strict";
   var origins = (document.body.getAttribute("data-origins") || "").split(" ").filter(Boolean);
 
-  // post sends {source: "assessd", type, ...detail} to the host; never to
-  // "*", so another site framing the page learns nothing.
+  // post sends {type: "assessd.<event>", ...detail} (API.md) to the host;
+  // never to "*", so another site framing the page learns nothing.
   function post(type, detail) {
     if (window.parent === window) return;
-    var msg = Object.assign({ source: "assessd", type: type }, detail || {});
+    var msg = Object.assign({ type: "assessd." + type }, detail || {});
     origins.forEach(function (origin) {
       window.parent.postMessage(msg, origin);
     });

@@ -1378,7 +1378,9 @@ export interface components {
              * presets
              * @description generate-exam presets: subject, studentLevel, durationMinutes, taxonomy,
              *      questionTypes, and hideSubject, hideStudentLevel, hideDuration,
-             *      hideTaxonomy, hideQuestionTypes (booleans).
+             *      hideTaxonomy, hideQuestionTypes (booleans). student-exam: layout, "all"
+             *      (every question on one page, the default) or "paged" (one per screen).
+             *      student-results: showCorrectAnswers (boolean, default false).
              */
             presets?: components["schemas"]["google.protobuf.Struct"];
             /**

@@ -37,7 +37,9 @@ type CreateEmbedSessionRequest struct {
 	Theme    *EmbedTheme `protobuf:"bytes,5,opt,name=theme,proto3" json:"theme,omitempty"`
 	// generate-exam presets: subject, studentLevel, durationMinutes, taxonomy,
 	// questionTypes, and hideSubject, hideStudentLevel, hideDuration,
-	// hideTaxonomy, hideQuestionTypes (booleans).
+	// hideTaxonomy, hideQuestionTypes (booleans). student-exam: layout, "all"
+	// (every question on one page, the default) or "paged" (one per screen).
+	// student-results: showCorrectAnswers (boolean, default false).
 	Presets *structpb.Struct `protobuf:"bytes,6,opt,name=presets,proto3" json:"presets,omitempty"`
 	// Lifetime in seconds, 60 to 86400; default 3600.
 	ExpiresIn int32 `protobuf:"varint,7,opt,name=expires_in,json=expiresIn,proto3" json:"expires_in,omitempty"`
