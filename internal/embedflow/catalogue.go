@@ -82,6 +82,8 @@ var Catalogue = map[string]string{
 	"embed.devtools.translationKeys":        "Translation keys",
 	"embed.devtools.language":               "Language",
 	"embed.questionTypes.multiple_choice":   "Multiple choice",
+	"embed.questionTypes.multiple_select":   "Multiple select",
+	"embed.questionTypes.file_upload":       "File upload",
 	"embed.questionTypes.true_false":        "True or false",
 	"embed.questionTypes.short_text":        "Short text",
 	"embed.questionTypes.numeric":           "Numeric",

@@ -45,6 +45,15 @@ func (v view) OriginList() string { return strings.Join(v.AllowedOrigins, " ") }
 // T looks a UI string up for the session's theme.
 func (v view) T(key string) string { return v.Strings.T(key) }
 
+// TypeName is a question type's name: the catalogue's for a built-in
+// type, the key otherwise.
+func (v view) TypeName(key string) string {
+	if _, ok := Catalogue["embed.questionTypes."+key]; ok {
+		return v.T("embed.questionTypes." + key)
+	}
+	return key
+}
+
 // Hide reports whether the session's presets hide a generate-exam field.
 func (v view) Hide(field string) bool {
 	name := map[string]string{"subject": "hideSubject", "studentLevel": "hideStudentLevel",
