@@ -21,8 +21,10 @@ func (s embedServer) CreateEmbedSession(ctx context.Context, req *connect.Reques
 	if m.Theme != nil {
 		t := m.Theme
 		in.Strings = t.Strings
-		in.Look = embedflow.Look{AccentColor: t.AccentColor, TextColor: t.TextColor, BackgroundColor: t.BackgroundColor,
-			FontFamily: t.FontFamily, Radius: t.Radius, Language: t.Language}
+		in.Look = embedflow.Look{FontFamily: t.FontFamily, Radius: t.Radius, Language: t.Language}
+		if c := t.Colors; c != nil {
+			in.Look.Colors = embedflow.Colors{Primary: c.Primary, Background: c.Background, Text: c.Text}
+		}
 	}
 	sess, err := s.svc.Create(ctx, in)
 	if err != nil {

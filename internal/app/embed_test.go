@@ -16,7 +16,8 @@ func TestEmbedSessionsAPI(t *testing.T) {
 
 	r := e.do("POST", "/embed-sessions", teacher, map[string]any{
 		"flow": "generate-exam", "actor": tn.users[tenancy.RoleTeacher].ID,
-		"theme":          map[string]any{"strings": map[string]any{"account.attributes.studentLevel-name": "Grade"}},
+		"theme": map[string]any{"strings": map[string]any{"account.attributes.studentLevel-name": "Grade"},
+			"colors": map[string]any{"primary": "#6b1f80", "background": "#fffdf5", "text": "#202020"}, "fontFamily": "Georgia, serif", "radius": 8},
 		"presets":        map[string]any{"studentLevel": "7", "hideStudentLevel": true},
 		"allowedOrigins": []string{"https://lms.example.com"},
 	}).must(t, http.StatusOK)
@@ -30,6 +31,17 @@ func TestEmbedSessionsAPI(t *testing.T) {
 	}
 	page, _ := io.ReadAll(res.Body)
 	res.Body.Close()
+	if !strings.Contains(string(page), "--accent:#6b1f80;--text:#202020;--background:#fffdf5") || !strings.Contains(string(page), "--radius:8px") {
+		t.Fatal("the page does not carry theme.colors and theme.radius")
+	}
+	for field, colors := range map[string]map[string]any{
+		"theme.colors.primary": {"primary": "#ffcc00"}, "theme.colors.text": {"text": "#eeeeee"}, "theme.colors.background": {"background": "white"},
+	} {
+		if r := e.do("POST", "/embed-sessions", teacher, map[string]any{"flow": "generate-exam", "actor": tn.users[tenancy.RoleTeacher].ID,
+			"theme": map[string]any{"colors": colors}}).must(t, http.StatusBadRequest); r.field() != field {
+			t.Errorf("%v: %s", colors, r.raw)
+		}
+	}
 	if res.StatusCode != http.StatusOK || !strings.Contains(string(page), "Generate an exam") ||
 		!strings.Contains(res.Header.Get("Content-Security-Policy"), "frame-ancestors https://lms.example.com") {
 		t.Fatalf("embed page: %d %s", res.StatusCode, res.Header.Get("Content-Security-Policy"))

@@ -1,18 +1,23 @@
 package embedflow_test
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/assessd/assessd/internal/assessment"
 	"github.com/assessd/assessd/internal/embedflow"
+	"github.com/assessd/assessd/internal/platform/paging"
 	"github.com/assessd/assessd/internal/testkit/browsertest"
 	"github.com/assessd/assessd/internal/testkit/redistest"
 	"github.com/assessd/assessd/internal/testkit/storetest"
@@ -69,11 +74,36 @@ func TestAuthoringFlow(t *testing.T) {
 		!strings.Contains(strings.ToLower(page), "all of the above") || !strings.Contains(page, `class="finding`) {
 		t.Fatalf("authoring page lacks the questions or their findings:\n%s", page)
 	}
+	// The add card is the short_text form: accepted answers one per line.
+	if page := get(); !strings.Contains(page, `name="config.options.0.text"`) || !strings.Contains(page, `name="config.options.0.correct"`) {
+		t.Fatal("the multiple-choice card has no option fields with a correct marker")
+	}
 	if code, _ := post("/questions", url.Values{"type": {"short_text"}, "prompt": {"Capital of Peru?"}, "points": {"2"},
-		"config": {`{"acceptedAnswers":["Lima"]}`}}); code != http.StatusOK || !strings.Contains(get(), "Capital of Peru?") {
+		"config.acceptedAnswers": {"Lima\n\n Lima, Peru \n"}}); code != http.StatusOK || !strings.Contains(get(), "Capital of Peru?") {
 		t.Fatalf("adding a question: %d", code)
 	}
-	if code, body := post("/questions/"+tf.ID, url.Values{"prompt": {"x"}, "points": {"1"}, "config": {"not json"}}); code != http.StatusBadRequest || !strings.Contains(body, "JSON object") {
+	qs, _, _ := content.Questions(f.teacher, exam.ID, paging.Page{Size: 10})
+	if got := qs[len(qs)-1].Config["acceptedAnswers"]; fmt.Sprint(got) != "[Lima Lima, Peru]" {
+		t.Fatalf("accepted answers from the form: %v", got)
+	}
+	// The API's validator refuses an option without text; the card comes
+	// back with the message beside that input, what was typed kept.
+	code, body := post("/questions/"+mc.ID, url.Values{"prompt": {"Which is not a capital?"}, "points": {"1"},
+		"config.options.0.id": {"a"}, "config.options.0.text": {"Paris"}, "config.options.1.id": {"b"}, "config.options.1.text": {""}, "config.options.1.correct": {"true"},
+		"config.options.2.id": {""}, "config.options.2.text": {"Marseille"}})
+	if code != http.StatusUnprocessableEntity || !strings.Contains(body, `aria-describedby="q-`) && !strings.Contains(body, `-error">`) ||
+		!strings.Contains(body, "Marseille") || !strings.Contains(body, `class="field-error"`) {
+		t.Fatalf("option without text: %d %s", code, body)
+	}
+	if code, body := post("/questions/"+mc.ID, url.Values{"prompt": {"Which is not a capital?"}, "points": {"1"},
+		"config.options.0.id": {"a"}, "config.options.0.text": {"Paris"}, "config.options.1.id": {"b"}, "config.options.1.text": {"Lyon"}, "config.options.1.correct": {"true"},
+		"config.options.2.id": {""}, "config.options.2.text": {"Marseille"}, "config.options.3.id": {""}, "config.options.3.text": {""}}); code != http.StatusOK {
+		t.Fatalf("saving options: %d %s", code, regexp.MustCompile(`(?s)<p class="(field-)?error".*?</p>`).FindAllString(body, -1))
+	}
+	if q, _ := content.Question(f.teacher, exam.ID, mc.ID); fmt.Sprint(q.Config["options"]) != "[map[id:a text:Paris] map[correct:true id:b text:Lyon] map[id:o1 text:Marseille]]" {
+		t.Fatalf("options from the form: %v", q.Config["options"])
+	}
+	if code, body := post("/questions/"+tf.ID, url.Values{"prompt": {"x"}, "points": {"1"}, "rawConfig": {"on"}, "config": {"not json"}}); code != http.StatusUnprocessableEntity || !strings.Contains(body, "JSON object") {
 		t.Fatalf("invalid config: %d", code)
 	}
 	post("/questions/"+mc.ID+"/move", url.Values{"to": {"down"}})
@@ -108,4 +138,40 @@ func TestAuthoringFlow(t *testing.T) {
 	if err != nil || prompted.Load() {
 		t.Fatalf("saving: prompted %v, %v", prompted.Load(), err)
 	}
+
+	// Keyboard reordering: ArrowDown on the first handle moves the question
+	// down, saves the order and says so to screen readers.
+	before, _, _ := content.Questions(f.teacher, exam.ID, paging.Page{Size: 10})
+	var announced string
+	err = chromedp.Run(ctx, chromedp.Navigate(base), chromedp.Focus(`.handle`, chromedp.ByQuery), chromedp.KeyEvent(kb.ArrowDown),
+		chromedp.Poll(`document.getElementById("order-status").textContent !== ""`, nil),
+		chromedp.Text(`#order-status`, &announced, chromedp.ByQuery), chromedp.Sleep(500*time.Millisecond))
+	after, _, _ := content.Questions(f.teacher, exam.ID, paging.Page{Size: 10})
+	if err != nil || after[0].ID != before[1].ID || after[1].ID != before[0].ID || !strings.Contains(announced, "2") {
+		t.Fatalf("keyboard reorder: %v, announced %q, order %v → %v", err, announced, ids(before), ids(after))
+	}
+	// A refused save swaps only its card, with the message beside the
+	// option left empty (htmx, no page load).
+	var fieldError string
+	err = chromedp.Run(ctx, chromedp.Navigate(base),
+		chromedp.Evaluate(`window.marker = 1; document.querySelector("#q-`+mc.ID+` input[name='config.options.1.text']").value = ""`, nil),
+		chromedp.Click(`#q-`+mc.ID+` .question-form button[type=submit]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#q-`+mc.ID+` .field-error`, chromedp.ByQuery),
+		chromedp.Text(`#q-`+mc.ID+` .field-error`, &fieldError, chromedp.ByQuery))
+	var kept bool
+	if err == nil {
+		err = chromedp.Run(ctx, chromedp.Evaluate(`window.marker === 1 && document.querySelector("#q-`+mc.ID+` input[name='config.options.1.text']").getAttribute("aria-invalid") === "true"`, &kept))
+	}
+	if err != nil || fieldError == "" || !kept {
+		t.Fatalf("inline validation: %v, %q, in place %v", err, fieldError, kept)
+	}
+	browsertest.CheckPage(t, ctx, base+"?type=numeric", "embed-authoring-numeric")
+}
+
+func ids(qs []assessment.Question) []string {
+	out := make([]string, len(qs))
+	for i, q := range qs {
+		out[i] = q.ID
+	}
+	return out
 }

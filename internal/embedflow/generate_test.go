@@ -21,6 +21,7 @@ import (
 	"github.com/assessd/assessd/internal/media"
 	"github.com/assessd/assessd/internal/platform/paging"
 	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/internal/testkit/browsertest"
 	"github.com/assessd/assessd/internal/testkit/devenvtest"
 	"github.com/assessd/assessd/internal/testkit/eventually"
 	"github.com/assessd/assessd/internal/testkit/redistest"
@@ -82,6 +83,26 @@ func TestGenerateExamFlow(t *testing.T) {
 		}
 		return errors.New("the progress page still says generating")
 	})
+	// The ready page opens the exam in the authoring flow: a new session
+	// of the same teacher, with a button and (htmx) by itself.
+	chrome := browsertest.NewChrome(t)
+	browsertest.CheckPage(t, chrome, progress, "embed-generation-ready")
+	res, err = http.PostForm(progress+"/edit", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	editor, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || !strings.Contains(res.Request.URL.Path, "/embed/emb_") || !strings.Contains(string(editor), "Edit exam") || !strings.Contains(string(editor), "Volcanoes") {
+		t.Fatalf("opening the generated exam: %d %s", res.StatusCode, res.Request.URL)
+	}
+	req, _ := http.NewRequest("GET", progress, nil)
+	req.Header.Set("HX-Request", "true")
+	if res, err := http.DefaultClient.Do(req); err != nil || !strings.HasPrefix(res.Header.Get("HX-Redirect"), "/embed/emb_") {
+		t.Fatalf("a poll of the ready page does not open the editor: %v", err)
+	} else {
+		res.Body.Close()
+	}
 	gctx := tenancy.WithCaller(ctx, tenancy.SystemCaller(f.users[tenancy.RoleTeacher].OrgID))
 	exams, _, err := content.Exams(gctx, assessment.ExamFilter{}, pagingFirst())
 	if err != nil || len(exams) != 1 || exams[0].Name != "Volcanoes (grade 7)" || exams[0].DurationMinutes != 20 {

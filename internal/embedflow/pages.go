@@ -3,16 +3,21 @@ package embedflow
 import (
 	"context"
 	"fmt"
+	"html"
 	"log/slog"
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/assessd/assessd/internal/assessment"
+	"github.com/assessd/assessd/internal/audit"
 	"github.com/assessd/assessd/internal/generation"
 	"github.com/assessd/assessd/internal/platform/errs"
+	"github.com/assessd/assessd/internal/platform/paging"
 	"github.com/assessd/assessd/internal/web"
 	"github.com/assessd/assessd/observability"
 	"github.com/assessd/assessd/tenancy"
@@ -39,6 +44,15 @@ func (v view) OriginList() string { return strings.Join(v.AllowedOrigins, " ") }
 
 // T looks a UI string up for the session's theme.
 func (v view) T(key string) string { return v.Strings.T(key) }
+
+// TypeName is a question type's name: the catalogue's for a built-in
+// type, the key otherwise.
+func (v view) TypeName(key string) string {
+	if _, ok := Catalogue["embed.questionTypes."+key]; ok {
+		return v.T("embed.questionTypes." + key)
+	}
+	return key
+}
 
 // Hide reports whether the session's presets hide a generate-exam field.
 func (v view) Hide(field string) bool {
@@ -98,7 +112,9 @@ func (s *Service) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /embed/{id}", s.page)
 	mux.HandleFunc("POST /embed/{id}/generate", s.generate)
 	mux.HandleFunc("GET /embed/{id}/generations/{generation}", s.generationPage)
+	mux.HandleFunc("POST /embed/{id}/generations/{generation}/edit", s.editGenerated)
 	mux.HandleFunc("POST /embed/{id}/submit", s.submit)
+	mux.HandleFunc("POST /embed/{id}/answers", s.saveAnswers)
 	s.authoringRoutes(mux)
 	s.regenerationRoutes(mux)
 }
@@ -108,9 +124,50 @@ type examView struct {
 	ExamName  string
 	Questions []assessment.SheetQuestion
 	Submitted bool
+	// Answers are the saved draft's values, filled into the form.
+	Answers url.Values
+	// Page is the 1-based question shown when the layout is "paged";
+	// 0 shows every question.
+	Page int
+	// Deadline is when a timed exam's time is up (zero: untimed).
+	Deadline time.Time
 }
 
-// studentExam shows the exam to answer, or that it was submitted.
+// Value is a saved answer of a field.
+func (v examView) Value(field string) string { return v.Answers.Get(field) }
+
+// Chosen reports whether option value of a question was saved.
+func (v examView) Chosen(questionID, value string) bool {
+	return slices.Contains(v.Answers[questionID], value)
+}
+
+// Answered counts the questions with a saved answer.
+func (v examView) Answered() int {
+	n := 0
+	for _, q := range v.Questions {
+		if _, ok := formAnswer(q, v.Answers); ok {
+			n++
+		}
+	}
+	return n
+}
+
+// Shown lists the questions on the current screen.
+func (v examView) Shown() []assessment.SheetQuestion {
+	if v.Page == 0 {
+		return v.Questions
+	}
+	return v.Questions[v.Page-1 : v.Page]
+}
+
+// Last reports the paged layout's last screen (or the one-page layout).
+func (v examView) Last() bool { return v.Page == 0 || v.Page == len(v.Questions) }
+
+// DeadlineText is the deadline as RFC 3339 for the page's countdown.
+func (v examView) DeadlineText() string { return v.Deadline.UTC().Format(time.RFC3339) }
+
+// studentExam shows the exam to answer with the saved draft filled in, or
+// that it was submitted.
 func (s *Service) studentExam(w http.ResponseWriter, r *http.Request, sess Session, errMsg string) {
 	caller, err := s.Caller(r.Context(), sess)
 	if err != nil {
@@ -122,16 +179,101 @@ func (s *Service) studentExam(w http.ResponseWriter, r *http.Request, sess Sessi
 		http.Error(w, pageError(err), http.StatusNotFound)
 		return
 	}
+	draft, err := s.store.Draft(r.Context(), sess)
+	if err != nil {
+		http.Error(w, pageError(err), http.StatusServiceUnavailable)
+		return
+	}
+	v := examView{view: view{Session: sess, TitleKey: "embed.student.title", Error: errMsg},
+		ExamName: exam.Name, Questions: questions, Submitted: sess.ResultID != "", Answers: draft.Answers}
+	if exam.DurationMinutes > 0 && !v.Submitted {
+		if draft.StartedAt.IsZero() {
+			draft.StartedAt = s.now().UTC()
+			if err := s.store.SaveDraft(r.Context(), sess, draft); err != nil {
+				http.Error(w, pageError(err), http.StatusServiceUnavailable)
+				return
+			}
+		}
+		v.Deadline = draft.StartedAt.Add(time.Duration(exam.DurationMinutes) * time.Minute)
+	}
+	if sess.Presets["layout"] == "paged" && len(questions) > 0 {
+		v.Page, _ = strconv.Atoi(r.URL.Query().Get("q"))
+		v.Page = min(max(v.Page, 1), len(questions))
+	}
 	status := http.StatusOK
 	if errMsg != "" {
 		status = http.StatusBadRequest
 	}
-	web.RenderFramed(w, r, status, "embed-student-exam.html", examView{view: view{Session: sess, TitleKey: "embed.student.title", Error: errMsg},
-		ExamName: exam.Name, Questions: questions, Submitted: sess.ResultID != ""}, sess.AllowedOrigins)
+	web.RenderFramed(w, r, status, "embed-student-exam.html", v, sess.AllowedOrigins)
 }
 
-// submit records the student's answers once; the session remembers the
-// result, so a second submission is refused.
+// mergeAnswers puts a posted form's answers into the draft: the
+// questions the form showed (its "shown" values) take the form's values,
+// an emptied one is cleared, and the others keep theirs.
+func mergeAnswers(d *Draft, questions []assessment.SheetQuestion, form url.Values) {
+	if d.Answers == nil {
+		d.Answers = url.Values{}
+	}
+	for _, q := range questions {
+		if !slices.Contains(form["shown"], q.ID) {
+			continue
+		}
+		for _, field := range []string{q.ID, q.ID + ".files"} {
+			if vals := form[field]; len(vals) > 0 && strings.Join(vals, "") != "" {
+				d.Answers[field] = vals
+			} else {
+				delete(d.Answers, field)
+			}
+		}
+	}
+}
+
+// saveAnswers autosaves the exam form into the session's draft. htmx
+// posts it on every change and shows the answer; without JavaScript the
+// paged layout's Next and Previous buttons post it and go to screen "go".
+func (s *Service) saveAnswers(w http.ResponseWriter, r *http.Request) {
+	sess, ctx, ok := s.asActor(w, r, FlowStudentExam)
+	if !ok {
+		return
+	}
+	if sess.ResultID != "" {
+		http.Error(w, "these answers were already submitted", http.StatusConflict)
+		return
+	}
+	_, questions, err := s.resources.AnswerSheet(ctx, sess.ExamID)
+	if err != nil {
+		http.Error(w, pageError(err), http.StatusNotFound)
+		return
+	}
+	draft, err := s.store.Draft(ctx, sess)
+	if err == nil {
+		err = r.ParseForm()
+		mergeAnswers(&draft, questions, r.PostForm)
+		if err == nil {
+			err = s.store.SaveDraft(ctx, sess, draft)
+		}
+	}
+	if err != nil {
+		http.Error(w, pageError(err), http.StatusServiceUnavailable)
+		return
+	}
+	if r.Header.Get("HX-Request") == "true" {
+		// The status text, and the progress updated out of band.
+		v := examView{Questions: questions, Answers: draft.Answers}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = fmt.Fprintf(w, `%s<strong id="answered" hx-swap-oob="true">%d / %d</strong><progress id="progress" hx-swap-oob="true" max="%d" value="%d" aria-labelledby="answered"></progress>`,
+			html.EscapeString(sess.Strings.T("embed.student.saved")), v.Answered(), len(questions), len(questions), v.Answered())
+		return
+	}
+	to := "/embed/" + sess.ID
+	if page, err := strconv.Atoi(r.URL.Query().Get("go")); err == nil {
+		to += "?q=" + strconv.Itoa(page)
+	}
+	http.Redirect(w, r, to, http.StatusSeeOther)
+}
+
+// submit records the student's answers (the draft and the posted form)
+// exactly once: a Redis claim lets only the first submission through.
 func (s *Service) submit(w http.ResponseWriter, r *http.Request) {
 	sess, ctx, ok := s.asActor(w, r, FlowStudentExam)
 	if !ok {
@@ -150,14 +292,32 @@ func (s *Service) submit(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "invalid form", http.StatusBadRequest)
 		return
 	}
+	draft, err := s.store.Draft(ctx, sess)
+	if err != nil {
+		http.Error(w, pageError(err), http.StatusServiceUnavailable)
+		return
+	}
+	mergeAnswers(&draft, questions, r.PostForm)
+	claimed, release, err := s.store.ClaimSubmit(ctx, sess)
+	if err != nil {
+		http.Error(w, pageError(err), http.StatusServiceUnavailable)
+		return
+	}
+	if !claimed {
+		// Another request is submitting or submitted: show its outcome.
+		http.Redirect(w, r, "/embed/"+sess.ID, http.StatusSeeOther)
+		return
+	}
 	var answers []assessment.NewAnswer
 	for _, q := range questions {
-		if a, ok := formAnswer(q, r.PostForm); ok {
+		if a, ok := formAnswer(q, draft.Answers); ok {
 			answers = append(answers, a)
 		}
 	}
 	result, err := s.resources.SubmitResult(ctx, sess.ExamID, assessment.NewResult{UserID: sess.ActorID, Answers: answers})
 	if err != nil {
+		release()
+		_ = s.store.SaveDraft(ctx, sess, draft)
 		s.studentExam(w, r, sess, pageError(err))
 		return
 	}
@@ -213,8 +373,11 @@ type resultView struct {
 // resultRow is one question of a result as the student sees it.
 type resultRow struct {
 	Prompt, Answer, Feedback string
-	Score, MaxScore          float64
-	Graded                   bool
+	// Correct is the correct answer, shown only when the session's
+	// showCorrectAnswers preset allows and the answer is graded.
+	Correct         string
+	Score, MaxScore float64
+	Graded          bool
 }
 
 // Percent is the result's score as a whole percentage.
@@ -251,6 +414,66 @@ func answerText(q assessment.SheetQuestion, a assessment.Answer) string {
 	return strings.Join(out, ", ")
 }
 
+// correctAnswers reads, when the session's showCorrectAnswers preset
+// allows, each question's correct answer as text. A student may not read
+// an exam's configuration, so it is read as the staff member who granted
+// the session, with exams:read only; nil when not allowed or unreadable.
+func (s *Service) correctAnswers(ctx context.Context, sess Session, examID string) map[string]string {
+	if sess.Presets["showCorrectAnswers"] != true || sess.GrantedBy == "" {
+		return nil
+	}
+	grantor := &tenancy.Caller{Kind: tenancy.KindEmbed, OrgID: sess.OrgID, UserID: sess.GrantedBy, CredentialID: sess.ID, Scopes: []tenancy.Scope{tenancy.ScopeExamsRead}}
+	role, err := s.actors.UserRole(tenancy.WithCaller(ctx, grantor), sess.GrantedBy)
+	if err != nil {
+		return nil
+	}
+	grantor.Role = role
+	qs, _, err := s.resources.Questions(tenancy.WithCaller(ctx, grantor), examID, paging.Page{Size: paging.MaxSize})
+	if err != nil {
+		slog.WarnContext(ctx, "embed results: read correct answers", "err", err)
+		return nil
+	}
+	out := map[string]string{}
+	for _, q := range qs {
+		out[q.ID] = correctText(q)
+	}
+	return out
+}
+
+// correctText is a built-in question's correct answer as the student
+// reads it; "" for types graded against a rubric.
+func correctText(q assessment.Question) string {
+	c := q.Config
+	switch q.Type {
+	case assessment.TypeMultipleChoice, assessment.TypeMultipleSelect:
+		var texts []string
+		list, _ := c["options"].([]any)
+		for _, o := range list {
+			if opt, _ := o.(map[string]any); opt["correct"] == true {
+				texts = append(texts, fmt.Sprint(opt["text"]))
+			}
+		}
+		return strings.Join(texts, ", ")
+	case assessment.TypeTrueFalse:
+		return fmt.Sprint(c["correct"])
+	case assessment.TypeShortText:
+		list, _ := c["acceptedAnswers"].([]any)
+		if len(list) > 0 {
+			return fmt.Sprint(list[0])
+		}
+	case assessment.TypeNumeric:
+		text := fmt.Sprint(c["correct"])
+		if tol, _ := c["tolerance"].(float64); tol > 0 {
+			text += " ± " + fmt.Sprint(tol)
+		}
+		if unit, _ := c["unit"].(string); unit != "" {
+			text += " " + unit
+		}
+		return text
+	}
+	return ""
+}
+
 // studentResult shows a result with per-question feedback; while grading
 // runs, the page polls itself (htmx) until the result is graded.
 func (s *Service) studentResult(w http.ResponseWriter, r *http.Request, sess Session) {
@@ -274,11 +497,15 @@ func (s *Service) studentResult(w http.ResponseWriter, r *http.Request, sess Ses
 	for _, q := range questions {
 		byID[q.ID] = q
 	}
+	correct := s.correctAnswers(r.Context(), sess, result.ExamID)
 	rows := make([]resultRow, len(result.Answers))
 	for i, a := range result.Answers {
 		q := byID[a.QuestionID]
 		rows[i] = resultRow{Prompt: q.Prompt, Answer: answerText(q, a), Feedback: a.Feedback, Score: a.Score, MaxScore: a.MaxScore,
 			Graded: a.Status != assessment.AnswerPending}
+		if rows[i].Graded {
+			rows[i].Correct = correct[a.QuestionID]
+		}
 	}
 	grading := result.Status == assessment.StatusGrading
 	web.RenderFramed(w, r, http.StatusOK, "embed-student-result.html",
@@ -335,10 +562,14 @@ func (s *Service) generate(w http.ResponseWriter, r *http.Request) {
 
 type generationView struct {
 	view
-	Status, ExamID string
+	Gen generation.Generation
+	// Elapsed is how long the generation has run, in whole seconds.
+	Elapsed int
 }
 
-// generationPage shows a generation's progress until the exam is ready.
+// generationPage shows a generation's progress: what was asked, how long
+// it has run and, when done, the exam to open in the authoring flow. htmx
+// polls it; once the exam is ready a poll opens the editor by itself.
 func (s *Service) generationPage(w http.ResponseWriter, r *http.Request) {
 	sess, ctx, ok := s.asActor(w, r, FlowGenerateExam)
 	if !ok {
@@ -349,8 +580,53 @@ func (s *Service) generationPage(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, pageError(err), http.StatusNotFound)
 		return
 	}
+	if g.Status == "ready" && r.Header.Get("HX-Request") == "true" {
+		s.openEditor(w, r, sess, ctx, g.ExamID)
+		return
+	}
+	end := s.now()
+	if g.Status != "running" {
+		end = g.UpdatedAt
+	}
 	web.RenderFramed(w, r, http.StatusOK, "embed-generation.html",
-		generationView{view: view{Session: sess, TitleKey: "embed.generate.title", Error: g.Error, Refresh: g.Status == "running"}, Status: g.Status, ExamID: g.ExamID}, sess.AllowedOrigins)
+		generationView{view: view{Session: sess, TitleKey: "embed.generate.title", Poll: g.Status == "running"}, Gen: g,
+			Elapsed: int(end.Sub(g.CreatedAt).Seconds())}, sess.AllowedOrigins)
+}
+
+// editGenerated opens a ready generation's exam in the authoring flow.
+func (s *Service) editGenerated(w http.ResponseWriter, r *http.Request) {
+	sess, ctx, ok := s.asActor(w, r, FlowGenerateExam)
+	if !ok {
+		return
+	}
+	g, err := s.generator.Get(ctx, r.PathValue("generation"))
+	if err != nil || g.Status != "ready" {
+		http.Error(w, "this exam is not ready", http.StatusNotFound)
+		return
+	}
+	s.openEditor(w, r, sess, ctx, g.ExamID)
+}
+
+// openEditor hands the teacher on to an authoring session of examID that
+// inherits the generate-exam session's actor, theme, origins and expiry
+// (the teacher was already allowed to create the exam, so to edit it).
+func (s *Service) openEditor(w http.ResponseWriter, r *http.Request, sess Session, ctx context.Context, examID string) {
+	next := sess
+	next.ID, next.Flow, next.ExamID, next.Presets = newID(), FlowAuthoring, examID, nil
+	err := s.store.Save(ctx, next)
+	if err == nil {
+		err = s.actors.RecordAction(ctx, "embed_session.created", audit.Target{Type: "user", ID: next.ActorID},
+			map[string]any{"flow": string(next.Flow), "examId": examID, "expiresAt": next.ExpiresAt.Format(time.RFC3339)})
+	}
+	if err != nil {
+		http.Error(w, pageError(err), http.StatusServiceUnavailable)
+		return
+	}
+	if r.Header.Get("HX-Request") == "true" {
+		w.Header().Set("HX-Redirect", "/embed/"+next.ID)
+		return
+	}
+	http.Redirect(w, r, "/embed/"+next.ID, http.StatusSeeOther)
 }
 
 // pageError is the message of a domain error a page can show.
@@ -394,7 +670,7 @@ func (s *Service) page(w http.ResponseWriter, r *http.Request) {
 		s.studentResult(w, r, sess)
 	case FlowAuthoring:
 		if _, ctx, ok := s.asActor(w, r, FlowAuthoring); ok {
-			s.authoringPage(w, r, sess, ctx, "")
+			s.authoringPage(w, r, sess, ctx, "", nil)
 		}
 	}
 }

@@ -126,7 +126,7 @@ func TestThemedPage(t *testing.T) {
 	radius := int32(12)
 	sess, err := f.svc.Create(f.teacher, embedflow.NewSession{
 		Flow: "generate-exam", ActorID: f.users[tenancy.RoleTeacher].ID,
-		Look: embedflow.Look{AccentColor: "#6B1F80", TextColor: "#202020", BackgroundColor: "#FFFDF5", FontFamily: "Georgia, serif", Radius: &radius, Language: "ar"},
+		Look: embedflow.Look{Colors: embedflow.Colors{Primary: "#6B1F80", Text: "#202020", Background: "#FFFDF5"}, FontFamily: "Georgia, serif", Radius: &radius, Language: "ar"},
 	})
 	if err != nil {
 		t.Fatal(err)

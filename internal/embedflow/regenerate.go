@@ -49,7 +49,7 @@ func (s *Service) regenerate(w http.ResponseWriter, r *http.Request) {
 	}
 	g, err := s.regenerator.Create(ctx, sess.ExamID, r.PathValue("question"), r.PostFormValue("instructions"))
 	if err != nil {
-		s.authoringPage(w, r, sess, ctx, pageError(err))
+		s.authoringPage(w, r, sess, ctx, pageError(err), nil)
 		return
 	}
 	http.Redirect(w, r, "/embed/"+sess.ID+"/regenerations/"+g.ID, http.StatusSeeOther)

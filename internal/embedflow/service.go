@@ -144,7 +144,7 @@ func (s *Service) Create(ctx context.Context, in NewSession) (Session, error) {
 	}
 	sess := Session{
 		ID: newID(), OrgID: caller.OrgID, ActorID: in.ActorID, Flow: flow, ExamID: in.ExamID, ResultID: in.ResultID,
-		Strings: in.Strings, Look: look, Presets: in.Presets, AllowedOrigins: origins, ExpiresAt: s.now().Add(lifetime).UTC().Truncate(time.Second),
+		Strings: in.Strings, Look: look, Presets: in.Presets, AllowedOrigins: origins, GrantedBy: caller.UserID, ExpiresAt: s.now().Add(lifetime).UTC().Truncate(time.Second),
 	}
 	if err := s.store.Save(ctx, sess); err != nil {
 		return Session{}, err

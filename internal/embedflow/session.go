@@ -49,7 +49,10 @@ type Session struct {
 	Look           Look           `json:"look,omitzero"`
 	Presets        map[string]any `json:"presets,omitempty"`
 	AllowedOrigins []string       `json:"allowedOrigins,omitempty"`
-	ExpiresAt      time.Time      `json:"expiresAt"`
+	// GrantedBy is the staff user who created the session; the results
+	// flow reads correct answers as them (showCorrectAnswers).
+	GrantedBy string    `json:"grantedBy,omitempty"`
+	ExpiresAt time.Time `json:"expiresAt"`
 }
 
 // generatePresets are the presets of the generate-exam flow and the check
@@ -89,19 +92,29 @@ func stringList(v any) bool {
 	return true
 }
 
-// validatePresets checks a flow's presets: only generate-exam takes any,
-// and a hidden required field must be preset.
+// flowPresets are the presets each flow takes and the check of each value.
+var flowPresets = map[Flow]map[string]func(any) bool{
+	FlowGenerateExam: generatePresets,
+	// layout: "all" questions on one page (default) or "paged", one per screen.
+	FlowStudentExam: {"layout": func(v any) bool { return v == "all" || v == "paged" }},
+	// showCorrectAnswers: the results show each question's correct answer.
+	FlowStudentResults: {"showCorrectAnswers": isBool},
+}
+
+// validatePresets checks a flow's presets, and that a hidden required
+// generate-exam field is preset.
 func validatePresets(flow Flow, presets map[string]any) error {
 	if len(presets) == 0 {
 		return nil
 	}
-	if flow != FlowGenerateExam {
+	checks, ok := flowPresets[flow]
+	if !ok {
 		return errs.Invalid("presets", "the %s flow takes no presets", flow)
 	}
 	for k, v := range presets {
-		check, ok := generatePresets[k]
+		check, ok := checks[k]
 		if !ok {
-			return errs.Invalid("presets."+k, "is not a preset of the generate-exam flow")
+			return errs.Invalid("presets."+k, "is not a preset of the %s flow", flow)
 		}
 		if !check(v) {
 			return errs.Invalid("presets."+k, "has an invalid value")

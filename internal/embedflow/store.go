@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -57,6 +58,56 @@ func (st *Store) Get(ctx context.Context, id string) (Session, error) {
 		return Session{}, fmt.Errorf("embed: decode session: %w", err)
 	}
 	return s, nil
+}
+
+// Draft is a student's answers not yet submitted: the form values of the
+// student-exam flow, saved as they are typed so that a reload or a dropped
+// connection loses nothing.
+type Draft struct {
+	Answers url.Values `json:"answers,omitempty"`
+	// StartedAt is when a timed exam was first opened: the timer runs
+	// from it across reloads.
+	StartedAt time.Time `json:"startedAt,omitzero"`
+}
+
+// Draft returns the session's draft (empty when none was saved).
+func (st *Store) Draft(ctx context.Context, s Session) (Draft, error) {
+	var d Draft
+	data, err := st.rdb.Get(ctx, keyPrefix+"draft:"+s.ID).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return d, nil
+	}
+	if err != nil {
+		return d, unavailable(err)
+	}
+	if err := json.Unmarshal(data, &d); err != nil {
+		return d, fmt.Errorf("embed: decode draft: %w", err)
+	}
+	return d, nil
+}
+
+// SaveDraft stores the session's draft for as long as the session lives.
+func (st *Store) SaveDraft(ctx context.Context, s Session, d Draft) error {
+	data, err := json.Marshal(d)
+	if err != nil {
+		return fmt.Errorf("embed: encode draft: %w", err)
+	}
+	if err := st.rdb.Set(ctx, keyPrefix+"draft:"+s.ID, data, time.Until(s.ExpiresAt)).Err(); err != nil {
+		return unavailable(err)
+	}
+	return nil
+}
+
+// ClaimSubmit takes the session's one submission: true for the first
+// caller only, so two tabs or a double click cannot submit twice. release
+// gives the claim back when the submission failed.
+func (st *Store) ClaimSubmit(ctx context.Context, s Session) (claimed bool, release func(), err error) {
+	key := keyPrefix + "submit:" + s.ID
+	ok, err := st.rdb.SetNX(ctx, key, "1", time.Until(s.ExpiresAt)).Result()
+	if err != nil {
+		return false, nil, unavailable(err)
+	}
+	return ok, func() { st.rdb.Del(context.WithoutCancel(ctx), key) }, nil
 }
 
 // Ping reports whether Redis answers (readiness).

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/assessd/assessd/internal/assessment"
 	"github.com/assessd/assessd/internal/embedflow"
 	"github.com/assessd/assessd/internal/media"
+	"github.com/assessd/assessd/internal/platform/paging"
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/internal/testkit/browsertest"
 	"github.com/assessd/assessd/internal/testkit/devenvtest"
@@ -54,7 +56,7 @@ func TestStudentTakesExamAndSeesGradedResult(t *testing.T) {
 	f.svc = embedflow.NewService(embedflow.NewStore(redistest.Client(t)), tenancy.NewService(db), content, nil, nil, "https://assessd.example", prometheus.NewRegistry(), func(s string) string { return s })
 	srv := serve(t, f)
 
-	exam, err := content.CreateExam(f.teacher, assessment.NewExam{Name: "Plants", Language: "en"})
+	exam, err := content.CreateExam(f.teacher, assessment.NewExam{Name: "Plants", Language: "en", DurationMinutes: 30})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,12 +100,32 @@ func TestStudentTakesExamAndSeesGradedResult(t *testing.T) {
 	if s, _ := f.svc.Open(ctx, take.ID); s.ResultID != "" {
 		t.Fatal("a dismissed confirmation submitted the answers")
 	}
-	accept.Store(true)
+	// Answers are saved as they are given: a reload brings them back, with
+	// the progress and the timer running from the first opening.
+	var progress, timer, essayText string
+	var checked bool
 	err = chromedp.Run(chrome,
 		chromedp.Navigate(srv.URL+"/embed/"+take.ID),
 		chromedp.WaitVisible(`textarea[name="`+essay.ID+`"]`, chromedp.ByQuery),
 		chromedp.Click(`input[name="`+tf.ID+`"][value=true]`, chromedp.ByQuery),
 		chromedp.SendKeys(`textarea[name="`+essay.ID+`"]`, "Plants use light and chlorophyll to make sugar from water and carbon dioxide, releasing oxygen.", chromedp.ByQuery),
+		chromedp.Poll(`document.getElementById("answered").textContent === "2 / 2"`, nil, chromedp.WithPollingTimeout(10*time.Second)),
+		chromedp.Reload(),
+		chromedp.WaitVisible(`#timer`, chromedp.ByQuery),
+		chromedp.Sleep(1200*time.Millisecond),
+		chromedp.Text(`#answered`, &progress, chromedp.ByQuery),
+		chromedp.Text(`#timer`, &timer, chromedp.ByQuery),
+		chromedp.Value(`textarea[name="`+essay.ID+`"]`, &essayText, chromedp.ByQuery),
+		chromedp.Evaluate(`document.querySelector('input[name="`+tf.ID+`"][value=true]').checked`, &checked),
+	)
+	if err != nil || progress != "2 / 2" || !strings.HasPrefix(timer, "29:") || !strings.HasPrefix(essayText, "Plants use light") || !checked {
+		t.Fatalf("after a reload: %v, progress %q, timer %q, essay %q, true checked %v", err, progress, timer, essayText, checked)
+	}
+	browsertest.CheckPage(t, chrome, srv.URL+"/embed/"+take.ID, "embed-student-exam-answered")
+	accept.Store(true)
+	err = chromedp.Run(chrome,
+		chromedp.Navigate(srv.URL+"/embed/"+take.ID),
+		chromedp.WaitVisible(`textarea[name="`+essay.ID+`"]`, chromedp.ByQuery),
 		chromedp.Click(`button[type=submit]`, chromedp.ByQuery),
 		chromedp.WaitVisible(`.notice`, chromedp.ByQuery),
 		chromedp.Text(`main`, &submitted, chromedp.ByQuery),
@@ -123,7 +145,26 @@ func TestStudentTakesExamAndSeesGradedResult(t *testing.T) {
 	if msgs := hostMessages(t, chrome, host, srv.URL+"/embed/"+take.ID, "submitted"); !strings.Contains(msgs, `"origin":"`+srv.URL+`"`) {
 		t.Fatalf("messages from another origin: %s", msgs)
 	}
-	review, err := f.svc.Create(f.teacher, embedflow.NewSession{Flow: "student-results", ActorID: student, ResultID: opened.ResultID, AllowedOrigins: []string{host}})
+	// Submitting again, even at once from two tabs, records nothing more.
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if res, err := http.PostForm(srv.URL+"/embed/"+take.ID+"/submit", url.Values{"shown": {tf.ID}, tf.ID: {"false"}}); err == nil {
+				res.Body.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	if again, _ := f.svc.Open(ctx, take.ID); again.ResultID != opened.ResultID {
+		t.Fatalf("a second submission replaced the result: %s → %s", opened.ResultID, again.ResultID)
+	}
+	if results, _, err := content.Results(f.teacher, exam.ID, assessment.ResultFilter{}, paging.Page{Size: 10}); err != nil || len(results) != 1 {
+		t.Fatalf("results after submitting three times: %d, %v", len(results), err)
+	}
+	review, err := f.svc.Create(f.teacher, embedflow.NewSession{Flow: "student-results", ActorID: student, ResultID: opened.ResultID, AllowedOrigins: []string{host},
+		Presets: map[string]any{"showCorrectAnswers": true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,13 +179,13 @@ func TestStudentTakesExamAndSeesGradedResult(t *testing.T) {
 		t.Fatalf("reviewing the result: %v", err)
 	}
 	browsertest.CheckPage(t, chrome, srv.URL+"/embed/"+review.ID, "embed-student-results")
-	for _, want := range []string{"Question", "Your answer", "Points", "Feedback", "Describe photosynthesis.", "Plants use light", "1 / 1", "%"} {
+	for _, want := range []string{"Question", "Your answer", "Points", "Feedback", "Describe photosynthesis.", "Plants use light", "1 / 1", "%", "Correct answer: true"} {
 		if !strings.Contains(page, want) {
 			t.Fatalf("result page lacks %q: %s", want, page)
 		}
 	}
 	msgs := hostMessages(t, chrome, host, srv.URL+"/embed/"+review.ID, "graded")
-	for _, want := range []string{`"type":"ready"`, `"type":"resize","height":`, `"status":"graded"`, `"maxScore":5`} {
+	for _, want := range []string{`"type":"assessd.ready"`, `"type":"assessd.resize","height":`, `"status":"graded"`, `"maxScore":5`} {
 		if !strings.Contains(msgs, want) {
 			t.Errorf("host messages lack %s: %s", want, msgs)
 		}
@@ -169,11 +210,52 @@ func hostMessages(t *testing.T, chrome context.Context, host, src, want string) 
 	var msgs string
 	err := chromedp.Run(chrome,
 		chromedp.Navigate(host+"/?src="+url.QueryEscape(src)),
-		chromedp.Poll(`msgs.some(m => m.data.type === "`+want+`")`, nil, chromedp.WithPollingTimeout(30*time.Second)),
+		chromedp.Poll(`msgs.some(m => m.data.type === "assessd.`+want+`")`, nil, chromedp.WithPollingTimeout(30*time.Second)),
 		chromedp.Evaluate(`JSON.stringify(msgs)`, &msgs),
 	)
 	if err != nil {
 		t.Fatalf("waiting for the %s message: %v (%s)", want, err, msgs)
 	}
 	return msgs
+}
+
+// TestStudentExamPaged drives the paged layout: one question per screen,
+// Next saves and moves on without JavaScript's help, answers survive.
+func TestStudentExamPaged(t *testing.T) {
+	db := storetest.New(t)
+	f := newFixtureWith(t, redistest.Client(t), db, nilGenerator)
+	content := assessment.NewService(db)
+	srv := serve(t, f)
+	exam, err := content.CreateExam(f.teacher, assessment.NewExam{Name: "Rivers", Language: "en"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var qs []assessment.Question
+	for _, prompt := range []string{"Longest river?", "Widest river?"} {
+		q, err := content.CreateQuestion(f.teacher, exam.ID, assessment.NewQuestion{Type: assessment.TypeShortText, Prompt: prompt, Points: 1, Config: map[string]any{"acceptedAnswers": []any{"Nile"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		qs = append(qs, q)
+	}
+	sess, err := f.svc.Create(f.teacher, embedflow.NewSession{Flow: "student-exam", ActorID: f.users[tenancy.RoleStudent].ID, ExamID: exam.ID, Presets: map[string]any{"layout": "paged"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := srv.URL + "/embed/" + sess.ID
+	chrome := browsertest.NewChrome(t)
+	browsertest.CheckPage(t, chrome, base, "embed-student-exam-paged")
+	var second, first string
+	err = chromedp.Run(chrome, chromedp.Navigate(base),
+		chromedp.SendKeys(`input[name="`+qs[0].ID+`"]`, "Nile", chromedp.ByQuery),
+		chromedp.Click(`.exam-nav button`, chromedp.ByQuery),
+		chromedp.WaitVisible(`input[name="`+qs[1].ID+`"]`, chromedp.ByQuery),
+		chromedp.Text(`legend`, &second, chromedp.ByQuery),
+		chromedp.Click(`.exam-nav button.secondary`, chromedp.ByQuery),
+		chromedp.WaitVisible(`input[name="`+qs[0].ID+`"]`, chromedp.ByQuery),
+		chromedp.Value(`input[name="`+qs[0].ID+`"]`, &first, chromedp.ByQuery))
+	if err != nil || !strings.Contains(second, "2 / 2") || first != "Nile" {
+		t.Fatalf("paging: %v, second screen %q, first answer %q", err, second, first)
+	}
+	browsertest.CheckPage(t, chrome, base+"?q=2", "embed-student-exam-paged-last")
 }

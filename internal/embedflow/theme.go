@@ -17,12 +17,18 @@ import (
 // that passed validateLook are kept, so the stylesheet they are written
 // into cannot be broken out of.
 type Look struct {
-	AccentColor     string `json:"accentColor,omitempty"`
-	TextColor       string `json:"textColor,omitempty"`
-	BackgroundColor string `json:"backgroundColor,omitempty"`
-	FontFamily      string `json:"fontFamily,omitempty"`
-	Radius          *int32 `json:"radius,omitempty"`
-	Language        string `json:"language,omitempty"`
+	Colors     Colors `json:"colors,omitzero"`
+	FontFamily string `json:"fontFamily,omitempty"`
+	Radius     *int32 `json:"radius,omitempty"`
+	// Language is an extension to API.md's theme (decision 0110).
+	Language string `json:"language,omitempty"`
+}
+
+// Colors are theme.colors: #rrggbb, empty for the default.
+type Colors struct {
+	Primary    string `json:"primary,omitempty"`
+	Background string `json:"background,omitempty"`
+	Text       string `json:"text,omitempty"`
 }
 
 // The look of a session that sets none.
@@ -45,7 +51,7 @@ var (
 // background and white on the accent must keep WCAG AA contrast (4.5:1),
 // so a host's colours cannot make the pages unreadable.
 func validateLook(l Look) (Look, error) {
-	for field, c := range map[string]*string{"theme.accentColor": &l.AccentColor, "theme.textColor": &l.TextColor, "theme.backgroundColor": &l.BackgroundColor} {
+	for field, c := range map[string]*string{"theme.colors.primary": &l.Colors.Primary, "theme.colors.text": &l.Colors.Text, "theme.colors.background": &l.Colors.Background} {
 		if *c == "" {
 			continue
 		}
@@ -55,10 +61,10 @@ func validateLook(l Look) (Look, error) {
 		*c = strings.ToLower(*c)
 	}
 	if r := contrast(l.text(), l.background()); r < 4.5 {
-		return Look{}, errs.Invalid("theme.textColor", "has a contrast of %.1f:1 with the background; at least 4.5:1 is needed", r)
+		return Look{}, errs.Invalid("theme.colors.text", "has a contrast of %.1f:1 with the background; at least 4.5:1 is needed", r)
 	}
 	if r := contrast("#ffffff", l.accent()); r < 4.5 {
-		return Look{}, errs.Invalid("theme.accentColor", "has a contrast of %.1f:1 with white button text; at least 4.5:1 is needed", r)
+		return Look{}, errs.Invalid("theme.colors.primary", "has a contrast of %.1f:1 with white button text; at least 4.5:1 is needed", r)
 	}
 	if l.FontFamily != "" && !fontFamily.MatchString(l.FontFamily) {
 		return Look{}, errs.Invalid("theme.fontFamily", "must be font names separated by commas (letters, digits, spaces, hyphens)")
@@ -76,9 +82,9 @@ func validateLook(l Look) (Look, error) {
 	return l, nil
 }
 
-func (l Look) accent() string     { return or(l.AccentColor, defaultAccent) }
-func (l Look) text() string       { return or(l.TextColor, defaultText) }
-func (l Look) background() string { return or(l.BackgroundColor, defaultBackground) }
+func (l Look) accent() string     { return or(l.Colors.Primary, defaultAccent) }
+func (l Look) text() string       { return or(l.Colors.Text, defaultText) }
+func (l Look) background() string { return or(l.Colors.Background, defaultBackground) }
 
 func or(s, fallback string) string {
 	if s == "" {

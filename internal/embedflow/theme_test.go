@@ -8,20 +8,20 @@ import (
 func TestValidateLook(t *testing.T) {
 	radius := int32(30)
 	for name, l := range map[string]Look{
-		"injection in a colour": {AccentColor: "#000;}body{display:none"},
-		"named colour":          {TextColor: "red"},
+		"injection in a colour": {Colors: Colors{Primary: "#000;}body{display:none"}},
+		"named colour":          {Colors: Colors{Text: "red"}},
 		"injection in the font": {FontFamily: "x;}</style><script>"},
 		"quote in the font":     {FontFamily: `"Inter"`},
 		"radius out of range":   {Radius: &radius},
-		"unreadable text":       {TextColor: "#eeeeee"},
-		"pale accent":           {AccentColor: "#ffcc00"},
+		"unreadable text":       {Colors: Colors{Text: "#eeeeee"}},
+		"pale accent":           {Colors: Colors{Primary: "#ffcc00"}},
 		"not a language":        {Language: "not a language"},
 	} {
 		if _, err := validateLook(l); err == nil {
 			t.Errorf("%s: accepted %+v", name, l)
 		}
 	}
-	l, err := validateLook(Look{AccentColor: "#6B1F80", FontFamily: "Noto Sans Arabic, sans-serif", Language: "ar-EG"})
+	l, err := validateLook(Look{Colors: Colors{Primary: "#6B1F80"}, FontFamily: "Noto Sans Arabic, sans-serif", Language: "ar-EG"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,19 @@ var files embed.FS
 
 // framed is never executed: each framed page runs a clone bound to its
 // own CSP nonce (a template cannot be cloned once executed).
-var framed = template.Must(template.New("").Funcs(template.FuncMap{"nonce": func() string { return "" }}).ParseFS(files, "templates/*.html"))
+var framed = template.Must(template.New("").Funcs(template.FuncMap{"nonce": func() string { return "" }, "dict": dict, "add": add}).ParseFS(files, "templates/*.html"))
+
+// dict passes several values to a nested template: dict "K" v "L" w.
+func dict(kv ...any) map[string]any {
+	m := make(map[string]any, len(kv)/2)
+	for i := 0; i+1 < len(kv); i += 2 {
+		k, _ := kv[i].(string)
+		m[k] = kv[i+1]
+	}
+	return m
+}
+
+func add(a, b int) int { return a + b }
 
 var pages = template.Must(framed.Clone())
 

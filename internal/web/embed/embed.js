@@ -5,11 +5,11 @@
   "use strict";
   var origins = (document.body.getAttribute("data-origins") || "").split(" ").filter(Boolean);
 
-  // post sends {source: "assessd", type, ...detail} to the host; never to
-  // "*", so another site framing the page learns nothing.
+  // post sends {type: "assessd.<event>", ...detail} (API.md) to the host;
+  // never to "*", so another site framing the page learns nothing.
   function post(type, detail) {
     if (window.parent === window) return;
-    var msg = Object.assign({ source: "assessd", type: type }, detail || {});
+    var msg = Object.assign({ type: "assessd." + type }, detail || {});
     origins.forEach(function (origin) {
       window.parent.postMessage(msg, origin);
     });
@@ -63,7 +63,9 @@
   document.addEventListener("submit", function (e) {
     var form = e.target;
     var question = form.getAttribute("data-confirm");
-    if (question && !window.confirm(question)) {
+    // Buttons with their own formaction (Next, Previous) only save.
+    var saving = e.submitter && e.submitter.hasAttribute("formaction");
+    if (question && !saving && !window.confirm(question)) {
       e.preventDefault();
       return;
     }
@@ -75,4 +77,67 @@
       e.returnValue = "";
     }
   });
+
+  // Question lists marked data-reorder: drag a handle, or focus it and
+  // press ArrowUp/ArrowDown. The page moves the item at once, posts the new
+  // order (htmx.ajax) and announces the position to screen readers.
+  var list = document.querySelector("[data-reorder]");
+  if (list) {
+    var dragged = null;
+    var save = function (item) {
+      var order = Array.prototype.map.call(list.children, function (li) { return li.getAttribute("data-id"); });
+      Array.prototype.forEach.call(list.children, function (li, i) {
+        li.querySelector(".position").textContent = (i + 1) + ".";
+      });
+      htmx.ajax("POST", list.getAttribute("data-reorder"), { values: { order: order }, swap: "none" });
+      var status = document.getElementById("order-status");
+      if (status) status.textContent = list.getAttribute("data-moved") + " " + (order.indexOf(item.getAttribute("data-id")) + 1);
+    };
+    list.addEventListener("dragstart", function (e) {
+      dragged = e.target.closest("li");
+      e.dataTransfer.effectAllowed = "move";
+      e.dataTransfer.setData("text/plain", dragged.getAttribute("data-id"));
+    });
+    list.addEventListener("dragover", function (e) {
+      var over = e.target.closest("li");
+      if (!dragged || !over || over === dragged) return;
+      e.preventDefault();
+      var after = e.clientY > over.getBoundingClientRect().top + over.offsetHeight / 2;
+      list.insertBefore(dragged, after ? over.nextSibling : over);
+    });
+    list.addEventListener("drop", function (e) { e.preventDefault(); });
+    list.addEventListener("dragend", function () {
+      if (dragged) save(dragged);
+      dragged = null;
+    });
+    list.addEventListener("keydown", function (e) {
+      if (!e.target.classList.contains("handle") || (e.key !== "ArrowUp" && e.key !== "ArrowDown")) return;
+      e.preventDefault();
+      var item = e.target.closest("li");
+      var sibling = e.key === "ArrowUp" ? item.previousElementSibling : item.nextElementSibling;
+      if (!sibling) return;
+      list.insertBefore(item, e.key === "ArrowUp" ? sibling : sibling.nextSibling);
+      e.target.focus();
+      save(item);
+    });
+  }
+
+  // A timed exam counts down to its deadline (kept by the server across
+  // reloads) and submits the answers when time is up.
+  var timer = document.getElementById("timer");
+  if (timer) {
+    var deadline = Date.parse(timer.getAttribute("data-deadline"));
+    var tick = function () {
+      var left = Math.max(0, Math.round((deadline - Date.now()) / 1000));
+      var m = Math.floor(left / 60), sec = left % 60;
+      timer.textContent = m + ":" + (sec < 10 ? "0" : "") + sec;
+      if (left > 0) return;
+      clearInterval(interval);
+      timer.textContent = timer.getAttribute("data-over");
+      var exam = document.getElementById("exam");
+      if (exam) exam.submit();
+    };
+    var interval = setInterval(tick, 1000);
+    tick();
+  }
 })();

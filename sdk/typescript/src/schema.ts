@@ -1517,7 +1517,9 @@ export interface components {
              * presets
              * @description generate-exam presets: subject, studentLevel, durationMinutes, taxonomy,
              *      questionTypes, and hideSubject, hideStudentLevel, hideDuration,
-             *      hideTaxonomy, hideQuestionTypes (booleans).
+             *      hideTaxonomy, hideQuestionTypes (booleans). student-exam: layout, "all"
+             *      (every question on one page, the default) or "paged" (one per screen).
+             *      student-results: showCorrectAnswers (boolean, default false).
              */
             presets?: components["schemas"]["google.protobuf.Struct"];
             /**
@@ -1734,6 +1736,21 @@ export interface components {
              */
             pageToken?: string;
         };
+        /**
+         * EmbedColors
+         * @description Colours as CSS hex (#rrggbb); an unset colour keeps the default.
+         */
+        "assessd.v1.EmbedColors": {
+            /** background */
+            background?: string;
+            /**
+             * primary
+             * @description Buttons, links and the focus ring.
+             */
+            primary?: string;
+            /** text */
+            text?: string;
+        };
         /** EmbedSession */
         "assessd.v1.EmbedSession": {
             /** expires_at */
@@ -1752,13 +1769,11 @@ export interface components {
         /** EmbedTheme */
         "assessd.v1.EmbedTheme": {
             /**
-             * accent_color
-             * @description Colours as #rrggbb: accent (buttons, links, focus), text and background.
-             *      Text on background and white on accent must reach a 4.5:1 contrast.
+             * colors
+             * @description Colours of the pages; text on background and white on primary must
+             *      reach a 4.5:1 contrast.
              */
-            accentColor?: string;
-            /** background_color */
-            backgroundColor?: string;
+            colors?: components["schemas"]["assessd.v1.EmbedColors"];
             /**
              * font_family
              * @description Font family list: letters, digits, spaces, commas and hyphens, e.g.
@@ -1767,8 +1782,8 @@ export interface components {
             fontFamily?: string;
             /**
              * language
-             * @description BCP 47 language of the page, e.g. "ar"; right-to-left languages are laid
-             *      out right to left.
+             * @description Extension to API.md's theme: BCP 47 language of the page, e.g. "ar";
+             *      right-to-left languages are laid out right to left.
              */
             language?: string;
             /**
@@ -1785,8 +1800,6 @@ export interface components {
             strings?: {
                 [key: string]: string;
             };
-            /** text_color */
-            textColor?: string;
         };
         /** StringsEntry */
         "assessd.v1.EmbedTheme.StringsEntry": {

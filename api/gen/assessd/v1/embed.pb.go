@@ -37,7 +37,9 @@ type CreateEmbedSessionRequest struct {
 	Theme    *EmbedTheme `protobuf:"bytes,5,opt,name=theme,proto3" json:"theme,omitempty"`
 	// generate-exam presets: subject, studentLevel, durationMinutes, taxonomy,
 	// questionTypes, and hideSubject, hideStudentLevel, hideDuration,
-	// hideTaxonomy, hideQuestionTypes (booleans).
+	// hideTaxonomy, hideQuestionTypes (booleans). student-exam: layout, "all"
+	// (every question on one page, the default) or "paged" (one per screen).
+	// student-results: showCorrectAnswers (boolean, default false).
 	Presets *structpb.Struct `protobuf:"bytes,6,opt,name=presets,proto3" json:"presets,omitempty"`
 	// Lifetime in seconds, 60 to 86400; default 3600.
 	ExpiresIn int32 `protobuf:"varint,7,opt,name=expires_in,json=expiresIn,proto3" json:"expires_in,omitempty"`
@@ -138,18 +140,16 @@ type EmbedTheme struct {
 	// UI translation key (account.attributes.<label>-name, ...) to
 	// replacement text; labels not listed keep their wording.
 	Strings map[string]string `protobuf:"bytes,1,rep,name=strings,proto3" json:"strings,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	// Colours as #rrggbb: accent (buttons, links, focus), text and background.
-	// Text on background and white on accent must reach a 4.5:1 contrast.
-	AccentColor     string `protobuf:"bytes,2,opt,name=accent_color,json=accentColor,proto3" json:"accent_color,omitempty"`
-	TextColor       string `protobuf:"bytes,3,opt,name=text_color,json=textColor,proto3" json:"text_color,omitempty"`
-	BackgroundColor string `protobuf:"bytes,4,opt,name=background_color,json=backgroundColor,proto3" json:"background_color,omitempty"`
+	// Colours of the pages; text on background and white on primary must
+	// reach a 4.5:1 contrast.
+	Colors *EmbedColors `protobuf:"bytes,8,opt,name=colors,proto3" json:"colors,omitempty"`
 	// Font family list: letters, digits, spaces, commas and hyphens, e.g.
 	// "Inter, system-ui, sans-serif".
 	FontFamily string `protobuf:"bytes,5,opt,name=font_family,json=fontFamily,proto3" json:"font_family,omitempty"`
 	// Corner radius of fields and buttons in px, 0 to 24.
 	Radius *int32 `protobuf:"varint,6,opt,name=radius,proto3,oneof" json:"radius,omitempty"`
-	// BCP 47 language of the page, e.g. "ar"; right-to-left languages are laid
-	// out right to left.
+	// Extension to API.md's theme: BCP 47 language of the page, e.g. "ar";
+	// right-to-left languages are laid out right to left.
 	Language      string `protobuf:"bytes,7,opt,name=language,proto3" json:"language,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -192,25 +192,11 @@ func (x *EmbedTheme) GetStrings() map[string]string {
 	return nil
 }
 
-func (x *EmbedTheme) GetAccentColor() string {
+func (x *EmbedTheme) GetColors() *EmbedColors {
 	if x != nil {
-		return x.AccentColor
+		return x.Colors
 	}
-	return ""
-}
-
-func (x *EmbedTheme) GetTextColor() string {
-	if x != nil {
-		return x.TextColor
-	}
-	return ""
-}
-
-func (x *EmbedTheme) GetBackgroundColor() string {
-	if x != nil {
-		return x.BackgroundColor
-	}
-	return ""
+	return nil
 }
 
 func (x *EmbedTheme) GetFontFamily() string {
@@ -234,6 +220,68 @@ func (x *EmbedTheme) GetLanguage() string {
 	return ""
 }
 
+// Colours as CSS hex (#rrggbb); an unset colour keeps the default.
+type EmbedColors struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Buttons, links and the focus ring.
+	Primary       string `protobuf:"bytes,1,opt,name=primary,proto3" json:"primary,omitempty"`
+	Background    string `protobuf:"bytes,2,opt,name=background,proto3" json:"background,omitempty"`
+	Text          string `protobuf:"bytes,3,opt,name=text,proto3" json:"text,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EmbedColors) Reset() {
+	*x = EmbedColors{}
+	mi := &file_assessd_v1_embed_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EmbedColors) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EmbedColors) ProtoMessage() {}
+
+func (x *EmbedColors) ProtoReflect() protoreflect.Message {
+	mi := &file_assessd_v1_embed_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EmbedColors.ProtoReflect.Descriptor instead.
+func (*EmbedColors) Descriptor() ([]byte, []int) {
+	return file_assessd_v1_embed_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *EmbedColors) GetPrimary() string {
+	if x != nil {
+		return x.Primary
+	}
+	return ""
+}
+
+func (x *EmbedColors) GetBackground() string {
+	if x != nil {
+		return x.Background
+	}
+	return ""
+}
+
+func (x *EmbedColors) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
 type EmbedSession struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Opaque id with the prefix "emb_" and 160 random bits.
@@ -247,7 +295,7 @@ type EmbedSession struct {
 
 func (x *EmbedSession) Reset() {
 	*x = EmbedSession{}
-	mi := &file_assessd_v1_embed_proto_msgTypes[2]
+	mi := &file_assessd_v1_embed_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -259,7 +307,7 @@ func (x *EmbedSession) String() string {
 func (*EmbedSession) ProtoMessage() {}
 
 func (x *EmbedSession) ProtoReflect() protoreflect.Message {
-	mi := &file_assessd_v1_embed_proto_msgTypes[2]
+	mi := &file_assessd_v1_embed_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -272,7 +320,7 @@ func (x *EmbedSession) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmbedSession.ProtoReflect.Descriptor instead.
 func (*EmbedSession) Descriptor() ([]byte, []int) {
-	return file_assessd_v1_embed_proto_rawDescGZIP(), []int{2}
+	return file_assessd_v1_embed_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *EmbedSession) GetId() string {
@@ -311,14 +359,11 @@ const file_assessd_v1_embed_proto_rawDesc = "" +
 	"\apresets\x18\x06 \x01(\v2\x17.google.protobuf.StructR\apresets\x12\x1d\n" +
 	"\n" +
 	"expires_in\x18\a \x01(\x05R\texpiresIn\x12'\n" +
-	"\x0fallowed_origins\x18\b \x03(\tR\x0eallowedOrigins\"\xd9\x02\n" +
+	"\x0fallowed_origins\x18\b \x03(\tR\x0eallowedOrigins\"\xdb\x02\n" +
 	"\n" +
 	"EmbedTheme\x12=\n" +
-	"\astrings\x18\x01 \x03(\v2#.assessd.v1.EmbedTheme.StringsEntryR\astrings\x12!\n" +
-	"\faccent_color\x18\x02 \x01(\tR\vaccentColor\x12\x1d\n" +
-	"\n" +
-	"text_color\x18\x03 \x01(\tR\ttextColor\x12)\n" +
-	"\x10background_color\x18\x04 \x01(\tR\x0fbackgroundColor\x12\x1f\n" +
+	"\astrings\x18\x01 \x03(\v2#.assessd.v1.EmbedTheme.StringsEntryR\astrings\x12/\n" +
+	"\x06colors\x18\b \x01(\v2\x17.assessd.v1.EmbedColorsR\x06colors\x12\x1f\n" +
 	"\vfont_family\x18\x05 \x01(\tR\n" +
 	"fontFamily\x12\x1b\n" +
 	"\x06radius\x18\x06 \x01(\x05H\x00R\x06radius\x88\x01\x01\x12\x1a\n" +
@@ -326,7 +371,14 @@ const file_assessd_v1_embed_proto_rawDesc = "" +
 	"\fStringsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\t\n" +
-	"\a_radius\"k\n" +
+	"\a_radiusJ\x04\b\x02\x10\x03J\x04\b\x03\x10\x04J\x04\b\x04\x10\x05R\faccent_colorR\n" +
+	"text_colorR\x10background_color\"[\n" +
+	"\vEmbedColors\x12\x18\n" +
+	"\aprimary\x18\x01 \x01(\tR\aprimary\x12\x1e\n" +
+	"\n" +
+	"background\x18\x02 \x01(\tR\n" +
+	"background\x12\x12\n" +
+	"\x04text\x18\x03 \x01(\tR\x04text\"k\n" +
 	"\fEmbedSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x129\n" +
@@ -348,27 +400,29 @@ func file_assessd_v1_embed_proto_rawDescGZIP() []byte {
 	return file_assessd_v1_embed_proto_rawDescData
 }
 
-var file_assessd_v1_embed_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_assessd_v1_embed_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_assessd_v1_embed_proto_goTypes = []any{
 	(*CreateEmbedSessionRequest)(nil), // 0: assessd.v1.CreateEmbedSessionRequest
 	(*EmbedTheme)(nil),                // 1: assessd.v1.EmbedTheme
-	(*EmbedSession)(nil),              // 2: assessd.v1.EmbedSession
-	nil,                               // 3: assessd.v1.EmbedTheme.StringsEntry
-	(*structpb.Struct)(nil),           // 4: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),     // 5: google.protobuf.Timestamp
+	(*EmbedColors)(nil),               // 2: assessd.v1.EmbedColors
+	(*EmbedSession)(nil),              // 3: assessd.v1.EmbedSession
+	nil,                               // 4: assessd.v1.EmbedTheme.StringsEntry
+	(*structpb.Struct)(nil),           // 5: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),     // 6: google.protobuf.Timestamp
 }
 var file_assessd_v1_embed_proto_depIdxs = []int32{
 	1, // 0: assessd.v1.CreateEmbedSessionRequest.theme:type_name -> assessd.v1.EmbedTheme
-	4, // 1: assessd.v1.CreateEmbedSessionRequest.presets:type_name -> google.protobuf.Struct
-	3, // 2: assessd.v1.EmbedTheme.strings:type_name -> assessd.v1.EmbedTheme.StringsEntry
-	5, // 3: assessd.v1.EmbedSession.expires_at:type_name -> google.protobuf.Timestamp
-	0, // 4: assessd.v1.EmbedService.CreateEmbedSession:input_type -> assessd.v1.CreateEmbedSessionRequest
-	2, // 5: assessd.v1.EmbedService.CreateEmbedSession:output_type -> assessd.v1.EmbedSession
-	5, // [5:6] is the sub-list for method output_type
-	4, // [4:5] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	5, // 1: assessd.v1.CreateEmbedSessionRequest.presets:type_name -> google.protobuf.Struct
+	4, // 2: assessd.v1.EmbedTheme.strings:type_name -> assessd.v1.EmbedTheme.StringsEntry
+	2, // 3: assessd.v1.EmbedTheme.colors:type_name -> assessd.v1.EmbedColors
+	6, // 4: assessd.v1.EmbedSession.expires_at:type_name -> google.protobuf.Timestamp
+	0, // 5: assessd.v1.EmbedService.CreateEmbedSession:input_type -> assessd.v1.CreateEmbedSessionRequest
+	3, // 6: assessd.v1.EmbedService.CreateEmbedSession:output_type -> assessd.v1.EmbedSession
+	6, // [6:7] is the sub-list for method output_type
+	5, // [5:6] is the sub-list for method input_type
+	5, // [5:5] is the sub-list for extension type_name
+	5, // [5:5] is the sub-list for extension extendee
+	0, // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_assessd_v1_embed_proto_init() }
@@ -384,7 +438,7 @@ func file_assessd_v1_embed_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_assessd_v1_embed_proto_rawDesc), len(file_assessd_v1_embed_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   4,
+			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

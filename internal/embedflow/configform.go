@@ -1,0 +1,296 @@
+package embedflow
+
+import (
+	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+)
+
+// A configField is one input of a question's configuration form, built
+// from the question type's JSON Schema. Name is the path the API names in
+// its errors (config.options.0.text), so a refused save puts the API
+// validator's message beside the input it concerns.
+type configField struct {
+	Name, Label, Hint string
+	// Kind is bool (checkbox), choice (a required boolean: true/false),
+	// number, integer, text, textarea, lines (a list of strings, one per
+	// line), rows (a list of objects) or hidden.
+	Kind     string
+	Value    string
+	Checked  bool
+	Required bool
+	Error    string
+	// Columns and Rows are a rows field's sub-fields, one Rows entry per
+	// item plus blank ones to add items.
+	Columns []configField
+	Rows    [][]configField
+}
+
+// blankRows are the empty items a rows field offers for adding.
+const blankRows = 2
+
+// configForm builds the form fields of schema filled with config; false
+// when the schema has a shape the form cannot express (then only the raw
+// JSON editor is offered).
+func configForm(schema, config map[string]any, errField, errMsg string) ([]configField, bool) {
+	props, _ := schema["properties"].(map[string]any)
+	if schema["type"] != "object" || len(props) == 0 {
+		return nil, false
+	}
+	var out []configField
+	for _, name := range propertyOrder(schema) {
+		f, ok := fieldFor("config."+name, name, asMap(props[name]), isRequired(schema, name), config[name], errField, errMsg)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, f)
+	}
+	return out, true
+}
+
+func fieldFor(path, name string, sch map[string]any, required bool, value any, errField, errMsg string) (configField, bool) {
+	f := configField{Name: path, Label: label(sch, name), Required: required}
+	f.Hint, _ = sch["description"].(string)
+	if errField == path || strings.HasPrefix(errField, path+".") {
+		f.Error = errMsg
+	}
+	switch sch["type"] {
+	case "boolean":
+		f.Kind = "bool"
+		if required {
+			f.Kind = "choice"
+		}
+		b, _ := value.(bool)
+		f.Checked = b
+		f.Value = strconv.FormatBool(b)
+	case "number", "integer":
+		f.Kind = sch["type"].(string)
+		if value != nil {
+			f.Value = fmt.Sprint(value)
+		}
+	case "string":
+		f.Kind = "text"
+		if n, _ := sch["maxLength"].(float64); n > 1000 || sch["maxLength"] == nil {
+			f.Kind = "textarea"
+		}
+		if name == "id" {
+			f.Kind = "hidden"
+		}
+		f.Value, _ = value.(string)
+	case "array":
+		items := asMap(sch["items"])
+		list, _ := value.([]any)
+		switch items["type"] {
+		case "string", "number":
+			f.Kind = "lines"
+			lines := make([]string, len(list))
+			for i, v := range list {
+				lines[i] = fmt.Sprint(v)
+			}
+			f.Value = strings.Join(lines, "\n")
+		case "object":
+			f.Kind = "rows"
+			cols, ok := configForm(items, nil, "", "")
+			if !ok {
+				return f, false
+			}
+			f.Columns = cols
+			for i := range len(list) + blankRows {
+				item := map[string]any{}
+				if i < len(list) {
+					item = asMap(list[i])
+				}
+				row, _ := configForm(items, item, errField, errMsg)
+				for j := range row {
+					row[j].Name = fmt.Sprintf("%s.%d.%s", path, i, strings.TrimPrefix(row[j].Name, "config."))
+					row[j].Error = ""
+					if p := row[j].Name; errField == p || strings.HasPrefix(errField, p+".") {
+						row[j].Error = errMsg
+					}
+				}
+				f.Rows = append(f.Rows, row)
+			}
+			if f.Error != "" && errField != path {
+				f.Error = "" // shown beside the row's input
+			}
+		default:
+			return f, false
+		}
+	default:
+		return f, false
+	}
+	return f, true
+}
+
+// parseConfigForm reads a configuration back from a form built by
+// configForm. Values keep the type the form gives them when they do not
+// parse (a number field holding "abc" stays a string), so the API's
+// validator, not this reader, says what is wrong.
+func parseConfigForm(schema map[string]any, form url.Values, prefix string) map[string]any {
+	props, _ := schema["properties"].(map[string]any)
+	out := map[string]any{}
+	for name, raw := range props {
+		sch, path := asMap(raw), prefix+"."+name
+		required := isRequired(schema, name)
+		switch sch["type"] {
+		case "boolean":
+			v := form.Get(path)
+			if v == "true" || v == "on" {
+				out[name] = true
+			} else if required {
+				out[name] = false
+			}
+		case "number", "integer":
+			v := strings.TrimSpace(form.Get(path))
+			if v == "" {
+				continue
+			}
+			if n, err := strconv.ParseFloat(v, 64); err == nil {
+				out[name] = n
+			} else {
+				out[name] = v
+			}
+		case "string":
+			if v := form.Get(path); v != "" || (required && form.Has(path)) {
+				out[name] = v
+			}
+		case "array":
+			items := asMap(sch["items"])
+			list := []any{}
+			switch items["type"] {
+			case "string", "number":
+				for line := range strings.Lines(form.Get(path)) {
+					if line = strings.TrimSpace(line); line != "" {
+						list = append(list, line)
+					}
+				}
+				if items["type"] == "number" {
+					for i, v := range list {
+						if n, err := strconv.ParseFloat(v.(string), 64); err == nil {
+							list[i] = n
+						}
+					}
+				}
+			case "object":
+				list = parseRows(items, form, path)
+			}
+			if len(list) > 0 || required {
+				out[name] = list
+			}
+		}
+	}
+	return out
+}
+
+// parseRows reads a rows field: rows left empty are dropped (that is how
+// an item is removed), and an item without an id gets the first free one.
+func parseRows(items map[string]any, form url.Values, path string) []any {
+	var list []any
+	var ids []string
+	for i := 0; ; i++ {
+		prefix := fmt.Sprintf("%s.%d", path, i)
+		if !hasPrefix(form, prefix+".") {
+			break
+		}
+		item := parseConfigForm(items, form, prefix)
+		id, _ := item["id"].(string)
+		delete(item, "id")
+		if empty(item) {
+			continue
+		}
+		if id != "" {
+			item["id"] = id
+			ids = append(ids, id)
+		}
+		list = append(list, item)
+	}
+	if _, hasID := asMap(items["properties"])["id"]; hasID {
+		for _, it := range list {
+			item := it.(map[string]any)
+			if item["id"] != nil {
+				continue
+			}
+			for n := 1; ; n++ {
+				if id := "o" + strconv.Itoa(n); !slices.Contains(ids, id) {
+					item["id"], ids = id, append(ids, id)
+					break
+				}
+			}
+		}
+	}
+	return list
+}
+
+// empty reports an item with nothing filled in (false booleans and empty
+// strings count as nothing).
+func empty(item map[string]any) bool {
+	for _, v := range item {
+		if v != false && v != "" {
+			return false
+		}
+	}
+	return true
+}
+
+func hasPrefix(form url.Values, prefix string) bool {
+	for k := range form {
+		if strings.HasPrefix(k, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// propertyOrder lists the schema's properties: required ones first, then
+// the others, each group by name.
+func propertyOrder(schema map[string]any) []string {
+	var names []string
+	for name := range asMap(schema["properties"]) {
+		names = append(names, name)
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		ra, rb := isRequired(schema, a), isRequired(schema, b)
+		if ra != rb {
+			if ra {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	return names
+}
+
+func isRequired(schema map[string]any, name string) bool {
+	req, _ := schema["required"].([]any)
+	return slices.Contains(req, any(name))
+}
+
+func asMap(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
+}
+
+// label is the schema's title, or the property name in words
+// (acceptedAnswers → Accepted answers).
+func label(sch map[string]any, name string) string {
+	if t, ok := sch["title"].(string); ok && t != "" {
+		return t
+	}
+	var b strings.Builder
+	for i, r := range name {
+		switch {
+		case i == 0:
+			b.WriteRune(unicode.ToUpper(r))
+		case unicode.IsUpper(r):
+			b.WriteRune(' ')
+			b.WriteRune(unicode.ToLower(r))
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
