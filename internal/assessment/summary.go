@@ -52,7 +52,7 @@ type QuestionStats struct {
 
 // Summarize reads an exam's summary from the aggregates the database keeps
 // on every write to its results and answers (migration 011, decision
-// 0117): a few rows per exam whatever the number of results.
+// 0117): a few rows per exam (and shard) whatever the number of results.
 func (s *Service) Summarize(ctx context.Context, examID string) (Summary, error) {
 	if _, err := tenancy.Authorize(ctx, ReadSummaries); err != nil {
 		return Summary{}, err
@@ -67,8 +67,9 @@ func (s *Service) Summarize(ctx context.Context, examID string) (Summary, error)
 			return err
 		}
 		rows, err := q.Query(ctx, `
-			SELECT status = 'graded', score, max_score, n FROM result_score_counts
-			 WHERE org_id = app_org_id() AND exam_id = $1 AND n > 0 ORDER BY score`, examID)
+			SELECT status = 'graded', score, max_score, sum(n)::int8 FROM result_score_counts
+			 WHERE org_id = app_org_id() AND exam_id = $1
+			 GROUP BY 1, 2, 3 HAVING sum(n) > 0 ORDER BY score`, examID)
 		if err != nil {
 			return fmt.Errorf("summarize: %w", err)
 		}

@@ -86,7 +86,9 @@ CREATE OR REPLACE FUNCTION service_account_for_auth(p_id text)
 -- The results summary's aggregates (decision 0117), kept by triggers in the
 -- transaction of every write to results and result_answers, whatever code
 -- path writes them: the summary reads these few rows instead of every
--- result and answer of the exam.
+-- result and answer of the exam. Each result counts in one of 16 shards
+-- (by its id), so that concurrent submissions to one exam seldom wait for
+-- each other's row locks; the summary adds the shards up.
 --
 -- result_score_counts: how many results of an exam have each status, score
 -- and maximum; count, mean, median, deviation, extremes and histogram all
@@ -94,11 +96,12 @@ CREATE OR REPLACE FUNCTION service_account_for_auth(p_id text)
 CREATE TABLE result_score_counts (
   org_id     text NOT NULL REFERENCES orgs (id),
   exam_id    text NOT NULL REFERENCES exams (id) ON DELETE CASCADE,
+  shard      smallint NOT NULL,
   status     text NOT NULL,
   score      double precision NOT NULL,
   max_score  double precision NOT NULL,
   n          bigint NOT NULL,
-  PRIMARY KEY (exam_id, status, score, max_score)
+  PRIMARY KEY (exam_id, shard, status, score, max_score)
 );
 CREATE INDEX result_score_counts_org ON result_score_counts (org_id, exam_id);
 
@@ -112,6 +115,7 @@ CREATE TABLE question_score_sums (
   exam_id      text NOT NULL REFERENCES exams (id) ON DELETE CASCADE,
   question_id  text NOT NULL,
   position     integer NOT NULL,
+  shard        smallint NOT NULL,
   n            bigint NOT NULL,
   sum_x        numeric NOT NULL,
   sum_xx       numeric NOT NULL,
@@ -119,7 +123,7 @@ CREATE TABLE question_score_sums (
   sum_yy       numeric NOT NULL,
   sum_xy       numeric NOT NULL,
   sum_fraction numeric NOT NULL,
-  PRIMARY KEY (exam_id, question_id, position)
+  PRIMARY KEY (exam_id, question_id, position, shard)
 );
 CREATE INDEX question_score_sums_org ON question_score_sums (org_id, exam_id);
 
@@ -130,115 +134,91 @@ CREATE POLICY tenant ON question_score_sums USING (org_id = app_org_id()) WITH C
 -- Only the triggers below (SECURITY DEFINER) write them.
 GRANT SELECT ON result_score_counts, question_score_sums TO assessd_app;
 
--- summary_count_result adds sign (1 or -1) times one result to its exam's
--- score counts. Taking away only updates, and not at all once the exam is
--- deleted (its results are being cascaded away, and its counts with them).
-CREATE FUNCTION summary_count_result(r results, sign integer) RETURNS void
+CREATE FUNCTION summary_shard(result_id text) RETURNS smallint
+  LANGUAGE sql IMMUTABLE PARALLEL SAFE
+  AS $$ SELECT (hashtext(result_id) & 15)::smallint $$;
+
+-- summary_count adds sign (1 or -1) times one result to its exam's score
+-- counts. Taking away only updates, and not at all once the exam is
+-- deleted: its results are being cascaded away, and its counts with them.
+CREATE FUNCTION summary_count(r results, sign integer) RETURNS void
   LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public
   AS $$
   BEGIN
     IF sign < 0 THEN
-      IF NOT EXISTS (SELECT FROM exams e WHERE e.id = r.exam_id) THEN
-        RETURN;
-      END IF;
-      UPDATE result_score_counts SET n = n - 1
-       WHERE exam_id = r.exam_id AND status = r.status AND score = r.score AND max_score = r.max_score;
+      UPDATE result_score_counts c SET n = c.n - 1
+       WHERE c.exam_id = r.exam_id AND c.shard = summary_shard(r.id) AND c.status = r.status
+         AND c.score = r.score AND c.max_score = r.max_score
+         AND EXISTS (SELECT FROM exams e WHERE e.id = r.exam_id);
       RETURN;
     END IF;
-    INSERT INTO result_score_counts AS c (org_id, exam_id, status, score, max_score, n)
-    VALUES (r.org_id, r.exam_id, r.status, r.score, r.max_score, 1)
-    ON CONFLICT (exam_id, status, score, max_score) DO UPDATE SET n = c.n + 1;
+    INSERT INTO result_score_counts AS c (org_id, exam_id, shard, status, score, max_score, n)
+    VALUES (r.org_id, r.exam_id, summary_shard(r.id), r.status, r.score, r.max_score, 1)
+    ON CONFLICT (exam_id, shard, status, score, max_score) DO UPDATE SET n = c.n + 1;
   END
   $$;
 
--- summary_add_answers adds sign times the terms of answers (x, fraction)
--- of a graded result whose score is total; taking away only updates, as
--- above.
-CREATE FUNCTION summary_add_answers(p_org text, p_exam text, total double precision, sign integer,
-                                    question_ids text[], positions integer[], xs double precision[],
-                                    fractions double precision[]) RETURNS void
-  LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public
-  AS $$
-  BEGIN
-    IF sign < 0 THEN
-      IF NOT EXISTS (SELECT FROM exams e WHERE e.id = p_exam) THEN
-        RETURN;
-      END IF;
-      UPDATE question_score_sums s
-         SET n = s.n - 1, sum_x = s.sum_x - a.x::numeric, sum_xx = s.sum_xx - a.x::numeric * a.x::numeric,
-             sum_y = s.sum_y - (total - a.x)::numeric,
-             sum_yy = s.sum_yy - (total - a.x)::numeric * (total - a.x)::numeric,
-             sum_xy = s.sum_xy - a.x::numeric * (total - a.x)::numeric,
-             sum_fraction = s.sum_fraction - a.fraction::numeric
-        FROM unnest(question_ids, positions, xs, fractions) AS a (question_id, position, x, fraction)
-       WHERE s.exam_id = p_exam AND s.question_id = a.question_id AND s.position = a.position;
-      RETURN;
-    END IF;
-    -- Sorted, so that concurrent transactions lock the rows in one order.
-    INSERT INTO question_score_sums AS s (org_id, exam_id, question_id, position, n, sum_x, sum_xx, sum_y, sum_yy, sum_xy, sum_fraction)
-    SELECT p_org, p_exam, a.question_id, a.position, 1, a.x::numeric, a.x::numeric * a.x::numeric,
-           (total - a.x)::numeric, (total - a.x)::numeric * (total - a.x)::numeric,
-           a.x::numeric * (total - a.x)::numeric, a.fraction::numeric
-      FROM unnest(question_ids, positions, xs, fractions) AS a (question_id, position, x, fraction)
-     ORDER BY a.question_id, a.position
-    ON CONFLICT (exam_id, question_id, position) DO UPDATE
-       SET n = s.n + 1, sum_x = s.sum_x + excluded.sum_x, sum_xx = s.sum_xx + excluded.sum_xx,
-           sum_y = s.sum_y + excluded.sum_y, sum_yy = s.sum_yy + excluded.sum_yy,
-           sum_xy = s.sum_xy + excluded.sum_xy, sum_fraction = s.sum_fraction + excluded.sum_fraction;
-  END
-  $$;
-
--- summary_result_answers adds sign times every current answer of graded
--- result r.
-CREATE FUNCTION summary_result_answers(r results, sign integer) RETURNS void
+-- summary_term adds sign times one answer of a graded result whose score
+-- is total to its question's sums; taking away as above.
+CREATE FUNCTION summary_term(a result_answers, total double precision, sign integer) RETURNS void
   LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public
   AS $$
   DECLARE
-    q text[]; p integer[]; x double precision[]; f double precision[];
+    x numeric := a.score::numeric;
+    y numeric := (total - a.score)::numeric;
+    f numeric := (CASE WHEN a.max_score > 0 THEN a.score / a.max_score ELSE 0 END)::numeric;
   BEGIN
-    SELECT array_agg(a.question_id), array_agg(a.position), array_agg(a.score),
-           array_agg(CASE WHEN a.max_score > 0 THEN a.score / a.max_score ELSE 0 END)
-      INTO q, p, x, f
-      FROM result_answers a WHERE a.result_id = r.id;
-    IF q IS NOT NULL THEN
-      PERFORM summary_add_answers(r.org_id, r.exam_id, r.score, sign, q, p, x, f);
+    IF sign < 0 THEN
+      UPDATE question_score_sums s
+         SET n = s.n - 1, sum_x = s.sum_x - x, sum_xx = s.sum_xx - x * x, sum_y = s.sum_y - y,
+             sum_yy = s.sum_yy - y * y, sum_xy = s.sum_xy - x * y, sum_fraction = s.sum_fraction - f
+       WHERE s.exam_id = a.exam_id AND s.question_id = a.question_id AND s.position = a.position
+         AND s.shard = summary_shard(a.result_id) AND EXISTS (SELECT FROM exams e WHERE e.id = a.exam_id);
+      RETURN;
     END IF;
+    INSERT INTO question_score_sums AS s (org_id, exam_id, question_id, position, shard, n, sum_x, sum_xx, sum_y, sum_yy, sum_xy, sum_fraction)
+    VALUES (a.org_id, a.exam_id, a.question_id, a.position, summary_shard(a.result_id), 1, x, x * x, y, y * y, x * y, f)
+    ON CONFLICT (exam_id, question_id, position, shard) DO UPDATE
+       SET n = s.n + 1, sum_x = s.sum_x + x, sum_xx = s.sum_xx + x * x, sum_y = s.sum_y + y,
+           sum_yy = s.sum_yy + y * y, sum_xy = s.sum_xy + x * y, sum_fraction = s.sum_fraction + f;
   END
   $$;
 
 -- A result's row changes: its old state leaves the aggregates and its new
--- one enters them, with its answers as they are now. A deleted result
--- leaves before its answers are cascaded away (BEFORE DELETE).
+-- one enters them, with its answers as they are now (in question order, so
+-- that concurrent transactions lock the sums in one order). A deleted
+-- result leaves before its answers are cascaded away (BEFORE DELETE).
 CREATE FUNCTION summary_on_result() RETURNS trigger
   LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public
   AS $$
+  DECLARE
+    a result_answers;
   BEGIN
-    IF TG_OP IN ('UPDATE', 'DELETE') THEN
-      IF TG_OP = 'UPDATE' AND (OLD.status, OLD.score, OLD.max_score) IS NOT DISTINCT FROM (NEW.status, NEW.score, NEW.max_score) THEN
-        RETURN NULL;
-      END IF;
-      PERFORM summary_count_result(OLD, -1);
-      IF OLD.status = 'graded' THEN
-        PERFORM summary_result_answers(OLD, -1);
-      END IF;
-    END IF;
-    IF TG_OP IN ('INSERT', 'UPDATE') THEN
-      PERFORM summary_count_result(NEW, 1);
-      IF NEW.status = 'graded' THEN
-        PERFORM summary_result_answers(NEW, 1);
-      END IF;
+    IF TG_OP = 'UPDATE' AND (OLD.status, OLD.score, OLD.max_score) IS NOT DISTINCT FROM (NEW.status, NEW.score, NEW.max_score) THEN
       RETURN NULL;
     END IF;
-    RETURN OLD;
+    PERFORM summary_count(OLD, -1);
+    IF OLD.status = 'graded' THEN
+      FOR a IN SELECT * FROM result_answers WHERE result_id = OLD.id ORDER BY question_id LOOP
+        PERFORM summary_term(a, OLD.score, -1);
+      END LOOP;
+    END IF;
+    IF TG_OP = 'DELETE' THEN
+      RETURN OLD;
+    END IF;
+    PERFORM summary_count(NEW, 1);
+    IF NEW.status = 'graded' THEN
+      FOR a IN SELECT * FROM result_answers WHERE result_id = NEW.id ORDER BY question_id LOOP
+        PERFORM summary_term(a, NEW.score, 1);
+      END LOOP;
+    END IF;
+    RETURN NULL;
   END
   $$;
 
 -- An answer of a graded result changes (a teacher's correction): its old
 -- terms leave and its new ones enter, against the result's current score;
--- the result's own update then moves every answer to the new score. BEFORE,
--- so that a statement inserting a result and its answers together (a
--- writable CTE) counts them once: the result, not yet visible here, counts
--- them when its own trigger runs.
+-- the result's own update then moves every answer to its new score.
 CREATE FUNCTION summary_on_answer() RETURNS trigger
   LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public
   AS $$
@@ -248,16 +228,11 @@ CREATE FUNCTION summary_on_answer() RETURNS trigger
     IF TG_OP = 'UPDATE' AND (OLD.score, OLD.max_score, OLD.position) IS NOT DISTINCT FROM (NEW.score, NEW.max_score, NEW.position) THEN
       RETURN NEW;
     END IF;
-    SELECT r.score INTO total FROM results r
-     WHERE r.id = coalesce(NEW.result_id, OLD.result_id) AND r.status = 'graded';
+    SELECT r.score INTO total FROM results r WHERE r.id = OLD.result_id AND r.status = 'graded';
     IF FOUND THEN
-      IF TG_OP IN ('UPDATE', 'DELETE') THEN
-        PERFORM summary_add_answers(OLD.org_id, OLD.exam_id, total, -1, ARRAY[OLD.question_id], ARRAY[OLD.position],
-          ARRAY[OLD.score], ARRAY[CASE WHEN OLD.max_score > 0 THEN OLD.score / OLD.max_score ELSE 0 END]);
-      END IF;
-      IF TG_OP IN ('INSERT', 'UPDATE') THEN
-        PERFORM summary_add_answers(NEW.org_id, NEW.exam_id, total, 1, ARRAY[NEW.question_id], ARRAY[NEW.position],
-          ARRAY[NEW.score], ARRAY[CASE WHEN NEW.max_score > 0 THEN NEW.score / NEW.max_score ELSE 0 END]);
+      PERFORM summary_term(OLD, total, -1);
+      IF TG_OP = 'UPDATE' THEN
+        PERFORM summary_term(NEW, total, 1);
       END IF;
     END IF;
     IF TG_OP = 'DELETE' THEN
@@ -267,28 +242,68 @@ CREATE FUNCTION summary_on_answer() RETURNS trigger
   END
   $$;
 
-CREATE TRIGGER summary_after_write AFTER INSERT OR UPDATE ON results
+-- New results count at once; their answers cannot exist before them (the
+-- foreign key), so a result's answers count when they are inserted, by the
+-- statement: one grouped upsert per statement. A writable CTE inserting
+-- results and answers together is counted right too, since both triggers
+-- run after the whole statement.
+CREATE FUNCTION summary_results_inserted() RETURNS trigger
+  LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public
+  AS $$
+  BEGIN
+    INSERT INTO result_score_counts AS c (org_id, exam_id, shard, status, score, max_score, n)
+    SELECT min(r.org_id), r.exam_id, summary_shard(r.id), r.status, r.score, r.max_score, count(*)
+      FROM added r
+     GROUP BY 2, 3, 4, 5, 6 ORDER BY 2, 3, 4, 5, 6
+    ON CONFLICT (exam_id, shard, status, score, max_score) DO UPDATE SET n = c.n + excluded.n;
+    RETURN NULL;
+  END
+  $$;
+
+CREATE FUNCTION summary_answers_inserted() RETURNS trigger
+  LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public
+  AS $$
+  BEGIN
+    INSERT INTO question_score_sums AS s (org_id, exam_id, question_id, position, shard, n, sum_x, sum_xx, sum_y, sum_yy, sum_xy, sum_fraction)
+    SELECT min(t.org_id), t.exam_id, t.question_id, t.position, t.shard, count(*),
+           sum(t.x), sum(t.x * t.x), sum(t.y), sum(t.y * t.y), sum(t.x * t.y), sum(t.f)
+      FROM (SELECT a.org_id, a.exam_id, a.question_id, a.position, summary_shard(a.result_id) AS shard,
+                   a.score::numeric AS x, (r.score - a.score)::numeric AS y,
+                   (CASE WHEN a.max_score > 0 THEN a.score / a.max_score ELSE 0 END)::numeric AS f
+              FROM added a JOIN results r ON r.id = a.result_id AND r.status = 'graded') t
+     GROUP BY 2, 3, 4, 5 ORDER BY 2, 3, 4, 5
+    ON CONFLICT (exam_id, question_id, position, shard) DO UPDATE
+       SET n = s.n + excluded.n, sum_x = s.sum_x + excluded.sum_x, sum_xx = s.sum_xx + excluded.sum_xx,
+           sum_y = s.sum_y + excluded.sum_y, sum_yy = s.sum_yy + excluded.sum_yy,
+           sum_xy = s.sum_xy + excluded.sum_xy, sum_fraction = s.sum_fraction + excluded.sum_fraction;
+    RETURN NULL;
+  END
+  $$;
+
+CREATE TRIGGER summary_inserted AFTER INSERT ON results
+  REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION summary_results_inserted();
+CREATE TRIGGER summary_updated AFTER UPDATE ON results
   FOR EACH ROW EXECUTE FUNCTION summary_on_result();
-CREATE TRIGGER summary_before_delete BEFORE DELETE ON results
+CREATE TRIGGER summary_deleting BEFORE DELETE ON results
   FOR EACH ROW EXECUTE FUNCTION summary_on_result();
-CREATE TRIGGER summary_before_write BEFORE INSERT OR UPDATE OR DELETE ON result_answers
+CREATE TRIGGER summary_inserted AFTER INSERT ON result_answers
+  REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION summary_answers_inserted();
+CREATE TRIGGER summary_changing BEFORE UPDATE OR DELETE ON result_answers
   FOR EACH ROW EXECUTE FUNCTION summary_on_answer();
 
-REVOKE ALL ON FUNCTION summary_count_result(results, integer),
-  summary_add_answers(text, text, double precision, integer, text[], integer[], double precision[], double precision[]),
-  summary_result_answers(results, integer), summary_on_result(), summary_on_answer() FROM PUBLIC;
+REVOKE ALL ON FUNCTION summary_count(results, integer), summary_term(result_answers, double precision, integer),
+  summary_on_result(), summary_on_answer(), summary_results_inserted(), summary_answers_inserted() FROM PUBLIC;
 
 -- Backfill from the rows already there.
-INSERT INTO result_score_counts (org_id, exam_id, status, score, max_score, n)
-SELECT org_id, exam_id, status, score, max_score, count(*)
-  FROM results GROUP BY org_id, exam_id, status, score, max_score;
+INSERT INTO result_score_counts (org_id, exam_id, shard, status, score, max_score, n)
+SELECT min(org_id), exam_id, summary_shard(id), status, score, max_score, count(*)
+  FROM results GROUP BY 2, 3, 4, 5, 6;
 
-INSERT INTO question_score_sums (org_id, exam_id, question_id, position, n, sum_x, sum_xx, sum_y, sum_yy, sum_xy, sum_fraction)
-SELECT a.org_id, a.exam_id, a.question_id, a.position, count(*),
-       sum(a.score::numeric), sum(a.score::numeric * a.score::numeric),
-       sum((r.score - a.score)::numeric), sum((r.score - a.score)::numeric * (r.score - a.score)::numeric),
-       sum(a.score::numeric * (r.score - a.score)::numeric),
-       sum((CASE WHEN a.max_score > 0 THEN a.score / a.max_score ELSE 0 END)::numeric)
-  FROM result_answers a JOIN results r ON r.id = a.result_id
- WHERE r.status = 'graded'
- GROUP BY a.org_id, a.exam_id, a.question_id, a.position;
+INSERT INTO question_score_sums (org_id, exam_id, question_id, position, shard, n, sum_x, sum_xx, sum_y, sum_yy, sum_xy, sum_fraction)
+SELECT min(t.org_id), t.exam_id, t.question_id, t.position, t.shard, count(*),
+       sum(t.x), sum(t.x * t.x), sum(t.y), sum(t.y * t.y), sum(t.x * t.y), sum(t.f)
+  FROM (SELECT a.org_id, a.exam_id, a.question_id, a.position, summary_shard(a.result_id) AS shard,
+               a.score::numeric AS x, (r.score - a.score)::numeric AS y,
+               (CASE WHEN a.max_score > 0 THEN a.score / a.max_score ELSE 0 END)::numeric AS f
+          FROM result_answers a JOIN results r ON r.id = a.result_id AND r.status = 'graded') t
+ GROUP BY 2, 3, 4, 5;
