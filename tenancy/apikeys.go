@@ -8,13 +8,9 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
-
-	"github.com/hashicorp/golang-lru/v2/expirable"
 
 	"github.com/assessd/assessd/internal/audit"
 	"github.com/assessd/assessd/internal/platform/errs"
@@ -127,7 +123,7 @@ func (s *Service) RevokeAPIKey(ctx context.Context, id string) error {
 		if _, err := q.Exec(ctx, `UPDATE api_keys SET revoked_at = now() WHERE org_id = app_org_id() AND id = $1 AND revoked_at IS NULL`, id); err != nil {
 			return fmt.Errorf("revoke api key: %w", err)
 		}
-		if err := notifyCredentialsChanged(ctx, q); err != nil {
+		if err := NotifyCredentialsChanged(ctx, q); err != nil {
 			return err
 		}
 		_, err = audit.Append(ctx, q, audit.Entry{
@@ -136,7 +132,7 @@ func (s *Service) RevokeAPIKey(ctx context.Context, id string) error {
 		return err
 	})
 	if err == nil {
-		s.keys.purge()
+		s.creds.purge()
 	}
 	return err
 }
@@ -190,7 +186,8 @@ func APIKeyID(token string) string {
 // malformed and revoked keys are errs.KindUnauthenticated.
 func (s *Service) AuthenticateAPIKey(ctx context.Context, token string) (*Caller, error) {
 	hash := sha256.Sum256([]byte(token))
-	if e, ok := s.keys.get(hash); ok {
+	e, ticket, ok := s.creds.get(hash)
+	if ok {
 		s.touch(e)
 		return e.caller, nil
 	}
@@ -215,11 +212,11 @@ func (s *Service) AuthenticateAPIKey(ctx context.Context, token string) (*Caller
 		return nil, errs.Unauthenticated("invalid or revoked API key")
 	}
 	c.Scopes = APIKeyScopes(c.Role)
-	e := &cachedKey{caller: &c}
+	e = &cachedCredential{caller: &c}
 	if lastUsed != nil {
 		e.lastUsed.Store(lastUsed.UnixNano())
 	}
-	s.keys.add(hash, e)
+	s.creds.add(ticket, hash, e)
 	s.touch(e)
 	return &c, nil
 }
@@ -229,7 +226,7 @@ const lastUsedResolution = time.Minute
 
 // touch notes that a key was used, at most once per lastUsedResolution, so
 // a busy key costs nothing on most requests; FlushKeyUses writes the notes.
-func (s *Service) touch(e *cachedKey) {
+func (s *Service) touch(e *cachedCredential) {
 	now := time.Now()
 	prev := e.lastUsed.Load()
 	if now.UnixNano()-prev < int64(lastUsedResolution) || !e.lastUsed.CompareAndSwap(prev, now.UnixNano()) {
@@ -292,83 +289,3 @@ func (s *Service) FlushKeyUses(ctx context.Context) error {
 	}
 	return errors.Join(errsSeen...)
 }
-
-// keyCache keeps recently verified keys so authenticated requests skip the
-// database. Every revocation, role change or deletion, in any instance, purges
-// it: the change notifies credentialsChannel in its transaction and
-// WatchCredentialChanges purges on each notification. While that watch is
-// not connected the cache is bypassed, so a missed notification can never
-// keep a revoked key alive.
-type keyCache struct {
-	lru     *expirable.LRU[[32]byte, *cachedKey]
-	watched atomic.Bool
-}
-
-type cachedKey struct {
-	caller   *Caller
-	lastUsed atomic.Int64
-}
-
-const (
-	keyCacheSize = 10_000
-	keyCacheTTL  = 30 * time.Second
-)
-
-func newKeyCache() *keyCache {
-	return &keyCache{lru: expirable.NewLRU[[32]byte, *cachedKey](keyCacheSize, nil, keyCacheTTL)}
-}
-
-func (k *keyCache) get(h [32]byte) (*cachedKey, bool) {
-	if !k.watched.Load() {
-		return nil, false
-	}
-	return k.lru.Get(h)
-}
-
-func (k *keyCache) add(h [32]byte, e *cachedKey) {
-	if k.watched.Load() {
-		k.lru.Add(h, e)
-	}
-}
-
-func (k *keyCache) purge() { k.lru.Purge() }
-
-// credentialsChannel is notified whenever a credential may have lost
-// validity (key revoked, user changed or deleted).
-const credentialsChannel = "assessd_credentials" //nolint:gosec // G101: a LISTEN channel's name, not a secret
-
-// notifyCredentialsChanged tells every instance, on commit, to drop its
-// cached credentials.
-func notifyCredentialsChanged(ctx context.Context, q store.Querier) error {
-	_, err := q.Exec(ctx, `SELECT pg_notify('`+credentialsChannel+`', '')`)
-	return err
-}
-
-// WatchCredentialChanges keeps this instance's key cache consistent with
-// changes made by any instance, until ctx ends. It listens on the
-// database's direct (unpooled) URL, logs each connect and disconnect, and
-// reconnects after failures; meanwhile the cache is bypassed.
-func (s *Service) WatchCredentialChanges(ctx context.Context) {
-	for ctx.Err() == nil {
-		err := s.db.Listen(ctx, credentialsChannel,
-			func() {
-				s.keys.purge()
-				s.keys.watched.Store(true)
-				slog.InfoContext(ctx, "credential change listener connected")
-			},
-			s.keys.purge)
-		s.keys.watched.Store(false)
-		s.keys.purge()
-		if ctx.Err() == nil {
-			slog.WarnContext(ctx, "credential change listener disconnected; cached credentials bypassed, retrying", "err", err)
-			select {
-			case <-ctx.Done():
-			case <-time.After(time.Second):
-			}
-		}
-	}
-}
-
-// CredentialListenerUp reports whether the credential change listener is
-// connected, that is whether this instance may serve keys from its cache.
-func (s *Service) CredentialListenerUp() bool { return s.keys.watched.Load() }

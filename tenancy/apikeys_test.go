@@ -2,6 +2,7 @@ package tenancy_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"testing"
@@ -119,5 +120,32 @@ func TestOnlyRoleChangesPurgeCredentialCaches(t *testing.T) {
 	// The rename must have sent nothing, the role change one notification.
 	if purges != 1 {
 		t.Fatalf("a rename and a role change sent %d credential notifications, want 1 (the role change's)", purges)
+	}
+}
+
+// TestCredentialCacheDropsLookupsOlderThanAPurge: what a lookup read
+// before a purge (a revocation committing meanwhile) is not cached.
+func TestCredentialCacheDropsLookupsOlderThanAPurge(t *testing.T) {
+	s := tenancy.NewService(storetest.New(t))
+	ctx, stop := context.WithTimeout(context.Background(), 30*time.Second)
+	defer stop()
+	go s.WatchCredentialChanges(ctx)
+	eventually.Succeeds(t, 10*time.Second, func() error {
+		if !s.CredentialListenerUp() {
+			return errors.New("credential listener not up")
+		}
+		return nil
+	})
+	hash := sha256.Sum256([]byte("bearer"))
+	_, _, ticket, _ := s.CachedCredential(hash)
+	s.PurgeCredentials()
+	s.CacheCredential(ticket, hash, &tenancy.Caller{}, time.Time{})
+	if _, _, _, ok := s.CachedCredential(hash); ok {
+		t.Fatal("a lookup older than a purge was cached")
+	}
+	_, _, ticket, _ = s.CachedCredential(hash)
+	s.CacheCredential(ticket, hash, &tenancy.Caller{}, time.Time{})
+	if _, _, _, ok := s.CachedCredential(hash); !ok {
+		t.Fatal("a fresh lookup was not cached")
 	}
 }

@@ -13,16 +13,16 @@ import (
 // Service implements organizations, users, API keys and the audit log API
 // on top of PostgreSQL.
 type Service struct {
-	db   *store.DB
-	keys *keyCache
-	uses keyUses
+	db    *store.DB
+	creds *credentialCache
+	uses  keyUses
 	// Events records the user.* webhook events; nil records none.
 	Events *event.Recorder
 }
 
 // NewService returns a Service using db.
 func NewService(db *store.DB) *Service {
-	return &Service{db: db, keys: newKeyCache()}
+	return &Service{db: db, creds: newCredentialCache()}
 }
 
 // KindSystem is the operator acting through the assessd command line. It is

@@ -268,7 +268,7 @@ func (s *Service) updateUser(ctx context.Context, caller *Caller, id string, p U
 		// Cached credentials hold the user's role and nothing else a
 		// patch changes, so only a role change purges them everywhere.
 		if roleChanged = u.Role != before.Role; roleChanged {
-			if err := notifyCredentialsChanged(ctx, q); err != nil {
+			if err := NotifyCredentialsChanged(ctx, q); err != nil {
 				return err
 			}
 		}
@@ -281,7 +281,7 @@ func (s *Service) updateUser(ctx context.Context, caller *Caller, id string, p U
 		return s.Events.Record(ctx, q, event.UserUpdated, u)
 	})
 	if err == nil && roleChanged {
-		s.keys.purge() // a role change alters what the user's keys may do
+		s.creds.purge() // a role change alters what the user's keys may do
 	}
 	return u, err
 }
@@ -309,7 +309,7 @@ func (s *Service) DeleteUser(ctx context.Context, id string) error {
 		if _, err := q.Exec(ctx, `DELETE FROM users WHERE org_id = app_org_id() AND id = $1`, id); err != nil {
 			return fmt.Errorf("delete user: %w", err)
 		}
-		if err := notifyCredentialsChanged(ctx, q); err != nil {
+		if err := NotifyCredentialsChanged(ctx, q); err != nil {
 			return err
 		}
 		if _, err = audit.Append(ctx, q, audit.Entry{
@@ -322,7 +322,7 @@ func (s *Service) DeleteUser(ctx context.Context, id string) error {
 		return s.Events.Record(ctx, q, event.UserDeleted, u)
 	})
 	if err == nil {
-		s.keys.purge()
+		s.creds.purge()
 	}
 	return err
 }

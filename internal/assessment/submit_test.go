@@ -37,6 +37,8 @@ func (c *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEnd
 // fixture is an organization with a student and an exam whose questions
 // cover rule scoring (built-in and custom types) and AI grading.
 type fixture struct {
+	db      *store.DB
+	ten     *tenancy.Service
 	content *assessment.Service
 	staff   context.Context
 	student string
@@ -53,7 +55,7 @@ func newFixture(t *testing.T, opts ...store.Option) fixture {
 	}
 	t.Cleanup(db.Close)
 	ten := tenancy.NewService(db)
-	f := fixture{content: assessment.NewService(db)}
+	f := fixture{db: db, ten: ten, content: assessment.NewService(db)}
 	org, err := ten.CreateOrg(context.Background(), tenancy.NewOrg{Name: "School", Country: "DE", Plan: tenancy.PlanPro})
 	if err != nil {
 		t.Fatal(err)

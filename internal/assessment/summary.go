@@ -3,6 +3,7 @@ package assessment
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/jackc/pgx/v5"
 
@@ -49,54 +50,44 @@ type QuestionStats struct {
 	Discrimination *float64
 }
 
-// Summarize computes an exam's summary in SQL: aggregates over an index of
-// the exam's graded results and one grouped pass over their answers.
+// Summarize reads an exam's summary from the aggregates the database keeps
+// on every write to its results and answers (migration 010, decision
+// 0117): a few rows per exam (and shard) whatever the number of results.
 func (s *Service) Summarize(ctx context.Context, examID string) (Summary, error) {
 	if _, err := tenancy.Authorize(ctx, ReadSummaries); err != nil {
 		return Summary{}, err
 	}
-	sum := Summary{ExamID: examID, Histogram: make([]Bucket, 10), Questions: []QuestionStats{}}
-	for i := range sum.Histogram {
-		sum.Histogram[i] = Bucket{FromPercent: float64(i * 10), ToPercent: float64(i*10 + 10)}
-	}
+	var (
+		sum    Summary
+		scores []scoreCount
+	)
 	err := s.db.Tx(ctx, func(ctx context.Context) error {
 		q := s.db.Q(ctx)
 		if _, err := s.loadExam(ctx, q, "examId", examID, false); err != nil {
 			return err
 		}
-		err := q.QueryRow(ctx, `
-			SELECT (SELECT count(*) FROM results WHERE org_id = app_org_id() AND exam_id = $1),
-			       count(*), coalesce(avg(score), 0),
-			       coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY score), 0),
-			       coalesce(stddev_pop(score), 0), coalesce(min(score), 0), coalesce(max(score), 0)
-			  FROM results WHERE org_id = app_org_id() AND exam_id = $1 AND status = 'graded'`, examID).
-			Scan(&sum.Count, &sum.GradedCount, &sum.Mean, &sum.Median, &sum.StdDev, &sum.Min, &sum.Max)
+		rows, err := q.Query(ctx, `
+			SELECT status = 'graded', score, max_score, sum(n)::int8 FROM result_score_counts
+			 WHERE org_id = app_org_id() AND exam_id = $1
+			 GROUP BY 1, 2, 3 HAVING sum(n) > 0 ORDER BY score`, examID)
 		if err != nil {
 			return fmt.Errorf("summarize: %w", err)
 		}
-		rows, err := q.Query(ctx, `
-			SELECT least(floor(CASE WHEN max_score > 0 THEN score / max_score ELSE 0 END * 10), 9)::int AS bucket, count(*)
-			  FROM results WHERE org_id = app_org_id() AND exam_id = $1 AND status = 'graded'
-			 GROUP BY bucket`, examID)
-		if err != nil {
-			return fmt.Errorf("summarize histogram: %w", err)
+		if scores, err = pgx.CollectRows(rows, pgx.RowToStructByPos[scoreCount]); err != nil {
+			return fmt.Errorf("summarize: %w", err)
 		}
-		var bucket, count int
-		if _, err := pgx.ForEachRow(rows, []any{&bucket, &count}, func() error {
-			sum.Histogram[max(bucket, 0)].Count += count
-			return nil
-		}); err != nil {
-			return fmt.Errorf("summarize histogram: %w", err)
-		}
+		// Pearson's r from the sums: (n Σxy - Σx Σy) / sqrt((n Σxx - Σx²)(n Σyy - Σy²)),
+		// null when either side does not vary.
 		rows, err = q.Query(ctx, `
-			SELECT a.question_id, count(*), avg(a.score),
-			       avg(CASE WHEN a.max_score > 0 THEN a.score / a.max_score ELSE 0 END),
-			       corr(a.score, r.score - a.score)
-			  FROM result_answers a JOIN results r ON r.id = a.result_id
-			 WHERE a.org_id = app_org_id() AND a.exam_id = $1
-			   AND r.org_id = app_org_id() AND r.exam_id = $1 AND r.status = 'graded'
-			 GROUP BY a.question_id
-			 ORDER BY min(a.position), a.question_id`, examID)
+			SELECT question_id, n::int8, (sum_x / n)::float8, (sum_fraction / n)::float8,
+			       CASE WHEN vx > 0 AND vy > 0 THEN ((n * sum_xy - sum_x * sum_y) / sqrt(vx * vy))::float8 END
+			  FROM (SELECT question_id, min(position) AS position, sum(n) AS n, sum(sum_x) AS sum_x, sum(sum_y) AS sum_y,
+			               sum(sum_xy) AS sum_xy, sum(sum_fraction) AS sum_fraction,
+			               sum(n) * sum(sum_xx) - sum(sum_x) ^ 2 AS vx, sum(n) * sum(sum_yy) - sum(sum_y) ^ 2 AS vy
+			          FROM question_score_sums
+			         WHERE org_id = app_org_id() AND exam_id = $1 AND n > 0
+			         GROUP BY question_id) s
+			 ORDER BY position, question_id`, examID)
 		if err != nil {
 			return fmt.Errorf("summarize questions: %w", err)
 		}
@@ -110,5 +101,79 @@ func (s *Service) Summarize(ctx context.Context, examID string) (Summary, error)
 		}
 		return nil
 	})
-	return sum, err
+	if err != nil {
+		return Summary{}, err
+	}
+	sum.ExamID = examID
+	summarizeScores(&sum, scores)
+	return sum, nil
+}
+
+// scoreCount is how many results have one status (graded or not), score
+// and maximum.
+type scoreCount struct {
+	Graded          bool
+	Score, MaxScore float64
+	N               int
+}
+
+// summarizeScores fills the counts, score statistics and histogram from
+// scores, sorted by score, as the SQL aggregates over the results would:
+// avg, percentile_cont(0.5), stddev_pop, min, max over graded results.
+func summarizeScores(sum *Summary, scores []scoreCount) {
+	sum.Histogram = make([]Bucket, 10)
+	for i := range sum.Histogram {
+		sum.Histogram[i] = Bucket{FromPercent: float64(i * 10), ToPercent: float64(i*10 + 10)}
+	}
+	var total float64
+	for _, c := range scores {
+		sum.Count += c.N
+		if !c.Graded {
+			continue
+		}
+		if sum.GradedCount == 0 {
+			sum.Min = c.Score
+		}
+		sum.GradedCount += c.N
+		sum.Max = c.Score
+		total += c.Score * float64(c.N)
+		fraction := 0.0
+		if c.MaxScore > 0 {
+			fraction = c.Score / c.MaxScore
+		}
+		sum.Histogram[max(min(int(math.Floor(fraction*10)), 9), 0)].Count += c.N
+	}
+	if sum.GradedCount == 0 {
+		return
+	}
+	n := float64(sum.GradedCount)
+	sum.Mean = total / n
+	var squares float64
+	for _, c := range scores {
+		if c.Graded {
+			d := c.Score - sum.Mean
+			squares += d * d * float64(c.N)
+		}
+	}
+	sum.StdDev = math.Sqrt(squares / n)
+	// The median interpolates between the scores at ranks floor and ceil of
+	// (n-1)/2 (0-based), as percentile_cont(0.5) does.
+	rank := (n - 1) / 2
+	lo, hi := int(math.Floor(rank)), int(math.Ceil(rank))
+	var loScore, hiScore float64
+	seen := 0
+	for _, c := range scores {
+		if !c.Graded {
+			continue
+		}
+		if seen <= lo && lo < seen+c.N {
+			loScore = c.Score
+		}
+		if seen <= hi && hi < seen+c.N {
+			hiScore = c.Score
+			break
+		}
+		seen += c.N
+	}
+	sum.Median = loScore + (hiScore-loScore)*(rank-float64(lo))
 }

@@ -118,7 +118,7 @@ func (p *Provider) RemoveAllowedClient(ctx context.Context, clientID string) err
 	if err != nil {
 		return err
 	}
-	return p.db.Tx(ctx, func(ctx context.Context) error {
+	return p.storage.changeCredentials(ctx, func(ctx context.Context) error {
 		q := p.db.Q(ctx)
 		tag, err := q.Exec(ctx, `DELETE FROM oauth_client_audit_allowances WHERE org_id = app_org_id() AND client_id = $1`, clientID)
 		if err != nil {
@@ -137,12 +137,13 @@ func (p *Provider) RemoveAllowedClient(ctx context.Context, clientID string) err
 }
 
 // stripAllowableScopes removes the scopes that need allowing from
-// clientID's grants in the current organization.
+// clientID's grants in the current organization, and has every instance
+// forget the access tokens it verified with them.
 func stripAllowableScopes(ctx context.Context, q store.Querier, clientID string) error {
 	_, err := q.Exec(ctx, `UPDATE oauth_grants SET scopes = array(SELECT s FROM unnest(scopes) s WHERE s <> ALL($2))
 		WHERE org_id = app_org_id() AND client_id = $1`, clientID, allowableScopes)
 	if err != nil {
 		return fmt.Errorf("remove allowed scopes from grants: %w", err)
 	}
-	return nil
+	return tenancy.NotifyCredentialsChanged(ctx, q)
 }

@@ -2,6 +2,7 @@ package identity
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -53,9 +54,16 @@ func (p *Provider) AccessTokenSubject(bearer string) string {
 }
 
 // AuthenticateAccessToken resolves an opaque OAuth access token to its
-// caller: the app acting for its user. Every request reads the token's
-// state from the database, so revocation applies on the very next request.
+// caller: the app acting for its user. A token verified in the last few
+// seconds is served from tenancy's credential cache, which every
+// revocation purges on every instance before it returns (decision 0116);
+// otherwise one lookup reads the token's state.
 func (p *Provider) AuthenticateAccessToken(ctx context.Context, bearer string) (*tenancy.Caller, error) {
+	hash := sha256.Sum256([]byte(bearer))
+	c, expires, ticket, ok := p.tenancy.CachedCredential(hash)
+	if ok && p.now().Before(expires) {
+		return c, nil
+	}
 	plain, err := p.op.Crypto().Decrypt(bearer)
 	tokenID, _, ok := strings.Cut(plain, ":")
 	if err != nil || !ok {
@@ -69,7 +77,8 @@ func (p *Provider) AuthenticateAccessToken(ctx context.Context, bearer string) (
 	if err != nil {
 		return nil, errs.Unavailable("DATABASE_UNAVAILABLE", "cannot verify credentials right now").WithCause(err)
 	}
-	if t.kind != "access" || !t.active(p.now()) {
+	now := p.now()
+	if t.kind != "access" || !t.active(now) {
 		return nil, errs.Unauthenticated("the access token is expired or revoked")
 	}
 	// The grant's scopes, narrowed to what the user's role allows today.
@@ -80,8 +89,10 @@ func (p *Provider) AuthenticateAccessToken(ctx context.Context, bearer string) (
 			scopes = append(scopes, tenancy.Scope(s))
 		}
 	}
-	return &tenancy.Caller{Kind: tenancy.KindOAuthApp, OrgID: t.orgID, UserID: t.userID, ClientID: t.clientID,
-		CredentialID: t.id, Role: t.role, Scopes: scopes}, nil
+	c = &tenancy.Caller{Kind: tenancy.KindOAuthApp, OrgID: t.orgID, UserID: t.userID, ClientID: t.clientID,
+		CredentialID: t.id, Role: t.role, Scopes: scopes}
+	p.tenancy.CacheCredential(ticket, hash, c, t.expiresAt)
+	return c, nil
 }
 
 // AuthenticateJWT resolves a service account's JWT access token, verified

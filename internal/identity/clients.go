@@ -206,7 +206,8 @@ func (p *Provider) UpdateClient(ctx context.Context, id string, in ClientInput) 
 		return Client{}, err
 	}
 	var c Client
-	err = p.db.Tx(ctx, func(ctx context.Context) error {
+	// Withdrawing audit-logs:write narrows the client's grants.
+	err = p.storage.changeCredentials(ctx, func(ctx context.Context) error {
 		q := p.db.Q(ctx)
 		tag, err := q.Exec(ctx, `UPDATE oauth_clients SET name = $2, description = $3, redirect_uris = $4, scopes = $5, updated_at = now()
 			WHERE org_id = app_org_id() AND id = $1`, id, in.Name, in.Description, in.RedirectURIs, nonNil(in.Scopes))
@@ -260,7 +261,7 @@ func (p *Provider) DeleteClient(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	return p.db.Tx(ctx, func(ctx context.Context) error {
+	return p.storage.changeCredentials(ctx, func(ctx context.Context) error {
 		q := p.db.Q(ctx)
 		tag, err := q.Exec(ctx, `DELETE FROM oauth_clients WHERE org_id = app_org_id() AND id = $1`, id)
 		if err != nil {
@@ -268,6 +269,9 @@ func (p *Provider) DeleteClient(ctx context.Context, id string) error {
 		}
 		if tag.RowsAffected() == 0 {
 			return errs.NotFound("oauth client")
+		}
+		if err := tenancy.NotifyCredentialsChanged(ctx, q); err != nil {
+			return err
 		}
 		_, err = audit.Append(ctx, q, audit.Entry{Action: "oauth_client.deleted", Actor: tenancy.ActorOf(caller),
 			Target: audit.Target{Type: "oauth_client", ID: id}})

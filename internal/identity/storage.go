@@ -42,10 +42,12 @@ type storage struct {
 
 // users is what identity reads of tenancy's users table: one user of the
 // organization in the context, without a permission check, since sign-in,
-// consent and userinfo claims act before or on behalf of the user.
+// consent and userinfo claims act before or on behalf of the user; and the
+// purge of tenancy's credential cache, which holds access tokens too.
 // *tenancy.Service implements it.
 type users interface {
 	LookupUser(ctx context.Context, id string) (tenancy.User, error)
+	PurgeCredentials()
 }
 
 var (
@@ -436,7 +438,7 @@ var oauthActor = audit.Actor{Kind: audit.ActorSystem, ID: "oauth"}
 // revocation (once) as oauth_grant.revoked on the client, performed by
 // actor; a zero actor means the grant's user (through clientID when set).
 func (s *storage) revokeGrant(ctx context.Context, grantID string, actor audit.Actor, reason string) error {
-	return s.db.Tx(ctx, func(ctx context.Context) error {
+	return s.changeCredentials(ctx, func(ctx context.Context) error {
 		q := s.db.Q(ctx)
 		now := s.now()
 		var userID, clientID string
@@ -452,6 +454,9 @@ func (s *storage) revokeGrant(ctx context.Context, grantID string, actor audit.A
 		if !fresh {
 			return nil
 		}
+		if err := tenancy.NotifyCredentialsChanged(ctx, q); err != nil {
+			return err
+		}
 		if actor.Kind == "" {
 			actor.Kind, actor.ID = audit.ActorUser, userID
 		}
@@ -459,6 +464,17 @@ func (s *storage) revokeGrant(ctx context.Context, grantID string, actor audit.A
 			Target: audit.Target{Type: "oauth_client", ID: clientID}, Before: map[string]any{"grantId": grantID, "userId": userID}})
 		return err
 	})
+}
+
+// changeCredentials runs fn, which may revoke or narrow access tokens, in
+// one transaction, and then drops this instance's cached credentials; fn
+// notifies the other instances (tenancy.NotifyCredentialsChanged).
+func (s *storage) changeCredentials(ctx context.Context, fn func(ctx context.Context) error) error {
+	if err := s.db.Tx(ctx, fn); err != nil {
+		return err
+	}
+	s.users.PurgeCredentials()
+	return nil
 }
 
 // --- claims ---
