@@ -20,10 +20,18 @@ import (
 // TEMPORAL_ADDRESS when set and otherwise starts a private PostgreSQL
 // cluster and a Temporal dev server, migrates, runs both regions' grading
 // workers, seeds a demo organization, prints how to reach it, and serves
-// until interrupted.
+// until interrupted. Webhook endpoints may be local (http, loopback)
+// unless ASSESSD_WEBHOOK_ALLOW_PRIVATE says otherwise.
 func dev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cfg config
-	if err := cfg.parse(cfg.newFlagSet("dev", stderr), args); err != nil {
+	fs := cfg.newFlagSet("dev", stderr)
+	if _, set := os.LookupEnv("ASSESSD_WEBHOOK_ALLOW_PRIVATE"); !set {
+		// A developer's webhook receiver runs on this machine.
+		if err := fs.Set("assessd-webhook-allow-private", "true"); err != nil {
+			return err
+		}
+	}
+	if err := cfg.parse(fs, args); err != nil {
 		return err
 	}
 	log := cfg.logger(stderr)
