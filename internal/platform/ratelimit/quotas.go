@@ -35,6 +35,7 @@ type Quotas struct {
 
 // quota is one organization's policy and this instance's lease of it.
 type quota struct {
+	key   string
 	limit Limit
 
 	mu sync.Mutex
@@ -69,7 +70,7 @@ func (q *Quotas) Take(ctx context.Context, orgID string) Decision {
 	e, ok := q.orgs.Get(orgID)
 	if !ok {
 		lim, err := q.policyOf(ctx, orgID)
-		e = &quota{limit: lim, size: 1}
+		e = &quota{key: "quota:" + orgID, limit: lim, size: 1}
 		if err != nil {
 			slog.WarnContext(ctx, "request quota unknown; applying the fallback", "org", orgID, "err", err)
 			e.limit = q.fallback
@@ -77,7 +78,7 @@ func (q *Quotas) Take(ctx context.Context, orgID string) Decision {
 			q.orgs.Add(orgID, e)
 		}
 	}
-	d := e.take(ctx, q.limiter, "quota:"+orgID)
+	d := e.take(ctx, q.limiter)
 	if !d.Allowed {
 		q.limiter.Throttled(orgID, Limit{Name: "org_quota"})
 	}
@@ -87,7 +88,7 @@ func (q *Quotas) Take(ctx context.Context, orgID string) Decision {
 // take spends a leased token, leasing more when none is left. Concurrent
 // requests of the organization wait for one lease rather than each
 // asking Redis.
-func (e *quota) take(ctx context.Context, l *Limiter, key string) Decision {
+func (e *quota) take(ctx context.Context, l *Limiter) Decision {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now := time.Now()
@@ -97,7 +98,7 @@ func (e *quota) take(ctx context.Context, l *Limiter, key string) Decision {
 		} else {
 			e.size = max(e.size/2, 1)
 		}
-		d, taken := l.decide(ctx, key, e.limit, e.size)
+		d, taken := l.decide(ctx, e.key, e.limit, e.size)
 		if !d.Allowed {
 			return d
 		}
