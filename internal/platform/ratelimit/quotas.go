@@ -92,7 +92,7 @@ func (e *quota) take(ctx context.Context, l *Limiter) Decision {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now := time.Now()
-	if e.tokens == 0 {
+	if e.tokens <= 0 {
 		if now.Sub(e.at) < leaseBusy {
 			e.size = min(e.size*2, max(1, e.limit.Burst/100), leaseMax)
 		} else {
