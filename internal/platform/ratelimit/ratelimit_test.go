@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -238,17 +239,25 @@ func TestQuotaLeases(t *testing.T) {
 	if n := scripts.Load(); n > 4+500/10 {
 		t.Fatalf("%d round trips for 500 requests", n)
 	}
-	allowed := 500
-	for range 1000 {
+	// Both instances, four clients each, concurrently.
+	var allowed atomic.Int64
+	allowed.Store(500)
+	var wg sync.WaitGroup
+	for range 4 {
 		for _, q := range []*ratelimit.Quotas{a, b} {
-			if q.Take(ctx, "org_1").Allowed {
-				allowed++
-			}
+			wg.Go(func() {
+				for range 250 {
+					if q.Take(ctx, "org_1").Allowed {
+						allowed.Add(1)
+					}
+				}
+			})
 		}
 	}
+	wg.Wait()
 	// Each instance may hold up to nine tokens it could not spend.
-	if allowed > 1000 || allowed < 1000-2*9 {
-		t.Fatalf("admitted %d with a quota of 1000", allowed)
+	if n := allowed.Load(); n > 1000 || n < 1000-2*9 {
+		t.Fatalf("admitted %d with a quota of 1000", n)
 	}
 	d := b.Take(ctx, "org_1")
 	if d.Allowed || d.RetryAfter <= 0 || !strings.Contains(headers(d).Get("RateLimit"), "r=0;") {
