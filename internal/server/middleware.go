@@ -108,17 +108,30 @@ func instrument(log *slog.Logger, m *observability.Metrics, routeOf func(*http.R
 		if route == "" {
 			route = "unmatched"
 		}
-		status := strconv.Itoa(rec.status/100) + "xx"
+		status := statusClass(rec.status)
 		m.HTTPRequests.WithLabelValues(m.Org(info.OrgID), route, r.Method, status).Inc()
 		m.HTTPDuration.WithLabelValues(route, r.Method, status).Observe(elapsed.Seconds())
 		level := slog.LevelInfo
 		if route == "GET /metrics" || route == "GET /healthz" || route == "GET /readyz" {
 			level = slog.LevelDebug
 		}
-		log.Log(r.Context(), level, "request",
-			"method", r.Method, "route", route, "path", r.URL.Path, "client", clientaddr.From(r), "status", rec.status,
-			"bytes", rec.bytes, "duration_ms", float64(elapsed.Microseconds())/1000)
+		// LogAttrs: typed attributes, not a boxed argument list per request.
+		log.LogAttrs(r.Context(), level, "request",
+			slog.String("method", r.Method), slog.String("route", route), slog.String("path", r.URL.Path),
+			slog.String("client", clientaddr.From(r)), slog.Int("status", rec.status),
+			slog.Int("bytes", rec.bytes), slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000))
 	})
+}
+
+var statusClasses = [...]string{"0xx", "1xx", "2xx", "3xx", "4xx", "5xx"}
+
+// statusClass is the status label ("2xx"), without building a string per
+// request.
+func statusClass(code int) string {
+	if c := code / 100; c >= 0 && c < len(statusClasses) {
+		return statusClasses[c]
+	}
+	return strconv.Itoa(code/100) + "xx"
 }
 
 // limitBody reads the body up front, the one read of it, bounded by

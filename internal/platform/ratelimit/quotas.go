@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/golang-lru/v2/expirable"
@@ -14,37 +15,104 @@ import (
 // Quotas holds each organization to its request quota, which policyOf
 // decides (by plan). Policies are cached for a minute per process, so a
 // plan change takes effect within a minute without a lookup per request.
+//
+// An instance leases an organization's tokens from the shared bucket,
+// several per Redis round trip when the organization is busy, and spends
+// them locally. Leasing never admits more than the quota (the tokens are
+// taken before they are spent); what it costs is that tokens one instance
+// holds cannot serve another, so near the end of a quota an organization
+// may be refused up to maxLease-1 requests early per instance, and
+// tokens left in a lease when its entry expires (each minute) are lost.
+// maxLease is a hundredth of the burst, so both stay within 1 % of the
+// quota per instance; quotas under 200 a window lease one token at a time,
+// exactly as without leasing.
 type Quotas struct {
 	limiter  *Limiter
 	policyOf func(ctx context.Context, orgID string) (Limit, error)
 	fallback Limit
-	policies *expirable.LRU[string, Limit]
+	orgs     *expirable.LRU[string, *quota]
 }
+
+// quota is one organization's policy and this instance's lease of it.
+type quota struct {
+	key   string
+	limit Limit
+
+	mu sync.Mutex
+	// tokens are leased and not yet spent.
+	tokens int
+	// size is how many the next lease asks for: doubled while leases run
+	// out within leaseBusy, halved otherwise.
+	size int
+	// at and d are the time and the shared bucket's answer of the last
+	// lease, from which the headers of locally spent tokens are derived.
+	at time.Time
+	d  Decision
+}
+
+// leaseBusy is how quickly a lease must be spent for the next one to grow:
+// an organization spending tokens more slowly gains little from leases.
+const (
+	leaseBusy = 100 * time.Millisecond
+	leaseMax  = 64
+)
 
 // Quotas returns the request quotas of organizations. When policyOf fails
 // (the database is down), fallback applies: a dependency outage must not
 // turn into wrong 429s.
 func (l *Limiter) Quotas(policyOf func(ctx context.Context, orgID string) (Limit, error), fallback Limit) *Quotas {
 	return &Quotas{limiter: l, policyOf: policyOf, fallback: fallback,
-		policies: expirable.NewLRU[string, Limit](10_000, nil, time.Minute)}
+		orgs: expirable.NewLRU[string, *quota](10_000, nil, time.Minute)}
 }
 
 // Take counts one request of orgID against its quota.
 func (q *Quotas) Take(ctx context.Context, orgID string) Decision {
-	lim, ok := q.policies.Get(orgID)
+	e, ok := q.orgs.Get(orgID)
 	if !ok {
-		var err error
-		if lim, err = q.policyOf(ctx, orgID); err != nil {
+		lim, err := q.policyOf(ctx, orgID)
+		e = &quota{key: "quota:" + orgID, limit: lim, size: 1}
+		if err != nil {
 			slog.WarnContext(ctx, "request quota unknown; applying the fallback", "org", orgID, "err", err)
-			lim = q.fallback
+			e.limit = q.fallback
 		} else {
-			q.policies.Add(orgID, lim)
+			q.orgs.Add(orgID, e)
 		}
 	}
-	d := q.limiter.Take(ctx, "quota:"+orgID, lim)
+	d := e.take(ctx, q.limiter)
 	if !d.Allowed {
 		q.limiter.Throttled(orgID, Limit{Name: "org_quota"})
 	}
+	return d
+}
+
+// take spends a leased token, leasing more when none is left. Concurrent
+// requests of the organization wait for one lease rather than each
+// asking Redis.
+func (e *quota) take(ctx context.Context, l *Limiter) Decision {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := time.Now()
+	if e.tokens <= 0 {
+		if now.Sub(e.at) < leaseBusy {
+			e.size = min(e.size*2, max(1, e.limit.Burst/100), leaseMax)
+		} else {
+			e.size = max(e.size/2, 1)
+		}
+		d, taken := l.decide(ctx, e.key, e.limit, e.size)
+		if !d.Allowed {
+			return d
+		}
+		e.tokens, e.at, e.d = taken, now, d
+	}
+	e.tokens--
+	// The shared bucket has refilled since the lease, and the tokens
+	// still held here are the organization's too.
+	d, elapsed := e.d, now.Sub(e.at)
+	if every := e.limit.Period / time.Duration(max(e.limit.Rate, 1)); every > 0 {
+		d.Remaining = min(d.Remaining+int(elapsed/every), e.limit.Burst)
+	}
+	d.Remaining += e.tokens
+	d.ResetAfter = max(d.ResetAfter-elapsed, 0)
 	return d
 }
 

@@ -149,12 +149,14 @@ func (l *Limiter) Close() error {
 
 // Take takes one event from key's bucket if it has one.
 func (l *Limiter) Take(ctx context.Context, key string, lim Limit) Decision {
-	return l.decide(ctx, key, lim, 1)
+	d, _ := l.decide(ctx, key, lim, 1)
+	return d
 }
 
 // Peek reports whether key's bucket has an event left, taking none.
 func (l *Limiter) Peek(ctx context.Context, key string, lim Limit) Decision {
-	return l.decide(ctx, key, lim, 0)
+	d, _ := l.decide(ctx, key, lim, 0)
+	return d
 }
 
 // Throttled counts a request refused by lim for orgID ("" before
@@ -163,16 +165,18 @@ func (l *Limiter) Throttled(orgID string, lim Limit) {
 	l.throttled.WithLabelValues(l.orgLabel(orgID), lim.Name).Inc()
 }
 
-func (l *Limiter) decide(ctx context.Context, key string, lim Limit, n int) Decision {
+// decide takes up to n events (at least one, unless n is 0) from key's
+// bucket and reports how many it took.
+func (l *Limiter) decide(ctx context.Context, key string, lim Limit, n int) (Decision, int) {
 	if lim.Rate <= 0 || lim.Burst <= 0 || lim.Period <= 0 {
-		return Decision{Limit: lim, Allowed: true}
+		return Decision{Limit: lim, Allowed: true}, n
 	}
 	if l.shared != nil {
 		if time.Now().UnixNano() >= l.pausedUntil.Load() {
-			d, err := l.decideShared(ctx, key, lim, n)
+			d, taken, err := l.decideShared(ctx, key, lim, n)
 			if err == nil {
 				l.sharedAnswered()
-				return d
+				return d, taken
 			}
 			if ctx.Err() == nil {
 				l.sharedFailed(err)
@@ -183,7 +187,7 @@ func (l *Limiter) decide(ctx context.Context, key string, lim Limit, n int) Deci
 	return l.decideLocally(key, lim, n)
 }
 
-func (l *Limiter) decideShared(ctx context.Context, key string, lim Limit, n int) (Decision, error) {
+func (l *Limiter) decideShared(ctx context.Context, key string, lim Limit, n int) (Decision, int, error) {
 	ctx, cancel := context.WithTimeout(ctx, redisTimeout)
 	defer cancel()
 	// AllowAtMost with n = 0 only reads the bucket: it answers "no" with
@@ -191,13 +195,13 @@ func (l *Limiter) decideShared(ctx context.Context, key string, lim Limit, n int
 	res, err := l.shared.AllowAtMost(ctx, l.prefix+key,
 		redis_rate.Limit{Rate: lim.Rate, Period: lim.Period, Burst: lim.Burst}, n)
 	if err != nil {
-		return Decision{}, err
+		return Decision{}, 0, err
 	}
 	d := Decision{Limit: lim, Allowed: res.RetryAfter < 0, Remaining: res.Remaining, ResetAfter: max(res.ResetAfter, 0)}
 	if !d.Allowed {
 		d.RetryAfter = res.RetryAfter
 	}
-	return d, nil
+	return d, res.Allowed, nil
 }
 
 // sharedFailed switches to per-process decisions for redisPause, logging
@@ -215,7 +219,7 @@ func (l *Limiter) sharedAnswered() {
 	}
 }
 
-func (l *Limiter) decideLocally(key string, lim Limit, n int) Decision {
+func (l *Limiter) decideLocally(key string, lim Limit, n int) (Decision, int) {
 	every := lim.Period / time.Duration(lim.Rate)
 	l.mu.Lock()
 	b, ok := l.local.Get(key)
@@ -226,15 +230,16 @@ func (l *Limiter) decideLocally(key string, lim Limit, n int) Decision {
 	l.mu.Unlock()
 	now := time.Now()
 	tokens := b.TokensAt(now)
+	taken := min(n, int(math.Floor(tokens)))
 	d := Decision{Limit: lim}
-	if tokens < 1 || (n > 0 && !b.AllowN(now, n)) {
+	if tokens < 1 || (taken > 0 && !b.AllowN(now, taken)) {
 		d.RetryAfter = time.Duration((1 - math.Min(tokens, 1)) * float64(every))
 		d.ResetAfter = time.Duration((float64(lim.Burst) - tokens) * float64(every))
-		return d
+		return d, 0
 	}
 	tokens = b.TokensAt(now)
 	d.Allowed = true
 	d.Remaining = int(math.Floor(tokens))
 	d.ResetAfter = time.Duration((float64(lim.Burst) - tokens) * float64(every))
-	return d
+	return d, taken
 }

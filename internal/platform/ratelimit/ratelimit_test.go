@@ -6,8 +6,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
+	"net"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -185,5 +189,145 @@ func TestSetHeaders(t *testing.T) {
 	l.Take(ctx, "o", lim).SetHeaders(h)
 	if got := h.Get("Retry-After"); got != "30" || !strings.Contains(h.Get("RateLimit"), "r=0;") {
 		t.Errorf("refused: Retry-After %q, RateLimit %q", got, h.Get("RateLimit"))
+	}
+}
+
+// countingRedis is a client on the local Redis whose connections count
+// the limit scripts run through them: one per round trip.
+func countingRedis(t *testing.T, scripts *atomic.Int64) *redis.Client {
+	var d net.Dialer
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379",
+		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conn, err := d.DialContext(ctx, network, addr)
+			return countingConn{conn, scripts}, err
+		}})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+type countingConn struct {
+	net.Conn
+	scripts *atomic.Int64
+}
+
+func (c countingConn) Write(b []byte) (int, error) {
+	if bytes.Contains(bytes.ToLower(b), []byte("evalsha")) {
+		c.scripts.Add(1)
+	}
+	return c.Conn.Write(b)
+}
+
+// TestQuotaLeases: a busy organization's tokens are leased several per
+// round trip, and two instances together never admit more than the quota.
+func TestQuotaLeases(t *testing.T) {
+	if testing.Short() {
+		t.Skip("counts round trips to the local Redis server")
+	}
+	var scripts atomic.Int64
+	p := prefix(t)
+	lim := ratelimit.PerWindow("pro", 1000, time.Hour)
+	policy := func(context.Context, string) (ratelimit.Limit, error) { return lim, nil }
+	a := newLimiter(t, ratelimit.Options{Redis: countingRedis(t, &scripts), Prefix: p}).Quotas(policy, lim)
+	b := newLimiter(t, ratelimit.Options{Redis: countingRedis(t, &scripts), Prefix: p}).Quotas(policy, lim)
+	ctx := context.Background()
+	for i := range 500 {
+		if d := a.Take(ctx, "org_1"); !d.Allowed || d.Remaining > 1000-1-i {
+			t.Fatalf("take %d: %+v", i, d)
+		}
+	}
+	// 1, 2, 4, 8 and then leases of ten (a hundredth of the burst).
+	if n := scripts.Load(); n > 4+500/10 {
+		t.Fatalf("%d round trips for 500 requests", n)
+	}
+	// Both instances, four clients each, concurrently.
+	var allowed atomic.Int64
+	allowed.Store(500)
+	var wg sync.WaitGroup
+	for range 4 {
+		for _, q := range []*ratelimit.Quotas{a, b} {
+			wg.Go(func() {
+				for range 250 {
+					if q.Take(ctx, "org_1").Allowed {
+						allowed.Add(1)
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	// Each instance may hold up to nine tokens it could not spend.
+	if n := allowed.Load(); n > 1000 || n < 1000-2*9 {
+		t.Fatalf("admitted %d with a quota of 1000", n)
+	}
+	d := b.Take(ctx, "org_1")
+	if d.Allowed || d.RetryAfter <= 0 || !strings.Contains(headers(d).Get("RateLimit"), "r=0;") {
+		t.Fatalf("over quota: %+v", d)
+	}
+}
+
+// TestSmallQuotasAreExact: a quota under 200 leases one token at a time,
+// so the headers count every request.
+func TestSmallQuotasAreExact(t *testing.T) {
+	lim := ratelimit.PerWindow("free", 3, time.Minute)
+	q := newLimiter(t, ratelimit.Options{Redis: sharedRedis(t), Prefix: prefix(t)}).
+		Quotas(func(context.Context, string) (ratelimit.Limit, error) { return lim, nil }, lim)
+	ctx := context.Background()
+	for i := range 3 {
+		if got := headers(q.Take(ctx, "o")).Get("RateLimit"); !strings.HasPrefix(got, `"free";r=`+strconv.Itoa(2-i)+";") {
+			t.Fatalf("take %d: RateLimit %q", i, got)
+		}
+	}
+	if d := q.Take(ctx, "o"); d.Allowed {
+		t.Fatalf("fourth take: %+v", d)
+	}
+}
+
+func headers(d ratelimit.Decision) http.Header {
+	h := http.Header{}
+	d.SetHeaders(h)
+	return h
+}
+
+// TestFailuresRememberClearPairs: a pair found clear is not looked up
+// again for a second; its own failures here forget that at once, failures
+// on another instance once the second has passed.
+func TestFailuresRememberClearPairs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("counts round trips to the local Redis server")
+	}
+	var scripts atomic.Int64
+	p := prefix(t)
+	a := newLimiter(t, ratelimit.Options{Redis: countingRedis(t, &scripts), Prefix: p}).Failures("api", 3, 1)
+	b := newLimiter(t, ratelimit.Options{Redis: sharedRedis(t), Prefix: p}).Failures("api", 3, 1)
+	ctx := context.Background()
+	for range 100 {
+		if blocked, _ := a.Blocked(ctx, "10.0.0.1", "key_1"); blocked {
+			t.Fatal("a clear pair is blocked")
+		}
+	}
+	if n := scripts.Load(); n != 1 {
+		t.Fatalf("%d round trips for 100 checks of a clear pair", n)
+	}
+	for range 3 {
+		b.Fail(ctx, "10.0.0.1", "key_1")
+	}
+	if blocked, _ := a.Blocked(ctx, "10.0.0.1", "key_1"); blocked {
+		t.Fatal("remembered as clear: the other instance's failures are not seen yet")
+	}
+	a.Fail(ctx, "10.0.0.1", "key_1")
+	if blocked, _ := a.Blocked(ctx, "10.0.0.1", "key_1"); !blocked {
+		t.Fatal("not blocked after failing here")
+	}
+
+	// Another pair blocked elsewhere is seen once the second has passed.
+	if blocked, _ := a.Blocked(ctx, "10.0.0.2", "key_1"); blocked {
+		t.Fatal("a clear pair is blocked")
+	}
+	for range 3 {
+		b.Fail(ctx, "10.0.0.2", "key_1")
+	}
+	time.Sleep(1100 * time.Millisecond)
+	if blocked, _ := a.Blocked(ctx, "10.0.0.2", "key_1"); !blocked {
+		t.Fatal("not blocked a second after the other instance's failures")
 	}
 }
