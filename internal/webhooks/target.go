@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -43,14 +44,27 @@ var blocked = []netip.Prefix{
 // errForbiddenAddress is the reason a target address is refused.
 var errForbiddenAddress = errors.New("the address is not a public unicast address")
 
+// metadata are cloud instance-metadata and platform endpoints, which hold
+// credentials: no delivery reaches them, AllowPrivate or not (AWS, GCP
+// and Azure IMDS, AWS ECS task metadata, AWS IMDS over IPv6, Alibaba
+// Cloud, Azure's wire server).
+var metadata = []netip.Addr{
+	netip.MustParseAddr("169.254.169.254"),
+	netip.MustParseAddr("169.254.170.2"),
+	netip.MustParseAddr("fd00:ec2::254"),
+	netip.MustParseAddr("100.100.100.200"),
+	netip.MustParseAddr("168.63.129.16"),
+}
+
 // allowed reports whether a delivery may connect to addr.
 func (t Targets) allowed(addr netip.Addr) bool {
+	addr = addr.Unmap()
+	if slices.Contains(metadata, addr) {
+		return false
+	}
 	if t.AllowPrivate {
 		return true
 	}
-	addr = addr.Unmap()
-	// Link-local covers the cloud metadata address 169.254.169.254,
-	// private (fc00::/7) AWS's fd00:ec2::254.
 	if !addr.IsGlobalUnicast() || addr.IsPrivate() || addr.IsLoopback() || addr.IsLinkLocalUnicast() ||
 		addr.IsMulticast() || addr.IsUnspecified() || addr == netip.AddrFrom4([4]byte{255, 255, 255, 255}) {
 		return false

@@ -79,6 +79,12 @@ func TestAddressRule(t *testing.T) {
 	if !(Targets{AllowPrivate: true}).allowed(netip.MustParseAddr("127.0.0.1")) {
 		t.Error("AllowPrivate refused loopback")
 	}
+	// Metadata endpoints hold credentials: refused even in development.
+	for _, addr := range []string{"169.254.169.254", "::ffff:169.254.169.254", "fd00:ec2::254", "169.254.170.2", "100.100.100.200", "168.63.129.16"} {
+		if (Targets{AllowPrivate: true}).allowed(netip.MustParseAddr(addr)) {
+			t.Errorf("AllowPrivate allowed the metadata address %s", addr)
+		}
+	}
 }
 
 func TestCheckRefusesInternalTargets(t *testing.T) {
@@ -98,6 +104,9 @@ func TestCheckRefusesInternalTargets(t *testing.T) {
 	}
 	if err := (Targets{AllowPrivate: true}).Check(ctx, "http://127.0.0.1:9999/hook"); err != nil {
 		t.Errorf("AllowPrivate refused a local http URL: %v", err)
+	}
+	if err := (Targets{AllowPrivate: true}).Check(ctx, "http://169.254.169.254/latest/meta-data"); err == nil {
+		t.Error("AllowPrivate allowed the metadata service")
 	}
 }
 
