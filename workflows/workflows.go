@@ -43,6 +43,13 @@ func Permanent(message string, err error) error {
 	return temporal.NewNonRetryableApplicationError(message, ErrTypeInvalidRequest, err)
 }
 
+// IsPermanent reports whether an activity's failure is one that no retry
+// can fix.
+func IsPermanent(err error) bool {
+	var app *temporal.ApplicationError
+	return errors.As(err, &app) && (app.NonRetryable() || app.Type() == ErrTypeInvalidRequest)
+}
+
 // FailureReason is the client-safe text of an activity failure: the message
 // of an application error, or a generic reason for anything else.
 func FailureReason(err error) string {

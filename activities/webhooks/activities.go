@@ -62,7 +62,7 @@ func (a *Activities) Deliver(ctx context.Context, in wf.TargetInput) error {
 	if err := a.refuseOtherRegion(in.Input); err != nil {
 		return err
 	}
-	return a.Deliverer.Attempt(store.WithOrg(ctx, in.OrgID), in.EventID, in.EndpointID, int(activity.GetInfo(ctx).Attempt))
+	return a.Deliverer.Attempt(store.WithOrg(ctx, in.OrgID), in.EventID, in.EndpointID, in.Before+int(activity.GetInfo(ctx).Attempt))
 }
 
 // GiveUp disables an endpoint that never accepted the event.

@@ -43,10 +43,13 @@ type Input struct {
 	Retry   Retry
 }
 
-// TargetInput is one endpoint of an event (DeliverWebhook).
+// TargetInput is one endpoint of an event (DeliverWebhook). Before counts
+// the attempts made before this activity's own, so the recorded attempt
+// numbers run on from the first attempt, made as a local activity.
 type TargetInput struct {
 	Input
 	EndpointID string
+	Before     int
 }
 
 // GiveUpInput ends an endpoint's delivery (GiveUpWebhook).
@@ -91,10 +94,19 @@ func DeliverEvent(ctx workflow.Context, in Input) (int, error) {
 			NonRetryableErrorTypes: []string{workflows.ErrTypeInvalidRequest},
 		},
 	})
+	firstAttempt := workflow.LocalActivityOptions{StartToCloseTimeout: 30 * time.Second, RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1}}
 	delivered := 0
 	workflows.ForEach(deliver, pending, maxParallel, func(ctx workflow.Context, endpointID string) error {
+		// The first attempt runs in the workflow task: an endpoint that
+		// accepts it costs no activity task. Later attempts follow the
+		// day-long schedule.
 		target := TargetInput{Input: in, EndpointID: endpointID}
-		err := workflow.ExecuteActivity(ctx, ActivityDeliver, target).Get(ctx, nil)
+		first := workflow.WithLocalActivityOptions(ctx, firstAttempt)
+		err := workflow.ExecuteLocalActivity(first, ActivityDeliver, target).Get(first, nil)
+		if err != nil && !workflows.IsPermanent(err) {
+			target.Before = 1
+			err = workflow.ExecuteActivity(ctx, ActivityDeliver, target).Get(ctx, nil)
+		}
 		if err == nil {
 			delivered++
 			return nil

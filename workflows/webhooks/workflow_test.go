@@ -26,8 +26,9 @@ func (f *fakeDelivery) PendingWebhookTargets(context.Context, Input) ([]string, 
 func (f *fakeDelivery) DeliverWebhook(ctx context.Context, in TargetInput) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.attempts[in.EndpointID] = int(activity.GetInfo(ctx).Attempt)
-	if in.EndpointID == "ok" && activity.GetInfo(ctx).Attempt >= 3 {
+	attempt := in.Before + int(activity.GetInfo(ctx).Attempt)
+	f.attempts[in.EndpointID] = attempt
+	if in.EndpointID == "ok" && attempt >= 3 {
 		return nil
 	}
 	return errors.New("webhook delivery failed: the endpoint answered 503")
