@@ -69,7 +69,7 @@ func (s *Service) fileRoutes(mux *http.ServeMux) {
 func (s *Service) uploadFile(w http.ResponseWriter, r *http.Request) {
 	// The whole request: the file at its limit and room for the form.
 	r.Body = http.MaxBytesReader(w, r.Body, s.Files.MaxBytes()+64<<10)
-	s.changeFiles(w, r, func(v *filesView) string {
+	s.changeFiles(w, r, func(ctx context.Context, v *filesView) string {
 		if len(v.Files) >= maxFiles(v.Q) {
 			return fmt.Sprintf("%s %d.", v.T("embed.student.fileCount"), maxFiles(v.Q))
 		}
@@ -96,7 +96,7 @@ func (s *Service) uploadFile(w http.ResponseWriter, r *http.Request) {
 			}
 			return v.T("embed.student.fileType") + " " + accepted + "."
 		}
-		fileURL, err := s.Files.Put(r.Context(), "file", header.Filename, data)
+		fileURL, err := s.Files.Put(ctx, "file", header.Filename, data)
 		if err != nil {
 			return pageError(err)
 		}
@@ -107,16 +107,16 @@ func (s *Service) uploadFile(w http.ResponseWriter, r *http.Request) {
 
 // removeFile takes the file "url" out of a file question's answer.
 func (s *Service) removeFile(w http.ResponseWriter, r *http.Request) {
-	s.changeFiles(w, r, func(v *filesView) string {
+	s.changeFiles(w, r, func(_ context.Context, v *filesView) string {
 		v.Files = slices.DeleteFunc(v.Files, func(f string) bool { return f == r.PostFormValue("url") })
 		return ""
 	})
 }
 
-// changeFiles runs change on the files of the session's question
+// changeFiles runs change, acting as the session's actor, on the files of the session's question
 // {question}, saves the draft unless change answers an error message,
 // and answers the list (htmx) or the exam page.
-func (s *Service) changeFiles(w http.ResponseWriter, r *http.Request, change func(*filesView) string) {
+func (s *Service) changeFiles(w http.ResponseWriter, r *http.Request, change func(context.Context, *filesView) string) {
 	sess, ctx, ok := s.asActor(w, r, FlowStudentExam)
 	if !ok {
 		return
@@ -144,8 +144,7 @@ func (s *Service) changeFiles(w http.ResponseWriter, r *http.Request, change fun
 	}
 	field := questions[i].ID + ".files"
 	v := filesView{view: view{Session: sess}, Q: questions[i], Files: draft.Answers[field], MaxBytes: media.Size(s.Files.MaxBytes()), Swapped: true}
-	r = r.WithContext(ctx)
-	v.Error = change(&v)
+	v.Error = change(ctx, &v)
 	if v.Error == "" {
 		if draft.Answers == nil {
 			draft.Answers = map[string][]string{}
