@@ -7,8 +7,10 @@ import (
 	"image"
 	"image/png"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -184,4 +186,86 @@ func TestStudentUploadsFileAnswer(t *testing.T) {
 func callerOrg(ctx context.Context) string {
 	c, _ := tenancy.CallerFrom(ctx)
 	return c.OrgID
+}
+
+// TestFileAnswerLimits posts uploads as htmx does: the question's maxFiles
+// holds, removal frees a place, and only the session's exam's file
+// questions take files.
+func TestFileAnswerLimits(t *testing.T) {
+	db, rdb := storetest.New(t), redistest.Client(t)
+	f := newFixtureWith(t, rdb, db, nilGenerator)
+	f.svc.Files = media.NewFiles(db, "http://127.0.0.1:8080", 0)
+	srv := serve(t, f)
+	content := assessment.NewService(db)
+	exam, err := content.CreateExam(f.teacher, assessment.NewExam{Name: "Leaves", Language: "en"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := content.CreateQuestion(f.teacher, exam.ID, assessment.NewQuestion{Type: assessment.TypeFileUpload, Prompt: "Notes?", Points: 1,
+		Config: map[string]any{"maxFiles": 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	essay, err := content.CreateQuestion(f.teacher, exam.ID, assessment.NewQuestion{Type: assessment.TypeEssay, Prompt: "Why?", Points: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := f.svc.Create(f.teacher, embedflow.NewSession{Flow: "student-exam", ActorID: f.users[tenancy.RoleStudent].ID, ExamID: exam.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	post := func(question string, data []byte) (int, string) {
+		t.Helper()
+		var body bytes.Buffer
+		mw := multipart.NewWriter(&body)
+		part, _ := mw.CreateFormFile("file", "notes.txt")
+		_, _ = part.Write(data)
+		_ = mw.Close()
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/embed/"+sess.ID+"/files/"+question, &body)
+		req.Header.Set("Content-Type", mw.FormDataContentType())
+		req.Header.Set("HX-Request", "true")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		out, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(out)
+	}
+	if code, page := post(q.ID, []byte("leaves are green")); code != 200 || !strings.Contains(page, "/media/med_") || !strings.Contains(page, "1 / 1") {
+		t.Fatalf("first upload: %d %s", code, page)
+	}
+	if code, page := post(q.ID, []byte("more")); code != 422 || !strings.Contains(page, "No more files can be added") {
+		t.Fatalf("upload past maxFiles: %d %s", code, page)
+	}
+	for _, other := range []string{essay.ID, "qst_01M8964WQZNR2YD0P90ZKGYJN3"} {
+		if code, _ := post(other, []byte("x")); code != 404 {
+			t.Errorf("upload to %s: %d, want 404", other, code)
+		}
+	}
+	draft := func() []string {
+		s, _ := f.svc.Open(context.Background(), sess.ID)
+		d, err := embedflow.NewStore(rdb).Draft(context.Background(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.Answers[q.ID+".files"]
+	}
+	saved := draft()
+	if len(saved) != 1 {
+		t.Fatalf("draft files %v", saved)
+	}
+	// The autosaved exam form cannot change the list; removal can.
+	if res, err := http.PostForm(srv.URL+"/embed/"+sess.ID+"/answers", url.Values{"shown": {q.ID}, q.ID + ".files": {"https://evil.example/x.png"}}); err == nil {
+		res.Body.Close()
+	}
+	if got := draft(); len(got) != 1 || got[0] != saved[0] {
+		t.Fatalf("after autosave: %v", got)
+	}
+	if res, err := http.PostForm(srv.URL+"/embed/"+sess.ID+"/files/"+q.ID+"/remove", url.Values{"url": {saved[0]}}); err == nil {
+		res.Body.Close()
+	}
+	if got := draft(); len(got) != 0 {
+		t.Fatalf("after removal: %v", got)
+	}
 }
