@@ -81,7 +81,7 @@ func (s *Service) uploadFile(w http.ResponseWriter, r *http.Request) {
 		case err != nil:
 			return v.T("embed.student.fileMissing")
 		}
-		defer part.Close()
+		defer func() { _ = part.Close() }()
 		data, err := io.ReadAll(io.LimitReader(part, s.Files.MaxBytes()+1))
 		if err != nil || len(data) == 0 {
 			return v.T("embed.student.fileMissing")
