@@ -90,7 +90,7 @@ func (s *Service) uploadFile(w http.ResponseWriter, r *http.Request) {
 			return v.T("embed.student.fileTooLarge") + " " + v.MaxBytes + "."
 		}
 		if ct, ok := media.Sniff(data); !ok || !media.Accepts(v.Q.AcceptedTypes, ct) {
-			accepted := "PNG, JPEG, GIF, WebP, PDF, text"
+			accepted := v.T("embed.student.fileTypesAll")
 			if len(v.Q.AcceptedTypes) > 0 {
 				accepted = strings.Join(v.Q.AcceptedTypes, ", ")
 			}
