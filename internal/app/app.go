@@ -230,7 +230,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 			"/embed/":                           pages,
 			"GET /media/{id}/{name}":            api.MediaFiles(files),
 		},
-		Uploads: map[string]http.Handler{scanUploadRoute: api.ScanUploads(scans)},
+		Uploads: map[string]http.Handler{scanUploadRoute: api.ScanUploads(scans), "POST /media": api.MediaUploads(files)},
 		Streams: map[string]http.Handler{
 			"GET /exams/{examId}/export": api.ExamExport(transfers),
 			"POST /exam-imports":         api.ExamImports(transfers),

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -62,5 +63,48 @@ func TestEmbedFileUploadServedFromMedia(t *testing.T) {
 		if res.StatusCode != http.StatusNotFound || res.Header.Get("Content-Type") != "application/json" {
 			t.Errorf("%s: %d %s", p, res.StatusCode, res.Header.Get("Content-Type"))
 		}
+	}
+}
+
+// TestMediaUploadAPI stores a file through POST /media with an API key.
+func TestMediaUploadAPI(t *testing.T) {
+	e := newEnv(t)
+	tn := e.newTenant("US", "pro")
+	upload := func(key string, data []byte) *http.Response {
+		t.Helper()
+		var body bytes.Buffer
+		mw := multipart.NewWriter(&body)
+		part, _ := mw.CreateFormFile("file", "notes.txt")
+		_, _ = part.Write(data)
+		_ = mw.Close()
+		req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/media", &body)
+		req.Header.Set("Content-Type", mw.FormDataContentType())
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { res.Body.Close() })
+		return res
+	}
+	res := upload(tn.keys[tenancy.RoleStudent], []byte("leaves are green"))
+	var out struct {
+		URL  string
+		Size int
+	}
+	if err := json.NewDecoder(res.Body).Decode(&out); err != nil || res.StatusCode != http.StatusOK || out.Size != 16 ||
+		!strings.HasPrefix(out.URL, e.srv.URL+"/media/med_") {
+		t.Fatalf("upload: %d %+v %v", res.StatusCode, out, err)
+	}
+	if res := upload(tn.keys[tenancy.RoleStudent], []byte("<html><script>x</script>")); res.StatusCode != http.StatusBadRequest {
+		t.Errorf("HTML upload: %d", res.StatusCode)
+	}
+	if res := upload(tn.keys[tenancy.RoleStudent], make([]byte, 11<<20)); res.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("11 MiB upload: %d", res.StatusCode)
+	}
+	if res := upload("", []byte("x")); res.StatusCode != http.StatusUnauthorized {
+		t.Errorf("anonymous upload: %d", res.StatusCode)
 	}
 }
