@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/assessd/assessd/internal/assessment"
@@ -171,5 +172,9 @@ func (s *Service) changeFiles(w http.ResponseWriter, r *http.Request, change fun
 		s.studentExam(w, r, sess, v.Error)
 		return
 	}
-	http.Redirect(w, r, "/embed/"+sess.ID+"#files-"+questions[i].ID, http.StatusSeeOther)
+	to := "/embed/" + sess.ID
+	if sess.Presets["layout"] == "paged" {
+		to += "?q=" + strconv.Itoa(i+1)
+	}
+	http.Redirect(w, r, to+"#files-"+questions[i].ID, http.StatusSeeOther)
 }
