@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/assessd/assessd/internal/ai"
+	"github.com/assessd/assessd/internal/media"
 	"github.com/assessd/assessd/internal/webhooks"
 )
 
@@ -28,6 +29,8 @@ type config struct {
 	TemporalAddress   string
 	TemporalNamespace string
 	MediaCDN          string
+	// MediaMaxUploadBytes bounds an uploaded answer file (decision 0121).
+	MediaMaxUploadBytes string
 	// WebhookAllowPrivate lifts the webhook address rule (development).
 	WebhookAllowPrivate string
 	AIProvider          string
@@ -67,7 +70,8 @@ func (c *config) settings() []setting {
 		{"TEMPORAL_TLS_SERVER_NAME", "server name to verify on the Temporal certificate; turns TLS on", &c.TemporalTLSServerName, ""},
 		{"TEMPORAL_API_KEY", "Temporal Cloud API key (secret); turns TLS on", &c.TemporalAPIKey, ""},
 		{"TEMPORAL_CREATE_NAMESPACE", "register the namespace at start-up when it is missing (true or false)", &c.TemporalCreateNamespace, "false"},
-		{"ASSESSD_MEDIA_CDN", "comma-separated URL prefixes of the media CDN (grading files, answer-sheet scans)", &c.MediaCDN, ""},
+		{"ASSESSD_MEDIA_CDN", "comma-separated URL prefixes of the media CDN (grading files, answer-sheet scans); <base URL>/media/ always counts", &c.MediaCDN, ""},
+		{"ASSESSD_MEDIA_MAX_UPLOAD_BYTES", "size limit in bytes of an answer file a student uploads", &c.MediaMaxUploadBytes, strconv.Itoa(media.DefaultMaxUploadBytes)},
 		{"ASSESSD_WEBHOOK_ALLOW_PRIVATE", "let webhook endpoints use http and private, loopback or link-local addresses (true or false; local development and tests only)", &c.WebhookAllowPrivate, "false"},
 		{"ASSESSD_AI_PROVIDER", "builtin or openai", &c.AIProvider, "builtin"},
 		{"ASSESSD_AI_GLOBAL_URL", "OpenAI-compatible base URL of the global region", &c.AIGlobalURL, ""},
@@ -174,9 +178,19 @@ func (c *config) webhookTargets() (webhooks.Targets, error) {
 	return webhooks.Targets{AllowPrivate: allow}, nil
 }
 
-// mediaPrefixes splits ASSESSD_MEDIA_CDN.
+// mediaMaxUploadBytes parses ASSESSD_MEDIA_MAX_UPLOAD_BYTES.
+func (c *config) mediaMaxUploadBytes() (int64, error) {
+	n, err := strconv.ParseInt(c.MediaMaxUploadBytes, 10, 64)
+	if err != nil || n < 1 {
+		return 0, errors.New("ASSESSD_MEDIA_MAX_UPLOAD_BYTES must be a positive number of bytes")
+	}
+	return n, nil
+}
+
+// mediaPrefixes splits ASSESSD_MEDIA_CDN and adds the base URL's /media/,
+// where assessd serves the answer files uploaded to it.
 func (c *config) mediaPrefixes() []string {
-	var out []string
+	out := []string{media.PrefixOf(c.BaseURL)}
 	for _, p := range strings.Split(c.MediaCDN, ",") {
 		if p = strings.TrimSpace(p); p != "" {
 			out = append(out, p)

@@ -85,13 +85,18 @@ func newProcess(ctx context.Context, cfg config, log *slog.Logger) (*process, er
 		db.Close()
 		return nil, err
 	}
+	maxUpload, err := cfg.mediaMaxUploadBytes()
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
 	tc, err := client.NewLazyClient(opts)
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("temporal: %w", err)
 	}
 	a, err := app.New(ctx, db, app.Config{BaseURL: cfg.BaseURL, Logger: log, Temporal: tc, Redis: redis.NewClient(redisOpts),
-		TrustedProxies: proxies, MediaCDN: cfg.mediaPrefixes(), Webhooks: targets})
+		TrustedProxies: proxies, MediaCDN: cfg.mediaPrefixes(), MediaMaxUploadBytes: maxUpload, Webhooks: targets})
 	if err != nil {
 		tc.Close()
 		db.Close()

@@ -65,6 +65,9 @@ type Config struct {
 	// MediaCDN are the URL prefixes of the media CDN (ASSESSD_MEDIA_CDN):
 	// answer-sheet scans may name files there only.
 	MediaCDN []string
+	// MediaMaxUploadBytes bounds an uploaded answer file; 0 means
+	// media.DefaultMaxUploadBytes.
+	MediaMaxUploadBytes int64
 	// Webhooks decides which URLs webhook endpoints may have.
 	Webhooks webhooks.Targets
 	// WebhookRetry is the webhook delivery schedule; zero means
@@ -179,8 +182,13 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 		dispatcher = newDispatcher(cfg.Temporal, db, metrics.Registry, cfg.Dispatch, retry)
 	}
 	regen := regeneration.NewService(db, content)
+	files := media.NewFiles(db, cfg.BaseURL, cfg.MediaMaxUploadBytes)
 	embeds := embedflow.NewService(embedflow.NewStore(cfg.Redis), ten, content, gen, regen, cfg.BaseURL, metrics.Registry, metrics.Org)
-	scans := scanning.NewService(db, content, ten, media.NewFetcher(cfg.MediaCDN, media.Options{}).OnCDN)
+	embeds.Files = files
+	// The files uploaded to assessd are on the media CDN wherever the
+	// configuration names it (decision 0121).
+	cdn := append([]string{media.PrefixOf(cfg.BaseURL)}, cfg.MediaCDN...)
+	scans := scanning.NewService(db, content, ten, media.NewFetcher(cdn, media.Options{}).OnCDN)
 	transfers := transfer.NewService(db, content)
 	apiHandler, err := api.NewHandler(api.Services{Tenancy: ten, Assessment: content, Generation: gen, Embed: embeds, AllowedClients: idp,
 		Regeneration: regen, Scans: scans, Transfers: transfers, Webhooks: hooks})
@@ -220,8 +228,9 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 			"/docs":                             docs,
 			"/docs/":                            docs,
 			"/embed/":                           pages,
+			"GET /media/{id}/{name}":            api.MediaFiles(files),
 		},
-		Uploads: map[string]http.Handler{scanUploadRoute: api.ScanUploads(scans)},
+		Uploads: map[string]http.Handler{scanUploadRoute: api.ScanUploads(scans), "POST /media": api.MediaUploads(files)},
 		Streams: map[string]http.Handler{
 			"GET /exams/{examId}/export": api.ExamExport(transfers),
 			"POST /exam-imports":         api.ExamImports(transfers),

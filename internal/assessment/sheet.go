@@ -17,6 +17,10 @@ type SheetQuestion struct {
 	Prompt  string
 	Points  float64
 	Options []SheetOption // choice types only
+	// MaxFiles and AcceptedTypes bound a file answer (file_upload only;
+	// 0 and nil: no bound of the question's own).
+	MaxFiles      int
+	AcceptedTypes []string
 }
 
 // SheetOption is one choice, without whether it is correct.
@@ -48,6 +52,15 @@ func (s *Service) AnswerSheet(ctx context.Context, examID string) (Exam, []Sheet
 			id, _ := opt["id"].(string)
 			text, _ := opt["text"].(string)
 			sq.Options = append(sq.Options, SheetOption{ID: id, Text: text})
+		}
+		if n, ok := qu.Config["maxFiles"].(float64); ok {
+			sq.MaxFiles = int(n)
+		}
+		accepted, _ := qu.Config["acceptedTypes"].([]any)
+		for _, a := range accepted {
+			if t, ok := a.(string); ok {
+				sq.AcceptedTypes = append(sq.AcceptedTypes, t)
+			}
 		}
 		out = append(out, sq)
 	}

@@ -115,6 +115,7 @@ func (s *Service) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /embed/{id}/generations/{generation}/edit", s.editGenerated)
 	mux.HandleFunc("POST /embed/{id}/submit", s.submit)
 	mux.HandleFunc("POST /embed/{id}/answers", s.saveAnswers)
+	s.fileRoutes(mux)
 	s.authoringRoutes(mux)
 	s.regenerationRoutes(mux)
 }
@@ -131,6 +132,8 @@ type examView struct {
 	Page int
 	// Deadline is when a timed exam's time is up (zero: untimed).
 	Deadline time.Time
+	// maxBytes is the size limit of an uploaded file.
+	maxBytes int64
 }
 
 // Value is a saved answer of a field.
@@ -186,6 +189,9 @@ func (s *Service) studentExam(w http.ResponseWriter, r *http.Request, sess Sessi
 	}
 	v := examView{view: view{Session: sess, TitleKey: "embed.student.title", Error: errMsg},
 		ExamName: exam.Name, Questions: questions, Submitted: sess.ResultID != "", Answers: draft.Answers}
+	if s.Files != nil {
+		v.maxBytes = s.Files.MaxBytes()
+	}
 	if exam.DurationMinutes > 0 && !v.Submitted {
 		if draft.StartedAt.IsZero() {
 			draft.StartedAt = s.now().UTC()
@@ -209,21 +215,20 @@ func (s *Service) studentExam(w http.ResponseWriter, r *http.Request, sess Sessi
 
 // mergeAnswers puts a posted form's answers into the draft: the
 // questions the form showed (its "shown" values) take the form's values,
-// an emptied one is cleared, and the others keep theirs.
+// an emptied one is cleared, and the others keep theirs. A file answer's
+// list changes only by uploads and removals (files.go), never by the form.
 func mergeAnswers(d *Draft, questions []assessment.SheetQuestion, form url.Values) {
 	if d.Answers == nil {
 		d.Answers = url.Values{}
 	}
 	for _, q := range questions {
-		if !slices.Contains(form["shown"], q.ID) {
+		if !slices.Contains(form["shown"], q.ID) || q.Type == assessment.TypeFileUpload {
 			continue
 		}
-		for _, field := range []string{q.ID, q.ID + ".files"} {
-			if vals := form[field]; len(vals) > 0 && strings.Join(vals, "") != "" {
-				d.Answers[field] = vals
-			} else {
-				delete(d.Answers, field)
-			}
+		if vals := form[q.ID]; len(vals) > 0 && strings.Join(vals, "") != "" {
+			d.Answers[q.ID] = vals
+		} else {
+			delete(d.Answers, q.ID)
 		}
 	}
 }
@@ -342,7 +347,7 @@ func formAnswer(q assessment.SheetQuestion, form url.Values) (assessment.NewAnsw
 		a.Value = ids
 		return a, len(ids) > 0
 	case assessment.TypeFileUpload:
-		a.Files = strings.Fields(form.Get(q.ID + ".files"))
+		a.Files = form[q.ID+".files"]
 		return a, len(a.Files) > 0
 	}
 	v := strings.TrimSpace(form.Get(q.ID))

@@ -68,11 +68,14 @@ type Service struct {
 	generator Generator
 	// regenerator serves the authoring flow's Regenerate button.
 	regenerator Regenerator
-	baseURL     string
-	now         func() time.Time
-	orgLabel    func(string) string
-	created     *prometheus.CounterVec
-	opened      *prometheus.CounterVec
+	// Files stores the student-exam flow's uploaded answer files; set it
+	// before serving an exam with file questions.
+	Files    Uploads
+	baseURL  string
+	now      func() time.Time
+	orgLabel func(string) string
+	created  *prometheus.CounterVec
+	opened   *prometheus.CounterVec
 }
 
 // NewService returns a Service whose session URLs start with baseURL.

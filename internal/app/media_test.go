@@ -1,0 +1,110 @@
+package app_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/assessd/assessd/tenancy"
+)
+
+// TestEmbedFileUploadServedFromMedia uploads a file answer through the
+// whole server and reads it back, unauthenticated, from /media/.
+func TestEmbedFileUploadServedFromMedia(t *testing.T) {
+	e := newEnv(t)
+	tn := e.newTenant("US", "pro")
+	teacher := tn.keys[tenancy.RoleTeacher]
+	exam := str(e.do("POST", "/exams", teacher, map[string]any{"name": "Leaves", "language": "en"}).must(t, http.StatusOK).body, "id")
+	q := str(e.do("POST", "/exams/"+exam+"/questions", teacher, map[string]any{"type": "file_upload", "prompt": "Notes?", "points": 1,
+		"config": map[string]any{"rubric": "notes"}}).must(t, http.StatusOK).body, "id")
+	sess := e.do("POST", "/embed-sessions", teacher, map[string]any{"flow": "student-exam", "actor": tn.users[tenancy.RoleStudent].ID,
+		"examId": exam}).must(t, http.StatusOK)
+
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	part, _ := mw.CreateFormFile("file", "notes.txt")
+	_, _ = part.Write([]byte("leaves are green"))
+	_ = mw.Close()
+	req, _ := http.NewRequest(http.MethodPost, str(sess.body, "url")+"/files/"+q, &body)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	req.Header.Set("HX-Request", "true")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	fileURL := regexp.MustCompile(`href="([^"]+/notes\.txt)"`).FindStringSubmatch(string(list))
+	if res.StatusCode != http.StatusOK || fileURL == nil || !strings.HasPrefix(fileURL[1], e.srv.URL+"/media/med_") {
+		t.Fatalf("upload: %d %s", res.StatusCode, list)
+	}
+	res, err = http.Get(fileURL[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || string(data) != "leaves are green" || res.Header.Get("Content-Type") != "text/plain; charset=utf-8" ||
+		res.Header.Get("X-Content-Type-Options") != "nosniff" || !strings.HasPrefix(res.Header.Get("Content-Disposition"), "attachment") {
+		t.Fatalf("serving: %d %v", res.StatusCode, res.Header)
+	}
+	// Unknown ids and names are the API's 404.
+	for _, p := range []string{strings.Replace(fileURL[1], "notes.txt", "other.txt", 1), e.srv.URL + "/media/med_" + strings.Repeat("a", 32) + "/notes.txt"} {
+		res, err := http.Get(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusNotFound || res.Header.Get("Content-Type") != "application/json" {
+			t.Errorf("%s: %d %s", p, res.StatusCode, res.Header.Get("Content-Type"))
+		}
+	}
+}
+
+// TestMediaUploadAPI stores a file through POST /media with an API key.
+func TestMediaUploadAPI(t *testing.T) {
+	e := newEnv(t)
+	tn := e.newTenant("US", "pro")
+	upload := func(key string, data []byte) *http.Response {
+		t.Helper()
+		var body bytes.Buffer
+		mw := multipart.NewWriter(&body)
+		part, _ := mw.CreateFormFile("file", "notes.txt")
+		_, _ = part.Write(data)
+		_ = mw.Close()
+		req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/media", &body)
+		req.Header.Set("Content-Type", mw.FormDataContentType())
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { res.Body.Close() })
+		return res
+	}
+	res := upload(tn.keys[tenancy.RoleStudent], []byte("leaves are green"))
+	var out struct {
+		URL  string
+		Size int
+	}
+	if err := json.NewDecoder(res.Body).Decode(&out); err != nil || res.StatusCode != http.StatusOK || out.Size != 16 ||
+		!strings.HasPrefix(out.URL, e.srv.URL+"/media/med_") {
+		t.Fatalf("upload: %d %+v %v", res.StatusCode, out, err)
+	}
+	if res := upload(tn.keys[tenancy.RoleStudent], []byte("<html><script>x</script>")); res.StatusCode != http.StatusBadRequest {
+		t.Errorf("HTML upload: %d", res.StatusCode)
+	}
+	if res := upload(tn.keys[tenancy.RoleStudent], make([]byte, 11<<20)); res.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("11 MiB upload: %d", res.StatusCode)
+	}
+	if res := upload("", []byte("x")); res.StatusCode != http.StatusUnauthorized {
+		t.Errorf("anonymous upload: %d", res.StatusCode)
+	}
+}

@@ -1,0 +1,180 @@
+package embedflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/assessd/assessd/internal/assessment"
+	"github.com/assessd/assessd/internal/media"
+	"github.com/assessd/assessd/internal/web"
+)
+
+// Uploads stores the files of file answers and names them by URLs on the
+// media CDN (media.Files, decision 0121).
+type Uploads interface {
+	Put(ctx context.Context, field, name string, data []byte) (string, error)
+	MaxBytes() int64
+}
+
+// maxFilesPerAnswer bounds a file answer whose question sets no maxFiles
+// (the question type's own maximum).
+const maxFilesPerAnswer = 10
+
+// filesView is one file question's upload control and list.
+type filesView struct {
+	view
+	Q     assessment.SheetQuestion
+	Files []string
+	// MaxBytes is the size limit as people read it ("10 MiB").
+	MaxBytes string
+	// Swapped marks the list answered to an upload or removal: its file
+	// input takes the focus the replaced button had.
+	Swapped bool
+}
+
+// Name is the file name at the end of a file URL.
+func (filesView) Name(fileURL string) string { return fileURL[strings.LastIndex(fileURL, "/")+1:] }
+
+// Accept is the file input's accept attribute.
+func (v filesView) Accept() string { return strings.Join(v.Q.AcceptedTypes, ",") }
+
+// Max is how many files the answer takes.
+func (v filesView) Max() int { return maxFiles(v.Q) }
+
+func maxFiles(q assessment.SheetQuestion) int {
+	if q.MaxFiles > 0 {
+		return q.MaxFiles
+	}
+	return maxFilesPerAnswer
+}
+
+// FilesOf is a file question's view within the exam page.
+func (v examView) FilesOf(q assessment.SheetQuestion) filesView {
+	return filesView{view: v.view, Q: q, Files: v.Answers[q.ID+".files"], MaxBytes: media.Size(v.maxBytes)}
+}
+
+func (s *Service) fileRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("POST /embed/{id}/files/{question}", s.uploadFile)
+	mux.HandleFunc("POST /embed/{id}/files/{question}/remove", s.removeFile)
+}
+
+// uploadFile stores one file (a multipart part named "file") of a file
+// question's answer and adds its URL to the draft; htmx swaps in the
+// updated list, and without JavaScript the exam page is shown again.
+func (s *Service) uploadFile(w http.ResponseWriter, r *http.Request) {
+	// The whole request: the file at its limit and room for the form.
+	r.Body = http.MaxBytesReader(w, r.Body, s.Files.MaxBytes()+64<<10)
+	s.changeFiles(w, r, func(ctx context.Context, v *filesView) string {
+		if len(v.Files) >= maxFiles(v.Q) {
+			return fmt.Sprintf("%s %d.", v.T("embed.student.fileCount"), maxFiles(v.Q))
+		}
+		part, header, err := r.FormFile("file")
+		var tooBig *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooBig):
+			return v.T("embed.student.fileTooLarge") + " " + v.MaxBytes + "."
+		case err != nil:
+			return v.T("embed.student.fileMissing")
+		}
+		defer func() { _ = part.Close() }()
+		data, err := io.ReadAll(io.LimitReader(part, s.Files.MaxBytes()+1))
+		if err != nil || len(data) == 0 {
+			return v.T("embed.student.fileMissing")
+		}
+		if int64(len(data)) > s.Files.MaxBytes() {
+			return v.T("embed.student.fileTooLarge") + " " + v.MaxBytes + "."
+		}
+		if ct, ok := media.Sniff(data); !ok || !media.Accepts(v.Q.AcceptedTypes, ct) {
+			accepted := v.T("embed.student.fileTypesAll")
+			if len(v.Q.AcceptedTypes) > 0 {
+				accepted = strings.Join(v.Q.AcceptedTypes, ", ")
+			}
+			return v.T("embed.student.fileType") + " " + accepted + "."
+		}
+		fileURL, err := s.Files.Put(ctx, "file", header.Filename, data)
+		if err != nil {
+			return pageError(err)
+		}
+		v.Files = append(v.Files, fileURL)
+		return ""
+	})
+}
+
+// removeFile takes the file "url" out of a file question's answer.
+func (s *Service) removeFile(w http.ResponseWriter, r *http.Request) {
+	s.changeFiles(w, r, func(_ context.Context, v *filesView) string {
+		v.Files = slices.DeleteFunc(v.Files, func(f string) bool { return f == r.PostFormValue("url") })
+		return ""
+	})
+}
+
+// changeFiles runs change, acting as the session's actor, on the files of the session's question
+// {question}, saves the draft unless change answers an error message,
+// and answers the list (htmx) or the exam page.
+func (s *Service) changeFiles(w http.ResponseWriter, r *http.Request, change func(context.Context, *filesView) string) {
+	sess, ctx, ok := s.asActor(w, r, FlowStudentExam)
+	if !ok {
+		return
+	}
+	if sess.ResultID != "" {
+		http.Error(w, "these answers were already submitted", http.StatusConflict)
+		return
+	}
+	_, questions, err := s.resources.AnswerSheet(ctx, sess.ExamID)
+	if err != nil {
+		http.Error(w, pageError(err), http.StatusNotFound)
+		return
+	}
+	i := slices.IndexFunc(questions, func(q assessment.SheetQuestion) bool {
+		return q.ID == r.PathValue("question") && q.Type == assessment.TypeFileUpload
+	})
+	if i < 0 {
+		http.Error(w, "this exam has no such file question", http.StatusNotFound)
+		return
+	}
+	draft, err := s.store.Draft(ctx, sess)
+	if err != nil {
+		http.Error(w, pageError(err), http.StatusServiceUnavailable)
+		return
+	}
+	field := questions[i].ID + ".files"
+	v := filesView{view: view{Session: sess}, Q: questions[i], Files: draft.Answers[field], MaxBytes: media.Size(s.Files.MaxBytes()), Swapped: true}
+	v.Error = change(ctx, &v)
+	if v.Error == "" {
+		if draft.Answers == nil {
+			draft.Answers = map[string][]string{}
+		}
+		draft.Answers[field] = v.Files
+		if len(v.Files) == 0 {
+			delete(draft.Answers, field)
+		}
+		if err := s.store.SaveDraft(ctx, sess, draft); err != nil {
+			v.Error = pageError(err)
+		}
+	}
+	if r.Header.Get("HX-Request") == "true" {
+		status := http.StatusOK
+		if v.Error != "" {
+			// htmx swaps 422 (embed-head's responseHandling): the list
+			// shows the error.
+			status = http.StatusUnprocessableEntity
+		}
+		web.RenderFramed(w, r, status, "embed-files.html", v, sess.AllowedOrigins)
+		return
+	}
+	if v.Error != "" {
+		s.studentExam(w, r, sess, v.Error)
+		return
+	}
+	to := "/embed/" + sess.ID
+	if sess.Presets["layout"] == "paged" {
+		to += "?q=" + strconv.Itoa(i+1)
+	}
+	http.Redirect(w, r, to+"#files-"+questions[i].ID, http.StatusSeeOther)
+}

@@ -1,0 +1,191 @@
+package media
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/assessd/assessd/internal/platform/errs"
+	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/tenancy"
+)
+
+// DefaultMaxUploadBytes is the size limit of an uploaded file
+// (ASSESSD_MEDIA_MAX_UPLOAD_BYTES).
+const DefaultMaxUploadBytes = 10 << 20
+
+// UploadPermission is what storing a file takes: results:write, from
+// any role (students upload their answers' files).
+var UploadPermission = tenancy.Permission{Scope: tenancy.ScopeResultsWrite}
+
+// Files stores uploaded answer files in PostgreSQL and names them by
+// capability URLs under {base URL}/media/ (decision 0121), which always
+// count as the media CDN.
+type Files struct {
+	db       *store.DB
+	prefix   string
+	maxBytes int64
+}
+
+// NewFiles returns the file store whose URLs start with baseURL; maxBytes
+// <= 0 means DefaultMaxUploadBytes.
+func NewFiles(db *store.DB, baseURL string, maxBytes int64) *Files {
+	return &Files{db: db, prefix: PrefixOf(baseURL), maxBytes: orDefault(maxBytes, DefaultMaxUploadBytes)}
+}
+
+// PrefixOf is the URL prefix of the files served under baseURL.
+func PrefixOf(baseURL string) string { return strings.TrimSuffix(baseURL, "/") + "/media/" }
+
+// MaxBytes is the size limit of a file.
+func (f *Files) MaxBytes() int64 { return f.maxBytes }
+
+// File is a stored file.
+type File struct {
+	ID, Name, ContentType string
+	Data                  []byte
+}
+
+// Image reports whether a browser may show the file inline.
+func (f File) Image() bool { return strings.HasPrefix(f.ContentType, "image/") }
+
+// Sniff returns the media type of data, parameters included (a text's
+// charset), when it is one of DefaultAllowedTypes. The type a client
+// declares is never trusted.
+func Sniff(data []byte) (string, bool) {
+	ct := http.DetectContentType(data)
+	mt, _, err := mime.ParseMediaType(ct)
+	return ct, err == nil && slices.Contains(DefaultAllowedTypes, mt)
+}
+
+// Accepts reports whether contentType matches one of a question's
+// acceptedTypes: a media type ("image/png"), a wildcard ("image/*") or an
+// extension (".pdf"). No list accepts every allowed type.
+func Accepts(accepted []string, contentType string) bool {
+	mt, _, _ := mime.ParseMediaType(contentType)
+	if len(accepted) == 0 {
+		return true
+	}
+	for _, a := range accepted {
+		a = strings.ToLower(strings.TrimSpace(a))
+		if strings.HasPrefix(a, ".") {
+			a, _, _ = mime.ParseMediaType(mime.TypeByExtension(a))
+		}
+		if a == mt || (strings.HasSuffix(a, "/*") && strings.HasPrefix(mt, strings.TrimSuffix(a, "*"))) {
+			return true
+		}
+	}
+	return false
+}
+
+// Put stores data uploaded as name for the caller's organization and
+// returns its URL; a file over the limit or of a type not allowed is
+// errs.KindInvalid on field.
+func (f *Files) Put(ctx context.Context, field, name string, data []byte) (string, error) {
+	caller, err := tenancy.Authorize(ctx, UploadPermission)
+	if err != nil {
+		return "", err
+	}
+	if int64(len(data)) > f.maxBytes {
+		return "", errs.Invalid(field, "is too large: at most %s", Size(f.maxBytes))
+	}
+	ct, ok := Sniff(data)
+	if !ok || len(data) == 0 {
+		return "", errs.Invalid(field, "must be an image (PNG, JPEG, GIF, WebP), a PDF or plain text")
+	}
+	file := File{ID: newFileID(), Name: safeName(name), ContentType: ct}
+	if _, err := f.db.Q(ctx).Exec(ctx, `INSERT INTO media_files (id, org_id, name, content_type, content, uploaded_by)
+		VALUES ($1, app_org_id(), $2, $3, $4, $5)`, file.ID, file.Name, file.ContentType, data, caller.UserID); err != nil {
+		return "", fmt.Errorf("media: store file: %w", err)
+	}
+	return f.prefix + file.ID + "/" + file.Name, nil
+}
+
+// Get returns the file at /media/{id}/{name}, whoever asks: the URL is
+// the capability. Unknown ids and names are errs.KindNotFound.
+func (f *Files) Get(ctx context.Context, id, name string) (File, error) {
+	notFound := errs.NotFound("media file")
+	if !validFileID(id) {
+		return File{}, notFound
+	}
+	var org *string
+	if err := f.db.Unscoped().QueryRow(ctx, `SELECT media_file_org($1)`, id).Scan(&org); err != nil {
+		return File{}, fmt.Errorf("media: look file up: %w", err)
+	}
+	if org == nil {
+		return File{}, notFound
+	}
+	ctx = store.WithOrg(ctx, *org)
+	file := File{ID: id}
+	err := f.db.Q(ctx).QueryRow(ctx, `SELECT name, content_type, content FROM media_files WHERE id = $1`, id).
+		Scan(&file.Name, &file.ContentType, &file.Data)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && file.Name != name) {
+		return File{}, notFound
+	}
+	if err != nil {
+		return File{}, fmt.Errorf("media: read file: %w", err)
+	}
+	return file, nil
+}
+
+// Size formats a byte count for people ("10 MiB").
+func Size(n int64) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	if n >= 1<<10 {
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// safeName keeps a file name's base in letters, digits, '.', '-' and '_'
+// (at most 100 bytes), so it reads well in the URL and needs no escaping
+// in a path or a Content-Disposition header.
+func safeName(name string) string {
+	name = path.Base(strings.ReplaceAll(name, `\`, "/"))
+	var b strings.Builder
+	for _, r := range name {
+		switch {
+		case r < 0x80 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == '_'):
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	out := strings.TrimLeft(b.String(), ".")
+	if len(out) > 100 {
+		out = out[len(out)-100:]
+	}
+	if out == "" {
+		return "file"
+	}
+	return out
+}
+
+var idEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
+
+// newFileID returns "med_" and 160 random bits: the URL is a capability,
+// so its id must not be guessable (a ULID's is partly a clock).
+func newFileID() string {
+	b := make([]byte, 20)
+	_, _ = rand.Read(b)
+	return "med_" + strings.ToLower(idEncoding.EncodeToString(b))
+}
+
+func validFileID(id string) bool {
+	rest, ok := strings.CutPrefix(id, "med_")
+	if !ok || len(rest) != 32 {
+		return false
+	}
+	_, err := idEncoding.DecodeString(strings.ToUpper(rest))
+	return err == nil
+}

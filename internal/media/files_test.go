@@ -1,0 +1,111 @@
+package media_test
+
+import (
+	"bytes"
+	"context"
+	"image"
+	"image/png"
+	"strings"
+	"testing"
+
+	"github.com/assessd/assessd/internal/media"
+	"github.com/assessd/assessd/internal/platform/errs"
+	"github.com/assessd/assessd/internal/testkit/storetest"
+	"github.com/assessd/assessd/tenancy"
+)
+
+func pngBytes(t *testing.T) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, image.NewRGBA(image.Rect(0, 0, 4, 4))); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// student returns a context acting as a student of a new organization.
+func student(t *testing.T, ten *tenancy.Service) context.Context {
+	t.Helper()
+	ctx := context.Background()
+	org, err := ten.CreateOrg(ctx, tenancy.NewOrg{Name: "School", Country: "DE"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := ten.CreateUser(tenancy.WithCaller(ctx, tenancy.SystemCaller(org.ID)), tenancy.NewUser{Email: org.ID + "@x.test", Name: "s", Role: tenancy.RoleStudent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tenancy.WithCaller(ctx, &tenancy.Caller{Kind: tenancy.KindEmbed, OrgID: org.ID, UserID: u.ID, Role: tenancy.RoleStudent,
+		Scopes: []tenancy.Scope{tenancy.ScopeExamsRead, tenancy.ScopeResultsWrite}})
+}
+
+func TestFilesPutGetAndLimits(t *testing.T) {
+	db := storetest.New(t)
+	ten := tenancy.NewService(db)
+	files := media.NewFiles(db, "http://127.0.0.1:8080/", 1024)
+	a, b := student(t, ten), student(t, ten)
+	data := pngBytes(t)
+
+	u, err := files.Put(a, "file", `C:\photos\my plant<1>.png`, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, name, ok := strings.Cut(strings.TrimPrefix(u, "http://127.0.0.1:8080/media/"), "/")
+	if !ok || !strings.HasPrefix(id, "med_") || len(id) != 36 || name != "my_plant_1_.png" {
+		t.Fatalf("URL %s", u)
+	}
+	// The URL is the capability: Get needs no caller.
+	got, err := files.Get(context.Background(), id, name)
+	if err != nil || !bytes.Equal(got.Data, data) || got.ContentType != "image/png" || !got.Image() {
+		t.Fatalf("get: %+v, %v", got.ContentType, err)
+	}
+	for _, bad := range [][2]string{{id, "other.png"}, {"med_" + strings.Repeat("a", 32), name}, {"../x", name}} {
+		if _, err := files.Get(context.Background(), bad[0], bad[1]); !errs.Is(err, errs.KindNotFound) {
+			t.Errorf("get %v: %v, want not found", bad, err)
+		}
+	}
+
+	// Row-level security: organization b's statements see none of a's files.
+	var seen int
+	for ctx, want := range map[context.Context]int{a: 1, b: 0} {
+		if err := db.Q(ctx).QueryRow(ctx, `SELECT count(*) FROM media_files`).Scan(&seen); err != nil || seen != want {
+			t.Errorf("rows visible to an organization: %d, want %d (%v)", seen, want, err)
+		}
+	}
+
+	for _, c := range []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"big.png", append(pngBytes(t), make([]byte, 1024)...), "too large"},
+		{"page.html", []byte("<!doctype html><script>alert(1)</script>"), "must be an image"},
+		{"empty.txt", nil, "must be an image"},
+	} {
+		if _, err := files.Put(b, "file", c.name, c.data); !errs.Is(err, errs.KindInvalid) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want invalid %q", c.name, err, c.want)
+		}
+	}
+	if _, err := files.Put(context.Background(), "file", "x.png", data); err == nil {
+		t.Error("stored a file without a caller")
+	}
+}
+
+func TestAccepts(t *testing.T) {
+	for _, c := range []struct {
+		accepted []string
+		ct       string
+		want     bool
+	}{
+		{nil, "image/png", true},
+		{[]string{"image/*"}, "image/jpeg", true},
+		{[]string{"image/*"}, "application/pdf", false},
+		{[]string{".pdf"}, "application/pdf", true},
+		{[]string{"image/png"}, "text/plain; charset=utf-8", false},
+		{[]string{"text/plain"}, "text/plain; charset=utf-8", true},
+	} {
+		if got := media.Accepts(c.accepted, c.ct); got != c.want {
+			t.Errorf("Accepts(%v, %s) = %v", c.accepted, c.ct, got)
+		}
+	}
+}
