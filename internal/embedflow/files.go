@@ -118,17 +118,8 @@ func (s *Service) removeFile(w http.ResponseWriter, r *http.Request) {
 // {question}, saves the draft unless change answers an error message,
 // and answers the list (htmx) or the exam page.
 func (s *Service) changeFiles(w http.ResponseWriter, r *http.Request, change func(context.Context, *filesView) string) {
-	sess, ctx, ok := s.asActor(w, r, FlowStudentExam)
+	sess, ctx, questions, ok := s.unsubmittedSheet(w, r)
 	if !ok {
-		return
-	}
-	if sess.ResultID != "" {
-		http.Error(w, "these answers were already submitted", http.StatusConflict)
-		return
-	}
-	_, questions, err := s.resources.AnswerSheet(ctx, sess.ExamID)
-	if err != nil {
-		http.Error(w, pageError(err), http.StatusNotFound)
 		return
 	}
 	i := slices.IndexFunc(questions, func(q assessment.SheetQuestion) bool {

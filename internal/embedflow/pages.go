@@ -233,21 +233,32 @@ func mergeAnswers(d *Draft, questions []assessment.SheetQuestion, form url.Value
 	}
 }
 
-// saveAnswers autosaves the exam form into the session's draft. htmx
-// posts it on every change and shows the answer; without JavaScript the
-// paged layout's Next and Previous buttons post it and go to screen "go".
-func (s *Service) saveAnswers(w http.ResponseWriter, r *http.Request) {
+// unsubmittedSheet opens a student-exam session whose answers are not
+// submitted yet, acting as the student, with its exam's questions; it
+// answers the request itself when it returns false.
+func (s *Service) unsubmittedSheet(w http.ResponseWriter, r *http.Request) (Session, context.Context, []assessment.SheetQuestion, bool) {
 	sess, ctx, ok := s.asActor(w, r, FlowStudentExam)
 	if !ok {
-		return
+		return Session{}, nil, nil, false
 	}
 	if sess.ResultID != "" {
 		http.Error(w, "these answers were already submitted", http.StatusConflict)
-		return
+		return Session{}, nil, nil, false
 	}
 	_, questions, err := s.resources.AnswerSheet(ctx, sess.ExamID)
 	if err != nil {
 		http.Error(w, pageError(err), http.StatusNotFound)
+		return Session{}, nil, nil, false
+	}
+	return sess, ctx, questions, true
+}
+
+// saveAnswers autosaves the exam form into the session's draft. htmx
+// posts it on every change and shows the answer; without JavaScript the
+// paged layout's Next and Previous buttons post it and go to screen "go".
+func (s *Service) saveAnswers(w http.ResponseWriter, r *http.Request) {
+	sess, ctx, questions, ok := s.unsubmittedSheet(w, r)
+	if !ok {
 		return
 	}
 	draft, err := s.store.Draft(ctx, sess)
