@@ -167,5 +167,5 @@ func (s *Service) changeFiles(w http.ResponseWriter, r *http.Request, change fun
 	if sess.Presets["layout"] == "paged" {
 		to += "?q=" + strconv.Itoa(i+1)
 	}
-	http.Redirect(w, r, to+"#files-"+questions[i].ID, http.StatusSeeOther)
+	http.Redirect(w, r, to+"#files-"+questions[i].ID, http.StatusSeeOther) //nolint:gosec // G710: a path of our own, the session's and question's stored ids
 }
