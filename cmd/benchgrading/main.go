@@ -15,7 +15,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -31,10 +30,9 @@ import (
 	"github.com/assessd/assessd/internal/ai"
 	"github.com/assessd/assessd/internal/app"
 	"github.com/assessd/assessd/internal/assessment"
-	"github.com/assessd/assessd/internal/devenv"
 	"github.com/assessd/assessd/internal/media"
 	"github.com/assessd/assessd/internal/store"
-	"github.com/assessd/assessd/internal/testkit/storetest"
+	"github.com/assessd/assessd/internal/testkit/benchenv"
 	"github.com/assessd/assessd/tenancy"
 	"github.com/assessd/assessd/workflows"
 )
@@ -55,36 +53,17 @@ func run(ctx context.Context) (err error) {
 	regenerations := flag.Int("r", 100, "question regenerations to time")
 	sheets := flag.Int("sheets", 40, "answer sheets in the scanning benchmark's upload")
 	flag.Parse()
-	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil))) // the OIDC library logs its routes
-
-	dbURL, drop, err := storetest.Create(ctx, "assessd_benchgrading")
-	if drop != nil {
-		// A database left behind is worth a failed run: report it.
-		defer func() { err = errors.Join(err, drop()) }()
-	}
+	env, err := benchenv.Start(ctx, "assessd_benchgrading", benchenv.WithTemporal())
 	if err != nil {
 		return err
 	}
-	db, err := store.Open(ctx, dbURL)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	server, err := devenv.StartTemporal(ctx, io.Discard)
-	if err != nil {
-		return err
-	}
-	defer server.Stop()
-	tc, err := devenv.DialTemporal(server.Address)
-	if err != nil {
-		return err
-	}
-	defer tc.Close()
+	defer func() { err = errors.Join(err, env.Close()) }()
+	db, tc := env.DB, env.Temporal
 
 	var handler http.Handler
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 	defer srv.Close()
-	a, err := app.New(ctx, db, app.Config{BaseURL: srv.URL, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Temporal: tc,
+	a, err := app.New(ctx, db, app.Config{BaseURL: srv.URL, Logger: env.Logger, Temporal: tc,
 		Redis: redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})})
 	if err != nil {
 		return err

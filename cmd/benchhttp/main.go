@@ -14,7 +14,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -30,8 +29,7 @@ import (
 	"github.com/assessd/assessd/internal/app"
 	"github.com/assessd/assessd/internal/assessment"
 	"github.com/assessd/assessd/internal/platform/ids"
-	"github.com/assessd/assessd/internal/store"
-	"github.com/assessd/assessd/internal/testkit/storetest"
+	"github.com/assessd/assessd/internal/testkit/benchenv"
 	"github.com/assessd/assessd/tenancy"
 )
 
@@ -51,22 +49,15 @@ func run(ctx context.Context) (err error) {
 	submitters := flag.Int("submitters", 16, "concurrent clients submitting results")
 	flag.Parse()
 
-	dbURL, drop, err := storetest.Create(ctx, "assessd_bench")
-	if drop != nil {
-		// A database left behind is worth a failed run: report it.
-		defer func() { err = errors.Join(err, drop()) }()
-	}
+	env, err := benchenv.Start(ctx, "assessd_bench")
 	if err != nil {
 		return err
 	}
-	db, err := store.Open(ctx, dbURL)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
+	defer func() { err = errors.Join(err, env.Close()) }()
+	db, dbURL := env.DB, env.URL
 	// The quota is checked on every request, as in production, but set
 	// high enough that the load is never throttled.
-	a, err := app.New(ctx, db, app.Config{BaseURL: "http://127.0.0.1", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	a, err := app.New(ctx, db, app.Config{BaseURL: "http://127.0.0.1", Logger: env.Logger,
 		Redis: redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"}), RateLimitPrefix: "bench:" + ids.New("rl_") + ":",
 		RequestsPerMinute: func(string) int { return 1_000_000_000 }})
 	if err != nil {

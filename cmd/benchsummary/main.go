@@ -11,8 +11,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -23,8 +21,7 @@ import (
 
 	"github.com/assessd/assessd/internal/app"
 	"github.com/assessd/assessd/internal/assessment"
-	"github.com/assessd/assessd/internal/store"
-	"github.com/assessd/assessd/internal/testkit/storetest"
+	"github.com/assessd/assessd/internal/testkit/benchenv"
 	"github.com/assessd/assessd/tenancy"
 )
 
@@ -39,23 +36,13 @@ func run(ctx context.Context) (err error) {
 	results := flag.Int("results", 100_000, "results to seed")
 	requests := flag.Int("n", 20, "measured requests per target")
 	flag.Parse()
-	// The OIDC library logs its routes through the default logger.
-	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
-
-	dbURL, drop, err := storetest.Create(ctx, "assessd_bench")
-	if drop != nil {
-		// A database left behind is worth a failed run: report it.
-		defer func() { err = errors.Join(err, drop()) }()
-	}
+	env, err := benchenv.Start(ctx, "assessd_bench")
 	if err != nil {
 		return err
 	}
-	db, err := store.Open(ctx, dbURL)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	a, err := app.New(ctx, db, app.Config{BaseURL: "http://127.0.0.1", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	defer func() { err = errors.Join(err, env.Close()) }()
+	db, dbURL := env.DB, env.URL
+	a, err := app.New(ctx, db, app.Config{BaseURL: "http://127.0.0.1", Logger: env.Logger})
 	if err != nil {
 		return err
 	}

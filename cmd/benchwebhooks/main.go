@@ -15,7 +15,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -30,10 +29,8 @@ import (
 	gradingactivities "github.com/assessd/assessd/activities/grading"
 	"github.com/assessd/assessd/internal/ai"
 	"github.com/assessd/assessd/internal/app"
-	"github.com/assessd/assessd/internal/devenv"
 	"github.com/assessd/assessd/internal/media"
-	"github.com/assessd/assessd/internal/store"
-	"github.com/assessd/assessd/internal/testkit/storetest"
+	"github.com/assessd/assessd/internal/testkit/benchenv"
 	"github.com/assessd/assessd/internal/webhooks"
 	"github.com/assessd/assessd/tenancy"
 	"github.com/assessd/assessd/workflows"
@@ -74,37 +71,19 @@ func run(ctx context.Context) (err error) {
 	n := flag.Int("n", 500, "events (user creations) to deliver")
 	clients := flag.Int("c", 16, "concurrent API clients")
 	flag.Parse()
-	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
-
-	dbURL, drop, err := storetest.Create(ctx, "assessd_benchwebhooks")
-	if drop != nil {
-		defer func() { err = errors.Join(err, drop()) }()
-	}
+	env, err := benchenv.Start(ctx, "assessd_benchwebhooks", benchenv.WithTemporal())
 	if err != nil {
 		return err
 	}
-	db, err := store.Open(ctx, dbURL)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	server, err := devenv.StartTemporal(ctx, io.Discard)
-	if err != nil {
-		return err
-	}
-	defer server.Stop()
-	tc, err := devenv.DialTemporal(server.Address)
-	if err != nil {
-		return err
-	}
-	defer tc.Close()
+	defer func() { err = errors.Join(err, env.Close()) }()
+	db, tc := env.DB, env.Temporal
 
 	// The receiver is on loopback: the benchmark allows private targets.
 	targets := webhooks.Targets{AllowPrivate: true}
 	var handler http.Handler
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 	defer srv.Close()
-	a, err := app.New(ctx, db, app.Config{BaseURL: srv.URL, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Temporal: tc,
+	a, err := app.New(ctx, db, app.Config{BaseURL: srv.URL, Logger: env.Logger, Temporal: tc,
 		Redis: redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"}), Webhooks: targets,
 		Dispatch:          workflows.DispatchOptions{Parallel: 32, Batch: 64},
 		RequestsPerMinute: func(string) int { return 1_000_000_000 }})

@@ -1,0 +1,92 @@
+// Package benchenv starts what the `make bench` commands measure against:
+// a fresh migrated database opened as the application's store and, when
+// asked, a Temporal dev server with a client; Close releases them.
+package benchenv
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"slices"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/assessd/assessd/internal/devenv"
+	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/internal/testkit/storetest"
+)
+
+// Env is one benchmark's environment.
+type Env struct {
+	// DB is the application's store on the benchmark's database.
+	DB *store.DB
+	// URL reaches the database as its owner, for seeding and baselines.
+	URL string
+	// Temporal is nil unless Start was asked for it.
+	Temporal client.Client
+	// Logger discards: benchmarks print their own figures only.
+	Logger *slog.Logger
+
+	closers []func() error
+}
+
+// Option configures Start.
+type Option func(*options)
+
+type options struct{ temporal bool }
+
+// WithTemporal also starts a Temporal dev server and dials it.
+func WithTemporal() Option { return func(o *options) { o.temporal = true } }
+
+// Start creates database prefix_<random> and what opts ask for. It also
+// silences the default logger, which libraries log their set-up to.
+func Start(ctx context.Context, prefix string, opts ...Option) (_ *Env, err error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	env := &Env{Logger: slog.New(slog.DiscardHandler)}
+	slog.SetDefault(env.Logger)
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, env.Close())
+		}
+	}()
+	url, drop, err := storetest.Create(ctx, prefix)
+	if drop != nil {
+		env.closers = append(env.closers, drop)
+	}
+	if err != nil {
+		return nil, err
+	}
+	env.URL = url
+	if env.DB, err = store.Open(ctx, url); err != nil {
+		return nil, err
+	}
+	env.closers = append(env.closers, func() error { env.DB.Close(); return nil })
+	if !o.temporal {
+		return env, nil
+	}
+	server, err := devenv.StartTemporal(ctx, io.Discard)
+	if err != nil {
+		return nil, err
+	}
+	env.closers = append(env.closers, server.Stop)
+	if env.Temporal, err = devenv.DialTemporal(server.Address); err != nil {
+		return nil, err
+	}
+	env.closers = append(env.closers, func() error { env.Temporal.Close(); return nil })
+	return env, nil
+}
+
+// Close releases everything Start started, newest first, and reports what
+// failed: a database left behind is worth a failed run.
+func (e *Env) Close() error {
+	var errs []error
+	for _, c := range slices.Backward(e.closers) {
+		errs = append(errs, c())
+	}
+	e.closers = nil
+	return errors.Join(errs...)
+}
