@@ -66,11 +66,11 @@ func (w *jsonErrorWriter) Write(b []byte) (int, error) {
 	return w.ResponseWriter.Write(b)
 }
 
-func (w *jsonErrorWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok && w.status == 0 {
-		f.Flush()
-	}
-}
+// Flush does nothing: REST responses are unary, and the transcoder's
+// flush at the end of each one would make net/http send it chunked in two
+// writes; unflushed, a small response goes out in one write with its
+// Content-Length when the handler returns.
+func (w *jsonErrorWriter) Flush() {}
 
 func (w *jsonErrorWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
