@@ -2,6 +2,7 @@ package temporalmetrics_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/assessd/assessd/internal/testkit/devenvtest"
+	"github.com/assessd/assessd/internal/testkit/eventually"
 	"github.com/assessd/assessd/observability/temporalmetrics"
 )
 
@@ -60,10 +62,18 @@ func TestWorkerMetricsReachTheRegistry(t *testing.T) {
 	if got := s2s.GetHistogram().GetSampleCount(); got != 1 {
 		t.Errorf("schedule-to-start samples = %d, want 1", got)
 	}
-	done := series(t, reg, "temporal_workflow_completed_total", map[string]string{"task_queue": "metrics-test", "workflow_type": "echoWorkflow"})
-	if got := done.GetCounter().GetValue(); got != 1 {
-		t.Errorf("completed workflows = %v, want 1", got)
-	}
+	// The worker counts the workflow after it reports the completion, so
+	// the count may lag the result the client already has.
+	eventually.Succeeds(t, 5*time.Second, func() error {
+		done, err := find(reg, "temporal_workflow_completed_total", map[string]string{"task_queue": "metrics-test", "workflow_type": "echoWorkflow"})
+		if err != nil {
+			return err
+		}
+		if got := done.GetCounter().GetValue(); got != 1 {
+			return fmt.Errorf("completed workflows = %v, want 1", got)
+		}
+		return nil
+	})
 	series(t, reg, "temporal_worker_task_slots_available", map[string]string{"task_queue": "metrics-test", "worker_type": "ActivityWorker"})
 	series(t, reg, "temporal_request_latency_seconds", map[string]string{"operation": "StartWorkflowExecution"})
 }
@@ -71,9 +81,18 @@ func TestWorkerMetricsReachTheRegistry(t *testing.T) {
 // series returns the first series of name whose labels include want.
 func series(t *testing.T, g prometheus.Gatherer, name string, want map[string]string) *dto.Metric {
 	t.Helper()
-	families, err := g.Gather()
+	m, err := find(g, name, want)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return m
+}
+
+// find returns the first series of name whose labels include want.
+func find(g prometheus.Gatherer, name string, want map[string]string) (*dto.Metric, error) {
+	families, err := g.Gather()
+	if err != nil {
+		return nil, err
 	}
 	for _, f := range families {
 		if f.GetName() != name {
@@ -90,9 +109,8 @@ func series(t *testing.T, g prometheus.Gatherer, name string, want map[string]st
 					continue next
 				}
 			}
-			return m
+			return m, nil
 		}
 	}
-	t.Fatalf("no series %s with labels %v", name, want)
-	return nil
+	return nil, fmt.Errorf("no series %s with labels %v", name, want)
 }
