@@ -69,9 +69,16 @@ lint: $(BIN)/golangci-lint $(BIN)/workflowcheck
 	$(BIN)/golangci-lint run ./...
 	$(BIN)/workflowcheck ./workflows/...
 
+# The packages whose own tests run their SQL.
+SQL_PACKAGES := ./internal/store/... ./tenancy/... ./internal/assessment/... ./internal/identity/... \
+	./internal/webhooks/... ./internal/outbox/... ./internal/media/... ./internal/audit/... \
+	./internal/generation/... ./internal/regeneration/... ./internal/scanning/... ./activities/...
+
 # QTI_CHECK=1: the QTI export is also scored by the independent player.
 test: lint sdk webhook-verify $(BIN)/temporal tools/qti-check/node_modules
 	QTI_CHECK=1 $(GO) test -count=1 -race ./...
+	# The packages that own SQL again, with prepared statements (decision 0122).
+	TEST_QUERY_EXEC_MODE=cache_statement $(GO) test -count=1 $(SQL_PACKAGES)
 
 bench: $(BIN)/temporal
 	$(GO) run ./cmd/benchhttp

@@ -27,7 +27,7 @@ import (
 func TestFractionalScoresAreStoredExactly(t *testing.T) {
 	for _, mode := range []string{storetest.ExecMode, "cache_statement"} {
 		t.Run(mode, func(t *testing.T) {
-			url := strings.Replace(storetest.NewURL(t), store.ExecModeParam+"="+storetest.ExecMode, store.ExecModeParam+"="+mode, 1)
+			url := strings.Replace(storetest.NewURL(t), store.ExecModeParam+"="+storetest.QueryMode(), store.ExecModeParam+"="+mode, 1)
 			db, err := store.Open(context.Background(), url)
 			if err != nil {
 				t.Fatal(err)

@@ -68,9 +68,12 @@ func WithTracer(t pgx.QueryTracer) Option {
 }
 
 // ExecModeParam is the connection-URL parameter choosing how pgx sends
-// statements. Unless a URL sets it, Open uses "exec": no named prepared
-// statements and parameters typed by the server, which is what PgBouncer
-// in transaction mode (1.18) supports.
+// statements. Unless a URL sets it, Open picks by whether a pooler stands
+// in front (decision 0122): "exec" (no named prepared statements,
+// parameters typed by the server: what a transaction-pooling PgBouncer
+// 1.18 supports) when WithDirectURL names a URL other than the pool's,
+// "cache_statement" (statements prepared once per connection, so
+// PostgreSQL parses and plans them once) when the pool's URL is direct.
 const ExecModeParam = "default_query_exec_mode"
 
 // Open connects to url. Every statement runs as AppRole, so row-level
@@ -80,12 +83,15 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: parse database url: %w", err)
 	}
-	if !strings.Contains(url, ExecModeParam+"=") {
-		cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
-	}
 	db := &DB{directURL: url, role: AppRole}
 	for _, o := range opts {
 		o(db)
+	}
+	if !strings.Contains(url, ExecModeParam+"=") {
+		cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheStatement
+		if db.directURL != url {
+			cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
+		}
 	}
 	cfg.ConnConfig.Tracer = db.tracer
 	if db.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -188,5 +189,47 @@ func TestReusedConnectionsAreRescoped(t *testing.T) {
 		if got := strings.Join(userIDs(t, db.Q(ctxA), ctxA), ","); got != "org_a-a,org_a-b" {
 			t.Fatalf("round %d: org_a after a failed org_b statement saw %q", i, got)
 		}
+	}
+}
+
+// Without a pooler in front (no other direct URL), statements are prepared
+// once per connection; with one, none is, as a transaction-pooling
+// PgBouncer 1.18 needs. A URL that names its mode keeps it.
+func TestQueryModeFollowsThePooler(t *testing.T) {
+	ctx := context.Background()
+	withMode := storetest.NewURL(t)
+	u, err := url.Parse(withMode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Del(store.ExecModeParam)
+	u.RawQuery = q.Encode()
+	bare := u.String()
+	for _, c := range []struct {
+		name     string
+		url      string
+		opts     []store.Option
+		prepared bool
+	}{
+		{"direct", bare, nil, true},
+		{"same direct URL", bare, []store.Option{store.WithDirectURL(bare)}, true},
+		{"behind a pooler", bare, []store.Option{store.WithDirectURL(withMode)}, false},
+		{"mode in the URL", strings.Replace(withMode, "="+storetest.QueryMode(), "=exec", 1), nil, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			db, err := store.Open(ctx, c.url, c.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			var n int
+			if err := db.Unscoped().QueryRow(ctx, `SELECT count(*) FROM pg_prepared_statements`).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			if got := n > 0; got != c.prepared {
+				t.Fatalf("%d statements prepared on the connection; want prepared statements: %v", n, c.prepared)
+			}
+		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net/url"
 	"slices"
 
 	"go.temporal.io/sdk/client"
@@ -53,15 +54,19 @@ func Start(ctx context.Context, prefix string, opts ...Option) (_ *Env, err erro
 			err = errors.Join(err, env.Close())
 		}
 	}()
-	url, drop, err := storetest.Create(ctx, prefix)
+	dbURL, drop, err := storetest.Create(ctx, prefix)
 	if drop != nil {
 		env.closers = append(env.closers, drop)
 	}
 	if err != nil {
 		return nil, err
 	}
-	env.URL = url
-	if env.DB, err = store.Open(ctx, url); err != nil {
+	// Measured is what a direct deployment runs: the query mode store.Open
+	// picks for a URL that sets none.
+	if env.URL, err = withoutQueryMode(dbURL); err != nil {
+		return nil, err
+	}
+	if env.DB, err = store.Open(ctx, env.URL); err != nil {
 		return nil, err
 	}
 	env.closers = append(env.closers, func() error { env.DB.Close(); return nil })
@@ -89,4 +94,15 @@ func (e *Env) Close() error {
 	}
 	e.closers = nil
 	return errors.Join(errs...)
+}
+
+func withoutQueryMode(dbURL string) (string, error) {
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		return "", err
+	}
+	q := u.Query()
+	q.Del(store.ExecModeParam)
+	u.RawQuery = q.Encode()
+	return u.String(), nil
 }

@@ -16,11 +16,14 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/assessd/assessd/internal/store"
 )
 
 // PgBouncer starts PgBouncer in transaction pooling mode in front of the
 // server of dbURL, with at most serverConns server connections per
-// database, and returns dbURL rewritten to go through it. PgBouncer stops
+// database, and returns dbURL rewritten to go through it, in the exec
+// query mode (PgBouncer 1.18 has no prepared statements). PgBouncer stops
 // when t ends. Without the pgbouncer binary the test fails, or is skipped
 // in -short mode.
 func PgBouncer(t testing.TB, dbURL string, serverConns int) string {
@@ -101,6 +104,9 @@ pidfile = %s
 
 	pooled := *target
 	pooled.Host = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	q := pooled.Query()
+	q.Set(store.ExecModeParam, ExecMode)
+	pooled.RawQuery = q.Encode()
 	if err := waitReady(pooled.String(), exited); err != nil {
 		log, _ := os.ReadFile(filepath.Join(dir, "pgbouncer.log"))
 		t.Fatalf("storetest: pgbouncer: %v\n%s", err, log)

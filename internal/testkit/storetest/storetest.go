@@ -4,7 +4,9 @@
 //
 // Their URLs ask pgx for the exec query mode (ExecMode), the one a
 // transaction-pooling PgBouncer supports, so every test proves that each
-// query's parameters encode without named prepared statements.
+// query's parameters encode without named prepared statements;
+// TEST_QUERY_EXEC_MODE selects another (make test runs the packages that
+// own SQL again in cache_statement, the mode of direct deployments).
 package storetest
 
 import (
@@ -32,11 +34,20 @@ func ServerURL() string {
 	return DefaultURL
 }
 
-// ExecMode is the pgx query mode test database URLs select.
+// ExecMode is the pgx query mode test database URLs select unless
+// TEST_QUERY_EXEC_MODE names another.
 const ExecMode = "exec"
 
+// QueryMode is the pgx query mode test database URLs select.
+func QueryMode() string {
+	if m := os.Getenv("TEST_QUERY_EXEC_MODE"); m != "" {
+		return m
+	}
+	return ExecMode
+}
+
 // Create makes a migrated database named prefix_<random> and returns its
-// URL (as the schema owner, in ExecMode) and a function that drops it.
+// URL (as the schema owner, in QueryMode) and a function that drops it.
 func Create(ctx context.Context, prefix string) (dbURL string, drop func() error, err error) {
 	admin := ServerURL()
 	var b [6]byte
@@ -68,7 +79,7 @@ func Create(ctx context.Context, prefix string) (dbURL string, drop func() error
 		return "", drop, err
 	}
 	q := u.Query()
-	q.Set(store.ExecModeParam, ExecMode)
+	q.Set(store.ExecModeParam, QueryMode())
 	u.RawQuery = q.Encode()
 	return u.String(), drop, nil
 }

@@ -33,6 +33,11 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - name: DATABASE_URL
   valueFrom:
     secretKeyRef: {name: {{ .Values.database.existingSecret }}, key: {{ .Values.database.urlKey }}}
+# LISTEN needs a session of its own; a URL other than DATABASE_URL also
+# tells assessd a pooler stands in front (decision 0122).
+- name: ASSESSD_DATABASE_DIRECT_URL
+  valueFrom:
+    secretKeyRef: {name: {{ .Values.database.existingSecret }}, key: {{ .Values.database.directUrlKey }}}
 - name: TEMPORAL_ADDRESS
   value: {{ .Values.temporal.address | quote }}
 - name: TEMPORAL_NAMESPACE
