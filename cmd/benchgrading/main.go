@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/workflow"
 
@@ -35,6 +36,7 @@ import (
 	"github.com/assessd/assessd/internal/testkit/benchenv"
 	"github.com/assessd/assessd/tenancy"
 	"github.com/assessd/assessd/workflows"
+	"github.com/assessd/assessd/workflows/grading"
 )
 
 func main() {
@@ -92,7 +94,7 @@ func run(ctx context.Context) (err error) {
 		return err
 	}
 	start := time.Now()
-	if err := submitAll(ctx, db, orgID, srv.URL, key, examID, questionID, studentID, *n, *clients); err != nil {
+	if err := submitAll(ctx, tc, srv.URL, key, examID, questionID, studentID, *n, *clients); err != nil {
 		return err
 	}
 	latencies, err := waitFinished(ctx, db, orgID, *n, `SELECT count(*) FILTER (WHERE status = 'grading'),
@@ -201,10 +203,12 @@ func baseline(ctx context.Context, c client.Client, prefix string, n, clients in
 }
 
 // submitAll submits n results from clients submitters, each waiting for
-// its result to be graded before submitting the next, as the baseline's
-// clients wait for each no-op workflow's result.
-func submitAll(ctx context.Context, db *store.DB, orgID, base, key, examID, questionID, studentID string, n, clients int) error {
-	ctx = store.WithOrg(ctx, orgID)
+// its result's grading workflow to complete before submitting the next, as
+// the baseline's clients wait for each no-op workflow's result. The
+// workflow starts a few milliseconds after the submission (the outbox
+// dispatcher starts it), so a submitter waits for it to exist first.
+func submitAll(ctx context.Context, tc client.Client, base, key, examID, questionID, studentID string, n, clients int) error {
+	route := grading.Route(nil)
 	return parallel(n, clients, func(int) error {
 		var r struct{ ID string }
 		err := post(base+"/exams/"+examID+"/results", key, map[string]any{"userId": studentID, "answers": []any{map[string]any{
@@ -212,13 +216,10 @@ func submitAll(ctx context.Context, db *store.DB, orgID, base, key, examID, ques
 		if err != nil {
 			return err
 		}
-		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-			var status string
-			if err := db.Q(ctx).QueryRow(ctx, `SELECT status FROM results WHERE id = $1`, r.ID).Scan(&status); err != nil {
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+			err := tc.GetWorkflow(ctx, route.WorkflowID(r.ID), "").Get(ctx, nil)
+			if _, notYet := errors.AsType[*serviceerror.NotFound](err); !notYet {
 				return err
-			}
-			if status != "grading" {
-				return nil
 			}
 		}
 		return fmt.Errorf("result %s not graded within a minute", r.ID)

@@ -55,7 +55,10 @@ func NewWorker(c client.Client, db *store.DB, cfg WorkerConfig) (worker.Worker, 
 	// when tasks wait), so a burst of submissions is not served by two
 	// long polls at a time.
 	autoscale := worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{})
-	w := worker.New(c, queue, worker.Options{MaxConcurrentActivityExecutionSize: 32,
+	// Local activities include first AI grading attempts (decision 0123):
+	// both pools are bounded alike, so a burst of submissions reaches the
+	// provider with at most 32 calls at a time per pool.
+	w := worker.New(c, queue, worker.Options{MaxConcurrentActivityExecutionSize: 32, MaxConcurrentLocalActivityExecutionSize: 32,
 		WorkflowTaskPollerBehavior: autoscale, ActivityTaskPollerBehavior: autoscale})
 	w.RegisterWorkflow(gradingworkflow.GradeResult)
 	w.RegisterWorkflow(generationworkflow.GenerateExam)

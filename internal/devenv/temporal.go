@@ -55,8 +55,12 @@ func StartTemporalAt(ctx context.Context, address string, logs io.Writer) (*Temp
 		ExistingPath:  path,
 		ClientOptions: &client.Options{HostPort: address, Namespace: "default", Logger: nopLogger{}},
 		LogLevel:      "error",
-		Stdout:        logs,
-		Stderr:        logs,
+		// Activities scheduled by a workflow task start on the worker that
+		// scheduled them, without a round trip through matching (decision
+		// 0123), as on Temporal Cloud.
+		ExtraArgs: []string{"--dynamic-config-value", "system.enableActivityEagerExecution=true"},
+		Stdout:    logs,
+		Stderr:    logs,
 	})
 	if err != nil {
 		return nil, err

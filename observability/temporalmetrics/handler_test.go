@@ -39,7 +39,9 @@ func TestWorkerMetricsReachTheRegistry(t *testing.T) {
 	defer c.Close()
 	_ = temporalmetrics.NewHandler(reg).Counter("temporal_workflow_completed") // shares, does not panic
 
-	w := worker.New(c, "metrics-test", worker.Options{})
+	// An eagerly started activity has no schedule-to-start latency to
+	// record; this one is polled, as when the worker has no free slot.
+	w := worker.New(c, "metrics-test", worker.Options{DisableEagerActivities: true})
 	w.RegisterWorkflow(echoWorkflow)
 	w.RegisterActivity(echo)
 	if err := w.Start(); err != nil {

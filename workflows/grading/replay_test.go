@@ -10,16 +10,18 @@ import (
 )
 
 // histories are recorded GradeResult histories (three answers, one retried
-// after a transient error, one failing for good), oldest first: before
-// localActivities, with PendingAnswers and FinishResult as activity tasks,
-// and since. Record the newest with
+// after a transient error, one failing for good), one per version, oldest
+// first: before localActivities, with every activity an activity task;
+// since, with PendingAnswers and FinishResult local; since localFirstGrade,
+// with each first grading attempt local too. Record the newest with
 // UPDATE_HISTORIES=1 go test ./workflows/grading -run TestRecordGradeResultHistory.
 var histories = []struct {
-	file  string
-	local bool // PendingAnswers and FinishResult ran as local activities
+	file    string
+	version int
 }{
-	{filepath.Join("testdata", "grade_result_history.json"), false},
-	{filepath.Join("testdata", "grade_result_history_local.json"), true},
+	{filepath.Join("testdata", "grade_result_history.json"), 0},
+	{filepath.Join("testdata", "grade_result_history_local.json"), localActivities},
+	{filepath.Join("testdata", "grade_result_history_local_first.json"), localFirstGrade},
 }
 
 // TestReplayGradeResult checks that each recorded history is the one it
@@ -29,11 +31,11 @@ var histories = []struct {
 // where running workflows would get stuck.
 func TestReplayGradeResult(t *testing.T) {
 	for _, h := range histories {
-		t.Run(filepath.Base(h.file), func(t *testing.T) { replayHistory(t, h.file, h.local) })
+		t.Run(filepath.Base(h.file), func(t *testing.T) { replayHistory(t, h.file, h.version) })
 	}
 }
 
-func replayHistory(t *testing.T, file string, local bool) {
+func replayHistory(t *testing.T, file string, version int) {
 	h := replaytest.Load(t, file, "GradeResult")
 	var in Input
 	h.Decode(h.Input, &in)
@@ -42,11 +44,18 @@ func replayHistory(t *testing.T, file string, local bool) {
 	}
 	rejected := "the AI provider rejected the request"
 	grades := []string{ActivityGradeAnswer, ActivityGradeAnswer, ActivityGradeAnswer}
-	if local {
+	switch version {
+	case localFirstGrade:
+		// Every answer's first attempt is local; only a2's retry is a task.
+		local := append(append([]string{ActivityPendingAnswers}, grades...), ActivityFinishResult)
+		if !slices.Equal(h.LocalActivities, local) || !slices.Equal(h.Activities, grades[:1]) {
+			t.Errorf("local activities %v and activity tasks %v, want %v and %v", h.LocalActivities, h.Activities, local, grades[:1])
+		}
+	case localActivities:
 		if want := []string{ActivityPendingAnswers, ActivityFinishResult}; !slices.Equal(h.LocalActivities, want) || !slices.Equal(h.Activities, grades) {
 			t.Errorf("local activities %v and activity tasks %v, want %v and %v", h.LocalActivities, h.Activities, want, grades)
 		}
-	} else {
+	default:
 		want := append(append([]string{ActivityPendingAnswers}, grades...), ActivityFinishResult)
 		if !slices.Equal(h.Activities, want) || len(h.LocalActivities) != 0 {
 			t.Fatalf("activities %v (local %v), want %v", h.Activities, h.LocalActivities, want)

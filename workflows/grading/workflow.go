@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/assessd/assessd/internal/outbox"
@@ -79,13 +80,25 @@ func Route(abandon func(ctx context.Context, resultID, reason string) error) wor
 	}}
 }
 
-// localActivities is the version from which PendingAnswers and
-// FinishResult, two short database statements, run as local activities in
-// the workflow task instead of as activity tasks through the server: a
-// result then costs two workflow tasks and one activity task per answer
-// rather than four and three. Histories recorded before it replay with the
-// activity tasks.
-const localActivities = 1
+// Versions of GradeResult. Histories recorded before each replay as they
+// ran.
+const (
+	// localActivities: PendingAnswers and FinishResult, two short database
+	// statements, run as local activities in the workflow task instead of
+	// as activity tasks through the server: a result costs two workflow
+	// tasks and one activity task per answer rather than four and three.
+	localActivities = 1
+	// localFirstGrade: each answer's first grading attempt also runs in the
+	// workflow task; only an answer whose first attempt fails takes the
+	// activity task and its retries. A result graded at the first attempt
+	// costs one workflow task, as little of the server as any workflow
+	// (decision 0123).
+	localFirstGrade = 2
+)
+
+// firstGradeAttempt runs one grading attempt as long as an activity task's
+// would; the retries are the activity task's.
+var firstGradeAttempt = workflow.LocalActivityOptions{StartToCloseTimeout: 2 * time.Minute, RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1}}
 
 // GradeResult grades the AI-graded answers of a result (rules-scored answers
 // were scored on submission), at most MaxParallelAnswers at a time, and
@@ -95,9 +108,9 @@ const localActivities = 1
 func GradeResult(ctx workflow.Context, in Input) (Outcome, error) {
 	ctx = workflow.WithActivityOptions(ctx, workflows.AIActivityOptions(2*time.Minute, 10*time.Second, 6))
 	ctx = workflow.WithLocalActivityOptions(ctx, workflows.DatabaseActivityOptions())
-	local := workflow.GetVersion(ctx, "local-result-activities", workflow.DefaultVersion, localActivities) == localActivities
+	version := workflow.GetVersion(ctx, "local-result-activities", workflow.DefaultVersion, localFirstGrade)
 	execute := func(ctx workflow.Context, name string, arg any) workflow.Future {
-		if local {
+		if version >= localActivities {
 			return workflow.ExecuteLocalActivity(ctx, name, arg)
 		}
 		return workflow.ExecuteActivity(ctx, name, arg)
@@ -107,9 +120,15 @@ func GradeResult(ctx workflow.Context, in Input) (Outcome, error) {
 		return Outcome{}, err
 	}
 	failed := workflows.ForEach(ctx, pending, MaxParallelAnswers, func(ctx workflow.Context, answerID string) error {
-		return workflow.ExecuteActivity(ctx, ActivityGradeAnswer, AnswerInput{
-			OrgID: in.OrgID, ResultID: in.ResultID, AnswerID: answerID, Region: in.Region,
-		}).Get(ctx, nil)
+		answer := AnswerInput{OrgID: in.OrgID, ResultID: in.ResultID, AnswerID: answerID, Region: in.Region}
+		if version >= localFirstGrade {
+			first := workflow.WithLocalActivityOptions(ctx, firstGradeAttempt)
+			err := workflow.ExecuteLocalActivity(first, ActivityGradeAnswer, answer).Get(first, nil)
+			if err == nil || workflows.IsPermanent(err) {
+				return err
+			}
+		}
+		return workflow.ExecuteActivity(ctx, ActivityGradeAnswer, answer).Get(ctx, nil)
 	})
 	var failures []AnswerFailure
 	for i, answerID := range pending {

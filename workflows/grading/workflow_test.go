@@ -3,6 +3,7 @@ package grading
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -16,7 +17,8 @@ import (
 // fakeGrading records what the workflow asks of its activities.
 type fakeGrading struct {
 	pending     []string
-	failOnce    map[string]bool // transient failure on the first attempt
+	failOnce    map[string]bool // transient failure on the first call
+	failed      sync.Map        // answers whose first call failed
 	invalid     map[string]bool // non-retryable failure
 	calls       atomic.Int32
 	inFlight    atomic.Int32
@@ -28,7 +30,7 @@ func (f *fakeGrading) PendingAnswers(context.Context, Input) ([]string, error) {
 	return f.pending, nil
 }
 
-func (f *fakeGrading) GradeAnswer(ctx context.Context, in AnswerInput) error {
+func (f *fakeGrading) GradeAnswer(_ context.Context, in AnswerInput) error {
 	f.calls.Add(1)
 	n := f.inFlight.Add(1)
 	defer f.inFlight.Add(-1)
@@ -41,7 +43,7 @@ func (f *fakeGrading) GradeAnswer(ctx context.Context, in AnswerInput) error {
 	if f.invalid[in.AnswerID] {
 		return temporal.NewNonRetryableApplicationError("the AI provider rejected the request", workflows.ErrTypeInvalidRequest, nil)
 	}
-	if f.failOnce[in.AnswerID] && activity.GetInfo(ctx).Attempt == 1 {
+	if _, again := f.failed.LoadOrStore(in.AnswerID, true); f.failOnce[in.AnswerID] && !again {
 		return errors.New("provider timeout")
 	}
 	return nil
