@@ -138,12 +138,13 @@ const grading = dashboard('assessd-grading', 'assessd / Grading by region',
   .withPanel(quantile('Grading time p95', 'Submission to graded result, p95, by region (alert AssessdGradingSlow at 5 minutes).',
     'assessd_grading_duration_seconds', `{${worker}}`, 'region', '{{region}}'))
   .withRow(new RowBuilder('Temporal'))
-  .withPanel(quantile('Activity schedule-to-start p95', 'How long activities wait for a worker, by task queue: the backlog (alert AssessdTemporalBacklog at 60 s).',
+  .withPanel(quantile('Activity schedule-to-start p95', 'How long polled activity tasks wait for a worker, by task queue: the backlog (alert AssessdTemporalBacklog at 60 s). Activities that start eagerly on the worker that scheduled them wait for none and record nothing, so an idle panel is healthy.',
     'temporal_activity_schedule_to_start_latency_seconds', `{${worker}}`, 'task_queue', '{{task_queue}}'))
   .withPanel(quantile('Workflow task schedule-to-start p95', 'How long workflow tasks wait for a worker, by task queue.',
     'temporal_workflow_task_schedule_to_start_latency_seconds', `{${worker}}`, 'task_queue', '{{task_queue}}'))
-  .withPanel(quantile('Activity execution p95', 'Activity run time by activity type.',
-    'temporal_activity_execution_latency_seconds', `{${worker}}`, 'activity_type', '{{activity_type}}'))
+  .withPanel(graph('Activity execution p95', 'Activity run time by activity type, activity tasks and local activities (database steps, first grading attempts) together.', 's',
+    `histogram_quantile(0.95, sum by (le, activity_type) (rate({__name__=~"temporal_(local_)?activity_execution_latency_seconds_bucket", ${worker}}[${rate}])))`,
+    '{{activity_type}}'))
   .withPanel(graph('Task slots in use', 'Worker task slots in use by region and worker type; at the maximum, work queues up.', 'short',
     `sum by (region, worker_type) (temporal_worker_task_slots_used{${worker}})`, '{{region}} {{worker_type}}'))
   .withRow(new RowBuilder('AI provider'))
