@@ -47,6 +47,10 @@ type config struct {
 	// namespace.
 	TemporalTLSCert, TemporalTLSKey, TemporalTLSCA, TemporalTLSServerName string
 	TemporalAPIKey, TemporalCreateNamespace                               string
+	// TemporalGRPCCompression is gzip (the SDK's default, for a server
+	// across a network that charges by the byte) or none (a server in the
+	// same cluster: compression only costs both sides CPU).
+	TemporalGRPCCompression string
 }
 
 type setting struct {
@@ -70,6 +74,7 @@ func (c *config) settings() []setting {
 		{"TEMPORAL_TLS_SERVER_NAME", "server name to verify on the Temporal certificate; turns TLS on", &c.TemporalTLSServerName, ""},
 		{"TEMPORAL_API_KEY", "Temporal Cloud API key (secret); turns TLS on", &c.TemporalAPIKey, ""},
 		{"TEMPORAL_CREATE_NAMESPACE", "register the namespace at start-up when it is missing (true or false)", &c.TemporalCreateNamespace, "false"},
+		{"TEMPORAL_GRPC_COMPRESSION", "compression of calls to Temporal: gzip, or none for a server in the same cluster", &c.TemporalGRPCCompression, "gzip"},
 		{"ASSESSD_MEDIA_CDN", "comma-separated URL prefixes of the media CDN (grading files, answer-sheet scans); <base URL>/media/ always counts", &c.MediaCDN, ""},
 		{"ASSESSD_MEDIA_MAX_UPLOAD_BYTES", "size limit in bytes of an answer file a student uploads", &c.MediaMaxUploadBytes, strconv.Itoa(media.DefaultMaxUploadBytes)},
 		{"ASSESSD_WEBHOOK_ALLOW_PRIVATE", "let webhook endpoints use http and private, loopback or link-local addresses (true or false; local development and tests only)", &c.WebhookAllowPrivate, "false"},

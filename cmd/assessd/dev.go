@@ -65,6 +65,7 @@ func dev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		defer tmp.Stop()
 		cfg.TemporalAddress = tmp.Address
+		cfg.TemporalGRPCCompression = "none" // on loopback
 	}
 	a, err := newProcess(ctx, cfg, log)
 	if err != nil {

@@ -23,7 +23,7 @@ import (
 const namespaceRetention = 7 * 24 * time.Hour
 
 // temporalOptions maps the TEMPORAL_* settings to client options: the
-// frontend address and namespace, mTLS (client certificate and key) or
+// frontend address and namespace, call compression, mTLS (client certificate and key) or
 // server-authenticated TLS (CA only), and an API key, which turns TLS on
 // by itself (Temporal Cloud).
 func (c *config) temporalOptions(log *slog.Logger, metrics client.MetricsHandler) (client.Options, error) {
@@ -32,6 +32,13 @@ func (c *config) temporalOptions(log *slog.Logger, metrics client.MetricsHandler
 		Namespace:      c.TemporalNamespace,
 		Logger:         sdklog.NewStructuredLogger(log.With("component", "temporal")),
 		MetricsHandler: metrics,
+	}
+	switch c.TemporalGRPCCompression {
+	case "gzip", "":
+	case "none":
+		opts.ConnectionOptions.GrpcCompression = &client.GrpcCompressionNone{}
+	default:
+		return opts, fmt.Errorf("TEMPORAL_GRPC_COMPRESSION must be gzip or none, not %q", c.TemporalGRPCCompression)
 	}
 	if c.TemporalAPIKey != "" {
 		opts.Credentials = client.NewAPIKeyStaticCredentials(c.TemporalAPIKey)

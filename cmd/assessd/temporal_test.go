@@ -96,10 +96,19 @@ func TestTemporalOptions(t *testing.T) {
 	if err != nil || cloud.Credentials == nil || cloud.ConnectionOptions.TLS != nil {
 		t.Fatalf("API key options = %+v, %v", cloud, err)
 	}
+	// Calls are gzipped unless the server is in the same cluster.
+	if plain.ConnectionOptions.GrpcCompression != nil {
+		t.Errorf("default compression = %T, want the SDK's gzip", plain.ConnectionOptions.GrpcCompression)
+	}
+	inCluster, err := (&config{TemporalGRPCCompression: "none"}).temporalOptions(discard, nil)
+	if _, none := inCluster.ConnectionOptions.GrpcCompression.(*client.GrpcCompressionNone); err != nil || !none {
+		t.Errorf("TEMPORAL_GRPC_COMPRESSION=none: compression %T, %v", inCluster.ConnectionOptions.GrpcCompression, err)
+	}
 	for _, c := range []struct {
 		cfg  config
 		want string
 	}{
+		{config{TemporalGRPCCompression: "zstd"}, "TEMPORAL_GRPC_COMPRESSION"},
 		{config{TemporalTLSCert: file("assessd.pem")}, "TEMPORAL_TLS_KEY"},
 		{config{TemporalTLSCert: file("assessd.pem"), TemporalTLSKey: file("ca.pem")}, "TEMPORAL_TLS_CERT"},
 		{config{TemporalTLSCA: file("nope.pem")}, "TEMPORAL_TLS_CA"},

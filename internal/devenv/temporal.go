@@ -79,7 +79,9 @@ func (nopLogger) Info(string, ...any)  {}
 func (nopLogger) Warn(string, ...any)  {}
 func (nopLogger) Error(string, ...any) {}
 
-// DialTemporal connects a client to address, without the SDK's log chatter.
+// DialTemporal connects a client to address, without the SDK's log chatter
+// or call compression (a dev server is on loopback).
 func DialTemporal(address string) (client.Client, error) {
-	return client.Dial(client.Options{HostPort: address, Logger: nopLogger{}})
+	return client.Dial(client.Options{HostPort: address, Logger: nopLogger{},
+		ConnectionOptions: client.ConnectionOptions{GrpcCompression: &client.GrpcCompressionNone{}}})
 }
