@@ -86,6 +86,9 @@ func AIActivityOptions(startToClose, heartbeat time.Duration, attempts int32) wo
 func DatabaseActivityOptions() workflow.LocalActivityOptions {
 	return workflow.LocalActivityOptions{
 		StartToCloseTimeout: 10 * time.Second,
+		// Unset, the whole would be bounded by one attempt's 10 s, retries
+		// included.
+		ScheduleToCloseTimeout: 2 * time.Minute,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    100 * time.Millisecond,
 			BackoffCoefficient: 2,

@@ -43,6 +43,10 @@ type WorkerConfig struct {
 	Webhooks webhooks.Targets
 }
 
+// maxProviderCalls bounds a worker's calls in flight to its region's AI
+// provider, and its activity tasks.
+const maxProviderCalls = 32
+
 // NewWorker returns a worker that polls only cfg.Region's task queue and
 // runs the grading, generation, regeneration and scanning workflows with
 // that region's provider. An unknown region is an error.
@@ -55,11 +59,11 @@ func NewWorker(c client.Client, db *store.DB, cfg WorkerConfig) (worker.Worker, 
 	// when tasks wait), so a burst of submissions is not served by two
 	// long polls at a time.
 	autoscale := worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{})
-	// Local activities include first AI grading attempts (decision 0123):
-	// both pools are bounded alike, so a burst of submissions reaches the
-	// provider with at most 32 calls at a time per pool.
-	w := worker.New(c, queue, worker.Options{MaxConcurrentActivityExecutionSize: 32, MaxConcurrentLocalActivityExecutionSize: 32,
+	w := worker.New(c, queue, worker.Options{MaxConcurrentActivityExecutionSize: maxProviderCalls,
 		WorkflowTaskPollerBehavior: autoscale, ActivityTaskPollerBehavior: autoscale})
+	// First grading attempts run as local activities (decision 0123),
+	// outside the activity slots: the provider itself is bounded.
+	cfg.Provider = ai.Limit(cfg.Provider, maxProviderCalls)
 	w.RegisterWorkflow(gradingworkflow.GradeResult)
 	w.RegisterWorkflow(generationworkflow.GenerateExam)
 	content := newContent(db)
