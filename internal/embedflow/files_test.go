@@ -153,6 +153,20 @@ func TestStudentUploadsFileAnswer(t *testing.T) {
 			!strings.HasPrefix(h.Get("Content-Disposition"), "inline") {
 			t.Fatalf("serving %s: %d %v", fileURL, served.StatusCode, h)
 		}
+		// The student's results link the file by its name.
+		review, err := f.svc.Create(f.teacher, embedflow.NewSession{Flow: "student-results", ActorID: f.users[tenancy.RoleStudent].ID, ResultID: opened.ResultID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var linked string
+		err = chromedp.Run(chrome, chromedp.EmulateViewport(width, 900), chromedp.Navigate(srv.URL+"/embed/"+review.ID),
+			chromedp.Text(fmt.Sprintf(`table.results .file-list a[href=%q]`, fileURL), &linked, chromedp.ByQuery))
+		if err != nil || linked != "plant.png" {
+			t.Fatalf("at %d px, results link to %s: %q, %v", width, fileURL, linked, err)
+		}
+		if width == 1280 { // CheckPage itself looks at every width
+			browsertest.CheckPage(t, chrome, srv.URL+"/embed/"+review.ID, "embed-student-results-file")
+		}
 		// Grading fetches it: the base URL's /media/ is on the media CDN.
 		fetchCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		got, err := fetcher.Fetch(fetchCtx, fileURL)

@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -389,6 +390,8 @@ type resultView struct {
 // resultRow is one question of a result as the student sees it.
 type resultRow struct {
 	Prompt, Answer, Feedback string
+	// Files are a file answer's files, linked by name.
+	Files []fileLink
 	// Correct is the correct answer, shown only when the session's
 	// showCorrectAnswers preset allows and the answer is graded.
 	Correct         string
@@ -404,12 +407,27 @@ func (v resultView) Percent() int {
 	return int(math.Round(100 * v.Result.Score / v.Result.MaxScore))
 }
 
-// answerText is how an answer reads: the chosen options' texts rather
-// than their ids; "" when unanswered.
-func answerText(q assessment.SheetQuestion, a assessment.Answer) string {
-	if len(a.Files) > 0 {
-		return strings.Join(a.Files, ", ")
+// fileLink is an answer file as the results page links it.
+type fileLink struct{ Name, URL string }
+
+// fileLinks names each file by the last segment of its URL's path
+// (uploads are served as /media/{id}/{name}).
+func fileLinks(urls []string) []fileLink {
+	links := make([]fileLink, len(urls))
+	for i, u := range urls {
+		links[i] = fileLink{Name: u, URL: u}
+		if parsed, err := url.Parse(u); err == nil {
+			if name := path.Base(parsed.Path); name != "/" && name != "." {
+				links[i].Name = name
+			}
+		}
 	}
+	return links
+}
+
+// answerText is how an answer reads: the chosen options' texts rather
+// than their ids; "" when unanswered or answered with files.
+func answerText(q assessment.SheetQuestion, a assessment.Answer) string {
 	values, ok := a.Value.([]any)
 	if !ok {
 		if a.Value == nil {
@@ -517,8 +535,8 @@ func (s *Service) studentResult(w http.ResponseWriter, r *http.Request, sess Ses
 	rows := make([]resultRow, len(result.Answers))
 	for i, a := range result.Answers {
 		q := byID[a.QuestionID]
-		rows[i] = resultRow{Prompt: q.Prompt, Answer: answerText(q, a), Feedback: a.Feedback, Score: a.Score, MaxScore: a.MaxScore,
-			Graded: a.Status != assessment.AnswerPending}
+		rows[i] = resultRow{Prompt: q.Prompt, Answer: answerText(q, a), Files: fileLinks(a.Files), Feedback: a.Feedback,
+			Score: a.Score, MaxScore: a.MaxScore, Graded: a.Status != assessment.AnswerPending}
 		if rows[i].Graded {
 			rows[i].Correct = correct[a.QuestionID]
 		}
