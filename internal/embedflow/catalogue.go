@@ -88,6 +88,8 @@ var Catalogue = map[string]string{
 	"embed.results.points":                  "Points",
 	"embed.results.feedback":                "Feedback",
 	"embed.results.noAnswer":                "No answer",
+	"embed.answer.true":                     "True",
+	"embed.answer.false":                    "False",
 	"embed.results.pending":                 "Being graded",
 	"embed.expired.title":                   "This session has expired",
 	"embed.expired.body":                    "Ask the app you came from to open it again.",

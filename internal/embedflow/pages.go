@@ -407,6 +407,14 @@ func (v resultView) Percent() int {
 	return int(math.Round(100 * v.Result.Score / v.Result.MaxScore))
 }
 
+// boolText is a true/false answer in the session's words.
+func boolText(b bool, words Strings) string {
+	if b {
+		return words.T("embed.answer.true")
+	}
+	return words.T("embed.answer.false")
+}
+
 // fileLink is an answer file as the results page links it.
 type fileLink struct{ Name, URL string }
 
@@ -426,8 +434,12 @@ func fileLinks(urls []string) []fileLink {
 }
 
 // answerText is how an answer reads: the chosen options' texts rather
-// than their ids; "" when unanswered or answered with files.
-func answerText(q assessment.SheetQuestion, a assessment.Answer) string {
+// than their ids, true and false in the session's words; "" when
+// unanswered or answered with files.
+func answerText(q assessment.SheetQuestion, a assessment.Answer, words Strings) string {
+	if b, ok := a.Value.(bool); ok {
+		return boolText(b, words)
+	}
 	values, ok := a.Value.([]any)
 	if !ok {
 		if a.Value == nil {
@@ -469,14 +481,14 @@ func (s *Service) correctAnswers(ctx context.Context, sess Session, examID strin
 	}
 	out := map[string]string{}
 	for _, q := range qs {
-		out[q.ID] = correctText(q)
+		out[q.ID] = correctText(q, sess.Strings)
 	}
 	return out
 }
 
 // correctText is a built-in question's correct answer as the student
 // reads it; "" for types graded against a rubric.
-func correctText(q assessment.Question) string {
+func correctText(q assessment.Question, words Strings) string {
 	c := q.Config
 	switch q.Type {
 	case assessment.TypeMultipleChoice, assessment.TypeMultipleSelect:
@@ -489,7 +501,7 @@ func correctText(q assessment.Question) string {
 		}
 		return strings.Join(texts, ", ")
 	case assessment.TypeTrueFalse:
-		return fmt.Sprint(c["correct"])
+		return boolText(c["correct"] == true, words)
 	case assessment.TypeShortText:
 		list, _ := c["acceptedAnswers"].([]any)
 		if len(list) > 0 {
@@ -535,7 +547,7 @@ func (s *Service) studentResult(w http.ResponseWriter, r *http.Request, sess Ses
 	rows := make([]resultRow, len(result.Answers))
 	for i, a := range result.Answers {
 		q := byID[a.QuestionID]
-		rows[i] = resultRow{Prompt: q.Prompt, Answer: answerText(q, a), Files: fileLinks(a.Files), Feedback: a.Feedback,
+		rows[i] = resultRow{Prompt: q.Prompt, Answer: answerText(q, a, sess.Strings), Files: fileLinks(a.Files), Feedback: a.Feedback,
 			Score: a.Score, MaxScore: a.MaxScore, Graded: a.Status != assessment.AnswerPending}
 		if rows[i].Graded {
 			rows[i].Correct = correct[a.QuestionID]

@@ -179,7 +179,7 @@ func TestStudentTakesExamAndSeesGradedResult(t *testing.T) {
 		t.Fatalf("reviewing the result: %v", err)
 	}
 	browsertest.CheckPage(t, chrome, srv.URL+"/embed/"+review.ID, "embed-student-results")
-	for _, want := range []string{"Question", "Your answer", "Points", "Feedback", "Describe photosynthesis.", "Plants use light", "1 / 1", "%", "Correct answer: true"} {
+	for _, want := range []string{"Question", "Your answer", "Points", "Feedback", "Describe photosynthesis.", "Plants use light", "1 / 1", "%", "Correct answer: True"} {
 		if !strings.Contains(page, want) {
 			t.Fatalf("result page lacks %q: %s", want, page)
 		}
