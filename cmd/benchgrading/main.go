@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/workflow"
@@ -217,13 +218,30 @@ func submitAll(ctx context.Context, tc client.Client, base, key, examID, questio
 			return err
 		}
 		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
-			err := tc.GetWorkflow(ctx, route.WorkflowID(r.ID), "").Get(ctx, nil)
+			err := awaitClose(ctx, tc, route.WorkflowID(r.ID))
 			if _, notYet := errors.AsType[*serviceerror.NotFound](err); !notYet {
 				return err
 			}
 		}
 		return fmt.Errorf("result %s not graded within a minute", r.ID)
 	})
+}
+
+// awaitClose long-polls workflow id's history for its close event, as a
+// run's Get does once it knows the run (the baseline's case), without the
+// describe call Get makes first for a workflow known only by its id.
+func awaitClose(ctx context.Context, tc client.Client, id string) error {
+	events := tc.GetWorkflowHistory(ctx, id, "", true, enums.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT)
+	for events.HasNext() {
+		event, err := events.Next()
+		if err != nil {
+			return err
+		}
+		if event.GetEventType() != enums.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED {
+			return fmt.Errorf("workflow %s ended with %s", id, event.GetEventType())
+		}
+	}
+	return nil
 }
 
 // post sends body as JSON with the API key and decodes a 200 answer into
