@@ -124,14 +124,18 @@ const (
 // against one database: rows are claimed with FOR UPDATE SKIP LOCKED and a
 // lease, and starts are idempotent.
 type Dispatcher struct {
-	client  client.Client
-	store   *outbox.Store
-	routes  map[outbox.Kind]Route
-	opts    DispatchOptions
-	wake    chan struct{}
-	pending *prometheus.GaugeVec
-	oldest  *prometheus.GaugeVec
-	results *prometheus.CounterVec
+	client client.Client
+	store  *outbox.Store
+	routes map[outbox.Kind]Route
+	opts   DispatchOptions
+	wake   chan struct{}
+	// slots holds one token per start in flight, across batches.
+	slots chan struct{}
+	// starting tracks the starts in flight, for Run to wait on.
+	starting sync.WaitGroup
+	pending  *prometheus.GaugeVec
+	oldest   *prometheus.GaugeVec
+	results  *prometheus.CounterVec
 }
 
 // NewDispatcher returns a Dispatcher starting routes' workflows with c and
@@ -149,6 +153,7 @@ func NewDispatcher(c client.Client, s *outbox.Store, routes map[outbox.Kind]Rout
 			Name: "assessd_outbox_dispatches_total", Help: "Outbox dispatches by kind and outcome (started, retried, restarted, abandoned).",
 		}, []string{"kind", "outcome"}),
 	}
+	d.slots = make(chan struct{}, d.opts.Parallel)
 	reg.MustRegister(d.pending, d.oldest, d.results)
 	return d
 }
@@ -163,22 +168,25 @@ func (d *Dispatcher) Wake() {
 
 // Run dispatches and reconciles until ctx ends. It listens for outbox
 // notifications, so a committed row is started within milliseconds, and
-// sweeps every DispatchOptions.Sweep in case a notification was missed.
+// sweeps every DispatchOptions.Sweep in case a notification was missed; the
+// backlog gauges are measured at each sweep.
 func (d *Dispatcher) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { d.listen(ctx) })
 	wg.Go(func() { d.reconcileLoop(ctx) })
 	sweep := time.NewTicker(d.opts.Sweep)
 	defer sweep.Stop()
+	d.measureBacklog(ctx)
 	for ctx.Err() == nil {
 		d.dispatchDue(ctx)
-		d.measureBacklog(ctx)
 		select {
 		case <-ctx.Done():
 		case <-d.wake:
 		case <-sweep.C:
+			d.measureBacklog(ctx)
 		}
 	}
+	d.starting.Wait()
 	wg.Wait()
 }
 
@@ -197,8 +205,11 @@ func (d *Dispatcher) listen(ctx context.Context) {
 	}
 }
 
-// dispatchDue starts the workflows of due rows, batch after batch while
-// batches come back full.
+// dispatchDue starts the workflows of due rows. A batch that is not full
+// (the usual case: rows come as they are committed) starts in the
+// background, so rows notified meanwhile are claimed at once rather than
+// after the batch's starts; a full batch is waited for before the next is
+// claimed, which bounds a backlog's claims by the pace of its starts.
 func (d *Dispatcher) dispatchDue(ctx context.Context) {
 	for ctx.Err() == nil {
 		items, err := d.store.Claim(ctx, d.opts.Batch, lease)
@@ -206,47 +217,55 @@ func (d *Dispatcher) dispatchDue(ctx context.Context) {
 			slog.ErrorContext(ctx, "outbox claim", "err", err)
 			return
 		}
-		if d.dispatch(ctx, items) || len(items) < d.opts.Batch {
+		failed := d.dispatch(ctx, items)
+		if len(items) < d.opts.Batch || failed() {
 			return
 		}
 	}
 }
 
-// dispatch starts items, at most Parallel at once. Once a start fails the
-// rest of the batch is not tried (the workflow engine is most likely away)
-// and waits like the failed one. It reports whether anything failed.
-func (d *Dispatcher) dispatch(ctx context.Context, items []outbox.Item) bool {
+// dispatch starts items, at most Parallel at once across batches, and
+// returns a function that waits for them and reports whether any failed.
+// Once a start fails the rest of the batch is not tried (the workflow
+// engine is most likely away) and waits like the failed one.
+func (d *Dispatcher) dispatch(ctx context.Context, items []outbox.Item) (wait func() bool) {
 	var failed atomic.Bool
-	sem := make(chan struct{}, d.opts.Parallel)
-	var wg sync.WaitGroup
+	var batch sync.WaitGroup
 	for _, it := range items {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			if _, err := RegionTaskQueue(it.Region); err != nil {
-				// No retry can fix the row: its subject is finished with the reason.
-				d.abandon(ctx, d.routes[it.Kind], it, err.Error())
-				return
-			}
-			var err error
-			if failed.Load() {
-				err = errors.New("not tried: an earlier start of the batch failed")
-			} else {
-				err = d.start(ctx, it)
-			}
-			if err != nil {
-				failed.Store(true)
-				d.retry(ctx, it, err)
-				return
-			}
-			d.count(it, outcomeStarted)
-			if err := d.store.Dispatched(ctx, it); err != nil {
-				slog.ErrorContext(ctx, "outbox dispatched", "kind", it.Kind, "subject", it.SubjectID, "err", err)
-			}
+		d.slots <- struct{}{}
+		batch.Add(1)
+		d.starting.Go(func() {
+			defer func() { <-d.slots; batch.Done() }()
+			d.dispatchOne(ctx, it, &failed)
 		})
 	}
-	wg.Wait()
-	return failed.Load()
+	return func() bool {
+		batch.Wait()
+		return failed.Load()
+	}
+}
+
+func (d *Dispatcher) dispatchOne(ctx context.Context, it outbox.Item, batchFailed *atomic.Bool) {
+	if _, err := RegionTaskQueue(it.Region); err != nil {
+		// No retry can fix the row: its subject is finished with the reason.
+		d.abandon(ctx, d.routes[it.Kind], it, err.Error())
+		return
+	}
+	var err error
+	if batchFailed.Load() {
+		err = errors.New("not tried: an earlier start of the batch failed")
+	} else {
+		err = d.start(ctx, it)
+	}
+	if err != nil {
+		batchFailed.Store(true)
+		d.retry(ctx, it, err)
+		return
+	}
+	d.count(it, outcomeStarted)
+	if err := d.store.Dispatched(ctx, it); err != nil {
+		slog.ErrorContext(ctx, "outbox dispatched", "kind", it.Kind, "subject", it.SubjectID, "err", err)
+	}
 }
 
 func (d *Dispatcher) start(ctx context.Context, it outbox.Item) error {
