@@ -7,7 +7,7 @@ GOOGLEAPIS_MODULE := github.com/grpc-ecosystem/grpc-gateway@v1.16.0
 GENERATED := api/gen api/openapi/openapi.yaml sdk/typescript/src/schema.ts sdk/typescript/src/operations.ts deploy/grafana/dashboards
 
 
-.PHONY: all build tools generate dashboards check-generated test bench run lint fmt lint-openapi lint-deploy sdk qti-check embed-assets webhook-verify
+.PHONY: all build tools generate dashboards check-generated test bench bench-oauth run lint fmt lint-openapi lint-deploy sdk qti-check embed-assets webhook-verify
 
 all: build
 
@@ -86,6 +86,11 @@ bench: $(BIN)/temporal
 	$(GO) run ./cmd/benchgrading
 	$(GO) run ./cmd/benchexchange
 	$(GO) run ./cmd/benchwebhooks
+
+# The OAuth rows compare with an Ory Hydra the operator runs (decision 0124):
+# make bench-oauth HYDRA_PUBLIC=http://127.0.0.1:4444 HYDRA_ADMIN=http://127.0.0.1:4445
+bench-oauth:
+	$(GO) run ./cmd/benchoauth -hydra-public "$(HYDRA_PUBLIC)" -hydra-admin "$(HYDRA_ADMIN)"
 
 run: $(BIN)/temporal
 	$(GO) run ./cmd/assessd dev

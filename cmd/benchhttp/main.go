@@ -13,13 +13,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"os"
-	"runtime/pprof"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -30,6 +26,7 @@ import (
 	"github.com/assessd/assessd/internal/assessment"
 	"github.com/assessd/assessd/internal/platform/ids"
 	"github.com/assessd/assessd/internal/testkit/benchenv"
+	"github.com/assessd/assessd/internal/testkit/benchload"
 	"github.com/assessd/assessd/tenancy"
 )
 
@@ -70,7 +67,7 @@ func run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	ours, stopOurs, err := listen(a.Handler)
+	ours, stopOurs, err := benchload.Listen(a.Handler)
 	if err != nil {
 		return err
 	}
@@ -81,7 +78,7 @@ func run(ctx context.Context) (err error) {
 		return err
 	}
 	defer pool.Close()
-	base, stopBase, err := listen(baseline(pool, fx))
+	base, stopBase, err := benchload.Listen(baseline(pool, fx))
 	if err != nil {
 		return err
 	}
@@ -103,7 +100,7 @@ func run(ctx context.Context) (err error) {
 		return err
 	}
 	fmt.Printf("\nthroughput ratio assessd/baseline, median of %d rounds: %.2f; target >= 0.85\n", *rounds, ratio)
-	fmt.Printf("assessd p99 in the last round: %.2f ms; target < 5 ms\n", ms(last.p99))
+	fmt.Printf("assessd p99 in the last round: %.2f ms; target < 5 ms\n", benchload.Ms(last.P99))
 
 	fmt.Printf("\nPOST /exams/{examId}/results (%d questions scored by rules), %d concurrent clients, %d rounds of %s per target\n\n",
 		len(fx.questionIDs), *submitters, *rounds, *duration)
@@ -135,24 +132,24 @@ type comparison struct {
 
 // run prints each round and returns the median throughput ratio and the
 // last assessd result.
-func (c comparison) run(base, ours func() *http.Request) (float64, result, error) {
-	fmt.Printf("%-6s %-10s %10s %9s %9s %9s\n", "round", "target", "req/s", "p50 ms", "p99 ms", "errors")
+func (c comparison) run(base, ours func() *http.Request) (float64, benchload.Result, error) {
+	benchload.PrintHeader()
 	var ratios []float64
-	var ourRes result
+	var ourRes benchload.Result
 	for round := 1; round <= c.rounds; round++ {
-		baseRes := load(base, "", c.clients, c.warmup, c.d)
-		baseRes.print(round, "baseline")
+		baseRes := c.load(base, "")
+		baseRes.Print(round, "baseline")
 		if round == c.rounds && c.profile != "" {
-			stop, err := startProfile(c.profile)
+			stop, err := benchload.StartCPUProfile(c.profile)
 			if err != nil {
 				return 0, ourRes, err
 			}
 			defer stop()
 		}
-		ourRes = load(ours, c.key, c.clients, c.warmup, c.d)
-		ourRes.print(round, "assessd")
-		ratios = append(ratios, ourRes.rps/baseRes.rps)
-		if ourRes.errors > 0 || baseRes.errors > 0 {
+		ourRes = c.load(ours, c.key)
+		ourRes.Print(round, "assessd")
+		ratios = append(ratios, ourRes.RPS/baseRes.RPS)
+		if ourRes.Errors > 0 || baseRes.Errors > 0 {
 			return 0, ourRes, errors.New("requests failed during the benchmark")
 		}
 	}
@@ -160,20 +157,11 @@ func (c comparison) run(base, ours func() *http.Request) (float64, result, error
 	return ratios[len(ratios)/2], ourRes, nil
 }
 
-func startProfile(path string) (func(), error) {
-	f, err := os.Create(path) //nolint:gosec // G304: the operator names the profile file (-cpuprofile)
-	if err != nil {
-		return nil, err
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		return nil, errors.Join(err, f.Close())
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		if err := f.Close(); err != nil {
-			fmt.Fprintln(os.Stderr, "benchhttp: cpu profile:", err)
-		}
-	}, nil
+// load sends newRequest's requests with bearer from the comparison's clients.
+func (c comparison) load(newRequest func() *http.Request, bearer string) benchload.Result {
+	return benchload.Run(c.clients, c.warmup, c.d, func(hc *http.Client, _ int) bool {
+		return benchload.Do(hc, newRequest(), bearer)
+	})
 }
 
 // fixture is what seed creates: an admin with an API key, a student and
@@ -294,91 +282,4 @@ func baseline(pool *pgxpool.Pool, fx fixture) http.Handler {
 		_ = json.NewEncoder(w).Encode(map[string]any{"id": id, "status": "graded", "score": total})
 	})
 	return mux
-}
-
-func listen(h http.Handler) (string, func(), error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	return "http://" + ln.Addr().String(), func() { _ = srv.Close() }, nil
-}
-
-type result struct {
-	rps      float64
-	p50, p99 time.Duration
-	errors   int
-}
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-func (r result) print(round int, name string) {
-	fmt.Printf("%-6d %-10s %10.0f %9.2f %9.2f %9d\n", round, name, r.rps, ms(r.p50), ms(r.p99), r.errors)
-}
-
-// load runs clients goroutines sending newRequest's requests back to back for warmup
-// (discarded) and then for d, and summarizes the measured part.
-func load(newRequest func() *http.Request, key string, clients int, warmup, d time.Duration) result {
-	tr := &http.Transport{MaxIdleConns: clients, MaxIdleConnsPerHost: clients}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr}
-	var (
-		mu        sync.Mutex
-		latencies []time.Duration
-		failures  int
-		wg        sync.WaitGroup
-	)
-	start := time.Now()
-	measureFrom, end := start.Add(warmup), start.Add(warmup+d)
-	for range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var mine []time.Duration
-			var errs int
-			for {
-				t0 := time.Now()
-				if t0.After(end) {
-					break
-				}
-				ok := do(client, newRequest(), key)
-				if t0.After(measureFrom) {
-					mine = append(mine, time.Since(t0))
-					if !ok {
-						errs++
-					}
-				}
-			}
-			mu.Lock()
-			latencies = append(latencies, mine...)
-			failures += errs
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	slices.Sort(latencies)
-	if len(latencies) == 0 {
-		return result{errors: failures}
-	}
-	return result{
-		rps:    float64(len(latencies)) / d.Seconds(),
-		p50:    latencies[len(latencies)/2],
-		p99:    latencies[len(latencies)*99/100],
-		errors: failures,
-	}
-}
-
-func do(c *http.Client, req *http.Request, key string) bool {
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	res, err := c.Do(req)
-	if err != nil {
-		return false
-	}
-	_, _ = io.Copy(io.Discard, res.Body)
-	res.Body.Close()
-	return res.StatusCode == http.StatusOK
 }
