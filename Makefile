@@ -167,6 +167,7 @@ lint-deploy: $(BIN)/helm $(BIN)/kubeconform $(K8S_SCHEMAS)/.stamp
 	$(BIN)/helm template assessd $(CHART) | $(KUBECONFORM)
 	$(BIN)/helm template assessd $(CHART) $(CHART_ALL_ON) | $(KUBECONFORM)
 	cd tools/compose && $(GO) run ./composecheck ../../deploy/compose.yaml
+	cd tools/temporal && $(GO) run ./dynconfigcheck ../../deploy/temporal/dynamicconfig/assessd.yaml
 
 tools/embedassets/node_modules: tools/embedassets/package.json tools/embedassets/package-lock.json
 	cd tools/embedassets && npm ci --no-audit --no-fund --loglevel=error
