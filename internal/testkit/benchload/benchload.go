@@ -41,21 +41,15 @@ func (r Result) Print(round int, name string) {
 // and a shared HTTP client, for warmup (not counted) and then for d. send
 // reports whether its request succeeded.
 func Run(clients int, warmup, d time.Duration, send func(c *http.Client, worker int) bool) Result {
-	tr := &http.Transport{MaxIdleConns: clients, MaxIdleConnsPerHost: clients}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr}
-	var (
-		mu        sync.Mutex
-		latencies []time.Duration
-		failures  int
-		wg        sync.WaitGroup
-	)
+	client, done := newClient(clients)
+	defer done()
+	var col collector
 	start := time.Now()
 	measureFrom, end := start.Add(warmup), start.Add(warmup+d)
+	var wg sync.WaitGroup
 	for worker := range clients {
 		wg.Go(func() {
-			var mine []time.Duration
-			var errs int
+			var mine latencies
 			for {
 				t0 := time.Now()
 				if t0.After(end) {
@@ -63,28 +57,97 @@ func Run(clients int, warmup, d time.Duration, send func(c *http.Client, worker 
 				}
 				ok := send(client, worker)
 				if t0.After(measureFrom) {
-					mine = append(mine, time.Since(t0))
-					if !ok {
-						errs++
-					}
+					mine.add(time.Since(t0), ok)
 				}
 			}
-			mu.Lock()
-			latencies = append(latencies, mine...)
-			failures += errs
-			mu.Unlock()
+			col.merge(mine)
 		})
 	}
 	wg.Wait()
-	slices.Sort(latencies)
-	if len(latencies) == 0 {
-		return Result{Errors: failures}
+	return col.result(d)
+}
+
+// RunAtRate offers rate requests a second over clients connections, for
+// warmup (not counted) and then for d. Each request has a slot in a fixed
+// schedule and its latency counts from that slot, so a server that falls
+// behind shows as latency, not as a slower schedule (no coordinated
+// omission).
+func RunAtRate(clients int, rate float64, warmup, d time.Duration, send func(c *http.Client, worker int) bool) Result {
+	client, done := newClient(clients)
+	defer done()
+	start := time.Now()
+	measureFrom, end := start.Add(warmup), start.Add(warmup+d)
+	slots := make(chan time.Time, 1<<16)
+	go func() {
+		defer close(slots)
+		interval := time.Duration(float64(time.Second) / rate)
+		for slot := start; slot.Before(end); slot = slot.Add(interval) {
+			if wait := time.Until(slot); wait > 0 {
+				time.Sleep(wait)
+			}
+			slots <- slot
+		}
+	}()
+	var col collector
+	var wg sync.WaitGroup
+	for worker := range clients {
+		wg.Go(func() {
+			var mine latencies
+			for slot := range slots {
+				ok := send(client, worker)
+				if slot.After(measureFrom) {
+					mine.add(time.Since(slot), ok)
+				}
+			}
+			col.merge(mine)
+		})
+	}
+	wg.Wait()
+	return col.result(d)
+}
+
+func newClient(clients int) (*http.Client, func()) {
+	tr := &http.Transport{MaxIdleConns: clients, MaxIdleConnsPerHost: clients}
+	return &http.Client{Transport: tr}, tr.CloseIdleConnections
+}
+
+// latencies are one client's measured requests.
+type latencies struct {
+	of     []time.Duration
+	failed int
+}
+
+func (l *latencies) add(d time.Duration, ok bool) {
+	l.of = append(l.of, d)
+	if !ok {
+		l.failed++
+	}
+}
+
+// collector gathers every client's latencies.
+type collector struct {
+	mu  sync.Mutex
+	all latencies
+}
+
+func (c *collector) merge(l latencies) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.all.of = append(c.all.of, l.of...)
+	c.all.failed += l.failed
+}
+
+func (c *collector) result(d time.Duration) Result {
+	all := c.all.of
+	slices.Sort(all)
+	if len(all) == 0 {
+		return Result{Errors: c.all.failed}
 	}
 	return Result{
-		RPS:    float64(len(latencies)) / d.Seconds(),
-		P50:    latencies[len(latencies)/2],
-		P99:    latencies[len(latencies)*99/100],
-		Errors: failures,
+		RPS:    float64(len(all)) / d.Seconds(),
+		P50:    all[len(all)/2],
+		P99:    all[len(all)*99/100],
+		Errors: c.all.failed,
 	}
 }
 
