@@ -20,7 +20,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/assessd/assessd/internal/app"
 	"github.com/assessd/assessd/internal/assessment"
@@ -51,18 +50,10 @@ func run(ctx context.Context) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, env.Close()) }()
-	db, dbURL := env.DB, env.URL
-	// The quota is checked on every request, as in production, but set
-	// high enough that the load is never throttled.
-	a, err := app.New(ctx, db, app.Config{BaseURL: "http://127.0.0.1", Logger: env.Logger,
-		Redis: redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"}), RateLimitPrefix: "bench:" + ids.New("rl_") + ":",
-		RequestsPerMinute: func(string) int { return 1_000_000_000 }})
+	a, err := env.StartApp(ctx, "http://127.0.0.1")
 	if err != nil {
 		return err
 	}
-	watchCtx, stopWatch := context.WithCancel(ctx)
-	defer stopWatch() // before the database is dropped
-	a.Start(watchCtx)
 	fx, err := seed(ctx, a)
 	if err != nil {
 		return err
@@ -73,7 +64,7 @@ func run(ctx context.Context) (err error) {
 	}
 	defer stopOurs()
 
-	pool, err := pgxpool.New(ctx, dbURL)
+	pool, err := pgxpool.New(ctx, env.URL)
 	if err != nil {
 		return err
 	}

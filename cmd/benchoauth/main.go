@@ -18,10 +18,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/assessd/assessd/internal/app"
-	"github.com/assessd/assessd/internal/platform/ids"
 	"github.com/assessd/assessd/internal/testkit/benchenv"
 	"github.com/assessd/assessd/internal/testkit/benchload"
 )
@@ -55,17 +52,9 @@ func run(ctx context.Context) (err error) {
 		return err
 	}
 	defer stop()
-	// The quota is checked on every request, as in production, but set
-	// high enough that the load is never throttled.
-	a, err = app.New(ctx, env.DB, app.Config{BaseURL: base, Logger: env.Logger,
-		Redis: redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"}), RateLimitPrefix: "bench:" + ids.New("rl_") + ":",
-		RequestsPerMinute: func(string) int { return 1_000_000_000 }})
-	if err != nil {
+	if a, err = env.StartApp(ctx, base); err != nil {
 		return err
 	}
-	watchCtx, stopWatch := context.WithCancel(ctx)
-	defer stopWatch() // before the database is dropped
-	a.Start(watchCtx)
 
 	chains := *grantClients
 	ours, err := newAssessd(ctx, a, base, chains)

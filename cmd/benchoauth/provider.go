@@ -9,13 +9,13 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
-	"regexp"
 	"strings"
 
 	"golang.org/x/oauth2"
 
 	"github.com/assessd/assessd/internal/app"
 	"github.com/assessd/assessd/internal/identity"
+	"github.com/assessd/assessd/internal/testkit/formfield"
 	"github.com/assessd/assessd/tenancy"
 )
 
@@ -274,14 +274,5 @@ func (p page) redirect() (*url.URL, error) {
 	return url.Parse(p.location)
 }
 
-var hiddenField = regexp.MustCompile(`name="(csrf|authRequestID)" value="([^"]*)"`)
-
 // field is the value of a hidden form field of the page.
-func (p page) field(name string) string {
-	for _, m := range hiddenField.FindAllStringSubmatch(p.body, -1) {
-		if m[1] == name {
-			return m[2]
-		}
-	}
-	return ""
-}
+func (p page) field(name string) string { return formfield.Value(p.body, name) }

@@ -7,13 +7,13 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
-	"regexp"
 	"strings"
 	"testing"
 
 	"golang.org/x/oauth2"
 
 	"github.com/assessd/assessd/internal/identity"
+	"github.com/assessd/assessd/internal/testkit/formfield"
 	"github.com/assessd/assessd/tenancy"
 )
 
@@ -101,16 +101,8 @@ func (b *browser) post(u string, form url.Values) page {
 	return b.do(req)
 }
 
-var hiddenField = regexp.MustCompile(`name="(csrf|authRequestID)" value="([^"]*)"`)
-
-func (p page) field(name string) string {
-	for _, m := range hiddenField.FindAllStringSubmatch(p.body, -1) {
-		if m[1] == name {
-			return m[2]
-		}
-	}
-	return ""
-}
+// field is the value of a hidden form field of the page.
+func (p page) field(name string) string { return formfield.Value(p.body, name) }
 
 // authorize walks the browser through /oauth/authorize, the login form and
 // the consent screen, answering decision, and returns the redirect back to

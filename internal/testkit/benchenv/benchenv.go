@@ -11,9 +11,12 @@ import (
 	"net/url"
 	"slices"
 
+	"github.com/redis/go-redis/v9"
 	"go.temporal.io/sdk/client"
 
+	"github.com/assessd/assessd/internal/app"
 	"github.com/assessd/assessd/internal/devenv"
+	"github.com/assessd/assessd/internal/platform/ids"
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/internal/testkit/storetest"
 )
@@ -83,6 +86,24 @@ func Start(ctx context.Context, prefix string, opts ...Option) (_ *Env, err erro
 	}
 	env.closers = append(env.closers, func() error { env.Temporal.Close(); return nil })
 	return env, nil
+}
+
+// StartApp builds the app under measurement on the environment's database,
+// serving at baseURL (its OIDC issuer): rate limits in Redis under a prefix
+// of its own, and the request quota checked on every request as in
+// production but set high enough that the load is never throttled. Its
+// background work runs until Close.
+func (e *Env) StartApp(ctx context.Context, baseURL string) (*app.App, error) {
+	a, err := app.New(ctx, e.DB, app.Config{BaseURL: baseURL, Logger: e.Logger,
+		Redis: redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"}), RateLimitPrefix: "bench:" + ids.New("rl_") + ":",
+		RequestsPerMinute: func(string) int { return 1_000_000_000 }})
+	if err != nil {
+		return nil, err
+	}
+	ctx, stop := context.WithCancel(ctx)
+	e.closers = append(e.closers, func() error { stop(); return nil })
+	a.Start(ctx)
+	return a, nil
 }
 
 // Close releases everything Start started, newest first, and reports what

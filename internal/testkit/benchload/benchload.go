@@ -41,30 +41,12 @@ func (r Result) Print(round int, name string) {
 // and a shared HTTP client, for warmup (not counted) and then for d. send
 // reports whether its request succeeded.
 func Run(clients int, warmup, d time.Duration, send func(c *http.Client, worker int) bool) Result {
-	client, done := newClient(clients)
-	defer done()
-	var col collector
 	start := time.Now()
-	measureFrom, end := start.Add(warmup), start.Add(warmup+d)
-	var wg sync.WaitGroup
-	for worker := range clients {
-		wg.Go(func() {
-			var mine latencies
-			for {
-				t0 := time.Now()
-				if t0.After(end) {
-					break
-				}
-				ok := send(client, worker)
-				if t0.After(measureFrom) {
-					mine.add(time.Since(t0), ok)
-				}
-			}
-			col.merge(mine)
-		})
-	}
-	wg.Wait()
-	return col.result(d)
+	end := start.Add(warmup + d)
+	return drive(clients, start.Add(warmup), d, func() (time.Time, bool) {
+		now := time.Now()
+		return now, !now.After(end)
+	}, send)
 }
 
 // RunAtRate offers rate requests a second over clients connections, for
@@ -73,10 +55,8 @@ func Run(clients int, warmup, d time.Duration, send func(c *http.Client, worker 
 // behind shows as latency, not as a slower schedule (no coordinated
 // omission).
 func RunAtRate(clients int, rate float64, warmup, d time.Duration, send func(c *http.Client, worker int) bool) Result {
-	client, done := newClient(clients)
-	defer done()
 	start := time.Now()
-	measureFrom, end := start.Add(warmup), start.Add(warmup+d)
+	end := start.Add(warmup + d)
 	slots := make(chan time.Time, 1<<16)
 	go func() {
 		defer close(slots)
@@ -88,12 +68,28 @@ func RunAtRate(clients int, rate float64, warmup, d time.Duration, send func(c *
 			slots <- slot
 		}
 	}()
+	return drive(clients, start.Add(warmup), d, func() (time.Time, bool) {
+		slot, ok := <-slots
+		return slot, ok
+	}, send)
+}
+
+// drive has clients goroutines send a request for each slot next gives
+// them, until it gives none, and summarizes the requests whose slot is
+// after measureFrom, over d.
+func drive(clients int, measureFrom time.Time, d time.Duration, next func() (time.Time, bool), send func(*http.Client, int) bool) Result {
+	client, done := newClient(clients)
+	defer done()
 	var col collector
 	var wg sync.WaitGroup
 	for worker := range clients {
 		wg.Go(func() {
 			var mine latencies
-			for slot := range slots {
+			for {
+				slot, more := next()
+				if !more {
+					break
+				}
 				ok := send(client, worker)
 				if slot.After(measureFrom) {
 					mine.add(time.Since(slot), ok)
