@@ -156,12 +156,41 @@ func (db *DB) Tx(ctx context.Context, fn func(ctx context.Context) error) error 
 	if !ok {
 		return ErrNoTenant
 	}
-	return translate(pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, scopeSQL, db.role, org); err != nil {
-			return err
+	begin, scopeNow := db.beginScoped(org)
+	return translate(pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{BeginQuery: begin}, func(tx pgx.Tx) error {
+		if scopeNow {
+			if _, err := tx.Exec(ctx, scopeSQL, db.role, org); err != nil {
+				return err
+			}
 		}
 		return fn(context.WithValue(ctx, txKey{}, tx))
 	}))
+}
+
+// beginScoped is the statement that begins a transaction for org: BEGIN and
+// the scope together, one round trip, when the role and the organization
+// are plain tokens (as ids are) that can be written into the SQL as
+// literals; otherwise a plain BEGIN, and scopeNow says the scope must
+// follow as a statement with parameters.
+func (db *DB) beginScoped(org string) (sql string, scopeNow bool) {
+	if !plainToken(db.role) || !plainToken(org) {
+		return "BEGIN", true
+	}
+	return "BEGIN; SELECT set_config('role', '" + db.role + "', true), set_config('app.org_id', '" + org + "', true)", false
+}
+
+// plainToken reports whether s is non-empty and only letters, digits, '_'
+// and '-': nothing in it can end an SQL string literal.
+func plainToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if !(r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return false
+		}
+	}
+	return true
 }
 
 // SendBatch sends b's statements in one round trip: inside ctx's
