@@ -143,19 +143,27 @@ func (s *Service) FinishResult(ctx context.Context, resultID string, failures ma
 				return fmt.Errorf("finish result: %w", err)
 			}
 		}
-		tag, err := q.Exec(ctx, `
-			UPDATE results r SET score = a.score, graded_at = now(),
+		finished, err := scanResult(q.QueryRow(ctx, `
+			UPDATE results r SET score = a.total, graded_at = now(),
 			       status = CASE WHEN a.failed > 0 THEN 'failed' ELSE 'graded' END,
 			       reason = CASE WHEN a.failed > 0 THEN a.failed || ' answer(s) could not be graded' ELSE '' END
-			  FROM (SELECT coalesce(sum(score), 0) AS score, count(*) FILTER (WHERE status <> 'graded') AS failed
+			  FROM (SELECT coalesce(sum(score), 0) AS total, count(*) FILTER (WHERE status <> 'graded') AS failed
 			          FROM result_answers WHERE org_id = app_org_id() AND result_id = $1) a
-			 WHERE r.org_id = app_org_id() AND r.id = $1 AND r.status = 'grading'`, resultID)
+			 WHERE r.org_id = app_org_id() AND r.id = $1 AND r.status = 'grading'
+			RETURNING `+resultColumns, resultID))
+		if isNoRows(err) {
+			// Finished before (or never there): returned as it is.
+			r, err = s.loadResult(ctx, q, "", resultID)
+			return err
+		}
 		if err != nil {
 			return fmt.Errorf("finish result: %w", err)
 		}
-		if r, err = s.loadResult(ctx, q, "", resultID); err != nil || tag.RowsAffected() == 0 {
+		rs := []Result{finished}
+		if err := s.attachAnswers(ctx, q, rs); err != nil {
 			return err
 		}
+		r = rs[0]
 		return s.auditGraded(ctx, r)
 	})
 	return r, err

@@ -212,14 +212,17 @@ func gradedEntry(r Result) audit.Entry {
 		After: map[string]any{"examId": r.ExamID, "userId": r.UserID, "score": r.Score, "maxScore": r.MaxScore}}
 }
 
-// auditGraded appends gradedEntry(r) inside ctx's transaction, with its
-// webhook event.
+// auditGraded appends gradedEntry(r) and its webhook event inside ctx's
+// transaction, both in one round trip.
 func (s *Service) auditGraded(ctx context.Context, r Result) error {
-	q := s.db.Q(ctx)
-	if _, err := audit.Append(ctx, q, gradedEntry(r)); err != nil {
+	b := &pgx.Batch{}
+	if err := audit.Queue(ctx, b, gradedEntry(r)); err != nil {
 		return err
 	}
-	return s.Events.Record(ctx, q, gradedEvent(r), r)
+	if err := s.Events.Queue(b, gradedEvent(r), r); err != nil {
+		return err
+	}
+	return s.db.SendBatch(ctx, b)
 }
 
 // gradedEvent is the webhook event of a finished result.

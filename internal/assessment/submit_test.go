@@ -174,3 +174,28 @@ func TestScoringRulesCompileOncePerRevision(t *testing.T) {
 		t.Fatalf("the changed rule did not score: %+v", r.Answers)
 	}
 }
+
+// TestFinishResultRoundTrips holds finishing a graded result, the last step
+// of every AI grading, to five round trips: BEGIN with the tenant scope,
+// the result's update, loading it, its audit entry with its webhook event,
+// COMMIT.
+func TestFinishResultRoundTrips(t *testing.T) {
+	trips := &roundTrips{}
+	f := newFixture(t, store.WithTracer(trips))
+	r := f.submit(t, true)
+	ctx := f.staff
+	if err := f.content.RecordGrade(ctx, r.ID, f.qs[3].ID, 1, "Fine.", nil); err != nil {
+		t.Fatal(err)
+	}
+	before := trips.n.Load()
+	finished, err := f.content.FinishResult(ctx, r.ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := trips.n.Load() - before; n > 5 {
+		t.Errorf("FinishResult took %d round trips, want at most 5", n)
+	}
+	if finished.Status != assessment.StatusGraded || finished.Score != 3 {
+		t.Errorf("finished result %+v", finished)
+	}
+}
