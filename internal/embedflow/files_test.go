@@ -88,8 +88,10 @@ func TestStudentUploadsFileAnswer(t *testing.T) {
 			err := chromedp.Run(chrome,
 				chromedp.SetUploadFiles(input, []string{file}, chromedp.ByQuery),
 				chromedp.Click(upload, chromedp.ByQuery),
+				// Generous: on a loaded CI machine with -race a refusal once
+				// missed 10 s.
 				chromedp.Poll(fmt.Sprintf(`(document.getElementById("error-%s") || {textContent: ""}).textContent.includes(%q)`, q.ID, want), nil,
-					chromedp.WithPollingTimeout(10*time.Second)),
+					chromedp.WithPollingTimeout(30*time.Second)),
 				chromedp.Text(`#error-`+q.ID, &msg, chromedp.ByQuery))
 			if err != nil || !strings.Contains(msg, want) {
 				t.Fatalf("at %d px, uploading %s: %v, message %q, want %q", width, filepath.Base(file), err, msg, want)
