@@ -90,13 +90,19 @@ func newFixture(t *testing.T, opts ...store.Option) fixture {
 
 func (f fixture) submit(t *testing.T, essay bool) assessment.Result {
 	t.Helper()
+	return f.submitIn(t, f.staff, essay)
+}
+
+// submitIn is submit with ctx, which may carry a transaction.
+func (f fixture) submitIn(t *testing.T, ctx context.Context, essay bool) assessment.Result {
+	t.Helper()
 	answers := []assessment.NewAnswer{
 		{QuestionID: f.qs[0].ID, Value: true}, {QuestionID: f.qs[1].ID, Value: true}, {QuestionID: f.qs[2].ID, Value: "hello"},
 	}
 	if essay {
 		answers = append(answers, assessment.NewAnswer{QuestionID: f.qs[3].ID, Value: "Because."})
 	}
-	r, err := f.content.SubmitResult(f.staff, f.exam.ID, assessment.NewResult{UserID: f.student, Answers: answers})
+	r, err := f.content.SubmitResult(ctx, f.exam.ID, assessment.NewResult{UserID: f.student, Answers: answers})
 	if err != nil {
 		t.Fatal(err)
 	}

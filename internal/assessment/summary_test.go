@@ -186,3 +186,50 @@ func sameSummary(a, b assessment.Summary) bool {
 	}
 	return true
 }
+
+// TestSubmissionReadsOnlyItsOwnResult holds the aggregates' triggers to
+// looking up a submission's own result by its key: a submission reads as
+// many rows of results with thousands of graded results in the exam as with
+// one. (The answers' trigger once joined its answers to every graded result
+// whenever the planner took results for small, as it does in a plan cached
+// while the table was young: each submission then cost PostgreSQL time in
+// proportion to the results already there, 5 ms of CPU at 7,000.) It all
+// runs in one transaction, so on one connection, whose cached plans are
+// made while results is young.
+func TestSubmissionReadsOnlyItsOwnResult(t *testing.T) {
+	f := newFixture(t)
+	err := f.db.Tx(f.staff, func(ctx context.Context) error {
+		// resultRowsRead submits and counts the rows of results it read
+		// (the view counts since the connection last reported its
+		// statistics, hence the difference).
+		resultRowsRead := func(essay bool) int64 {
+			t.Helper()
+			var before, after int64
+			read := `SELECT coalesce(sum(seq_tup_read + idx_tup_fetch), 0) FROM pg_stat_xact_user_tables WHERE relname = 'results'`
+			if err := f.db.Q(ctx).QueryRow(ctx, read).Scan(&before); err != nil {
+				t.Fatal(err)
+			}
+			f.submitIn(t, ctx, essay)
+			if err := f.db.Q(ctx).QueryRow(ctx, read).Scan(&after); err != nil {
+				t.Fatal(err)
+			}
+			return after - before
+		}
+		young := map[bool]int64{false: resultRowsRead(false), true: resultRowsRead(true)}
+		if _, err := f.db.Q(ctx).Exec(ctx, `
+			INSERT INTO results (id, org_id, exam_id, user_id, status, score, max_score, graded_at)
+			SELECT 'res_seed' || i, app_org_id(), $1, $2, 'graded', i % 4, 3, now() FROM generate_series(1, 3000) i`,
+			f.exam.ID, f.student); err != nil {
+			return err
+		}
+		for _, essay := range []bool{false, true} {
+			if read := resultRowsRead(essay); read > young[essay] {
+				t.Errorf("a submission (essay %v) read %d rows of results among 3,000 graded ones, %d among one", essay, read, young[essay])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
