@@ -10,6 +10,7 @@ import (
 
 	"github.com/assessd/assessd/internal/assessment/expr"
 	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/internal/webhooks/event"
 )
 
 // The methods in this file are the write-back side of AI grading, for the
@@ -143,14 +144,25 @@ func (s *Service) FinishResult(ctx context.Context, resultID string, failures ma
 				return fmt.Errorf("finish result: %w", err)
 			}
 		}
-		finished, err := scanResult(q.QueryRow(ctx, `
+		var (
+			finished Result
+			webhooks event.Subscriptions
+		)
+		b := &pgx.Batch{}
+		b.Queue(`
 			UPDATE results r SET score = a.total, graded_at = now(),
 			       status = CASE WHEN a.failed > 0 THEN 'failed' ELSE 'graded' END,
 			       reason = CASE WHEN a.failed > 0 THEN a.failed || ' answer(s) could not be graded' ELSE '' END
 			  FROM (SELECT coalesce(sum(score), 0) AS total, count(*) FILTER (WHERE status <> 'graded') AS failed
 			          FROM result_answers WHERE org_id = app_org_id() AND result_id = $1) a
 			 WHERE r.org_id = app_org_id() AND r.id = $1 AND r.status = 'grading'
-			RETURNING `+resultColumns, resultID))
+			RETURNING `+resultColumns, resultID).
+			QueryRow(func(row pgx.Row) (err error) {
+				finished, err = scanResult(row)
+				return err
+			})
+		s.Events.QueueSubscriptions(b, &webhooks)
+		err := s.db.SendBatch(ctx, b)
 		if isNoRows(err) {
 			// Finished before (or never there): returned as it is.
 			r, err = s.loadResult(ctx, q, "", resultID)
@@ -164,7 +176,7 @@ func (s *Service) FinishResult(ctx context.Context, resultID string, failures ma
 			return err
 		}
 		r = rs[0]
-		return s.auditGraded(ctx, r)
+		return s.auditGraded(ctx, r, webhooks)
 	})
 	return r, err
 }

@@ -149,7 +149,7 @@ func (s *Service) SubmitResult(ctx context.Context, examID string, in NewResult)
 		r.MaxScore += a.MaxScore
 	}
 	r.Status, r.Reason = resultStatus(r.Answers)
-	if err := s.insertResult(ctx, caller, &r, sub.questions, given); err != nil {
+	if err := s.insertResult(ctx, caller, &r, sub, given); err != nil {
 		return Result{}, err
 	}
 	return r, nil
@@ -160,10 +160,13 @@ type submission struct {
 	questions []Question
 	// region is the organization's aiRegion now, recorded with the result.
 	region string
+	// webhooks are the event types the organization's endpoints receive.
+	webhooks event.Subscriptions
 }
 
 // loadSubmission reads, in one batch, whether the exam and the user exist,
-// the organization's AI region, and the exam's questions with their types.
+// the organization's AI region, the exam's questions with their types,
+// and the event types its webhook endpoints receive.
 func (s *Service) loadSubmission(ctx context.Context, examID, userID string) (submission, error) {
 	var (
 		sub                  submission
@@ -187,6 +190,7 @@ func (s *Service) loadSubmission(ctx context.Context, examID, userID string) (su
 			defs, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (TypeDef, error) { return scanTypeDef(r) })
 			return err
 		})
+	s.Events.QueueSubscriptions(b, &sub.webhooks)
 	if err := s.db.SendBatch(ctx, b); err != nil {
 		return submission{}, fmt.Errorf("submit result: %w", err)
 	}
@@ -212,15 +216,17 @@ func gradedEntry(r Result) audit.Entry {
 		After: map[string]any{"examId": r.ExamID, "userId": r.UserID, "score": r.Score, "maxScore": r.MaxScore}}
 }
 
-// auditGraded appends gradedEntry(r) and its webhook event inside ctx's
-// transaction, both in one round trip.
-func (s *Service) auditGraded(ctx context.Context, r Result) error {
+// auditGraded appends gradedEntry(r) and, when an endpoint receives it,
+// its webhook event inside ctx's transaction, both in one round trip.
+func (s *Service) auditGraded(ctx context.Context, r Result, webhooks event.Subscriptions) error {
 	b := &pgx.Batch{}
 	if err := audit.Queue(ctx, b, gradedEntry(r)); err != nil {
 		return err
 	}
-	if err := s.Events.Queue(b, gradedEvent(r), r); err != nil {
-		return err
+	if t := gradedEvent(r); webhooks.Has(t) {
+		if err := s.Events.Queue(b, t, r); err != nil {
+			return err
+		}
 	}
 	return s.db.SendBatch(ctx, b)
 }
@@ -382,8 +388,8 @@ func resultStatus(answers []Answer) (status, reason string) {
 // and, when an answer awaits AI grading, the grading request (decision 0045:
 // the dispatcher starts it after commit, on the region recorded with the
 // result), in one batch. It sets the times the database gave them.
-func (s *Service) insertResult(ctx context.Context, caller *tenancy.Caller, r *Result, questions []Question, given map[string]givenAnswer) error {
-	n := len(r.Answers)
+func (s *Service) insertResult(ctx context.Context, caller *tenancy.Caller, r *Result, sub submission, given map[string]givenAnswer) error {
+	questions, n := sub.questions, len(r.Answers)
 	qids, positions, values, files, statuses := make([]string, n), make([]int32, n), make([]*string, n), make([]string, n), make([]string, n)
 	scores, maxes, feedback := make([]float64, n), make([]float64, n), make([]string, n)
 	// Each answer records the revision it answered (decision 0090).
@@ -435,8 +441,10 @@ func (s *Service) insertResult(ctx context.Context, caller *tenancy.Caller, r *R
 		outbox.Queue(b, outbox.KindGrading, r.ID, r.Region)
 	} else {
 		entries = append(entries, gradedEntry(*r))
-		if err := s.Events.Queue(b, gradedEvent(*r), *r); err != nil {
-			return err
+		if t := gradedEvent(*r); sub.webhooks.Has(t) {
+			if err := s.Events.Queue(b, t, *r); err != nil {
+				return err
+			}
 		}
 	}
 	for _, e := range entries {

@@ -110,3 +110,27 @@ func (r *Recorder) Queue(b *pgx.Batch, t Type, resource any) error {
 	b.Queue(addSQL, id, string(t), body)
 	return nil
 }
+
+// Subscriptions are the event types an organization's enabled endpoints
+// subscribe to, as read by QueueSubscriptions.
+type Subscriptions []Type
+
+// Has reports whether an endpoint subscribes to t.
+func (s Subscriptions) Has(t Type) bool { return slices.Contains(s, t) }
+
+// QueueSubscriptions queues in b a read of the event types the caller's
+// organization's enabled endpoints subscribe to, into *into (left empty by
+// a nil Recorder). A write that reads before it writes sends it with its
+// reads and queues only events someone receives, since encoding a payload
+// costs more than the read and most organizations have no endpoints. The
+// event is still checked against the endpoints in the writing transaction;
+// an endpoint created between the read and the write misses that change,
+// as if it had been created just after it (decision 0127).
+func (r *Recorder) QueueSubscriptions(b *pgx.Batch, into *Subscriptions) {
+	if r == nil {
+		return
+	}
+	b.Queue(`SELECT coalesce(array_agg(DISTINCT t), '{}') FROM webhook_endpoints, unnest(events) AS t
+		 WHERE org_id = app_org_id() AND enabled`).
+		QueryRow(func(row pgx.Row) error { return row.Scan(into) })
+}
