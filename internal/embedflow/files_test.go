@@ -87,14 +87,25 @@ func TestStudentUploadsFileAnswer(t *testing.T) {
 			var msg string
 			err := chromedp.Run(chrome,
 				chromedp.SetUploadFiles(input, []string{file}, chromedp.ByQuery),
-				chromedp.Click(upload, chromedp.ByQuery),
-				// Generous: on a loaded CI machine with -race a refusal once
-				// missed 10 s.
+				// The button's own click rather than a mouse click at its
+				// coordinates: the first refusal follows the page load, and
+				// on a loaded CI machine a mouse click there once landed on
+				// something else as the narrow layout settled, so no upload
+				// was sent (the refusal is what this checks, not hit testing;
+				// the accepted upload below clicks with the mouse).
+				chromedp.Evaluate(fmt.Sprintf(`document.querySelector(%q).click()`, upload), nil),
 				chromedp.Poll(fmt.Sprintf(`(document.getElementById("error-%s") || {textContent: ""}).textContent.includes(%q)`, q.ID, want), nil,
 					chromedp.WithPollingTimeout(30*time.Second)),
 				chromedp.Text(`#error-`+q.ID, &msg, chromedp.ByQuery))
 			if err != nil || !strings.Contains(msg, want) {
-				t.Fatalf("at %d px, uploading %s: %v, message %q, want %q", width, filepath.Base(file), err, msg, want)
+				// What the page was showing instead, for the next reader.
+				var loc, body string
+				var shot []byte
+				wait, cancel := context.WithTimeout(chrome, 5*time.Second)
+				_ = chromedp.Run(wait, chromedp.Location(&loc), chromedp.Text("body", &body, chromedp.ByQuery), chromedp.CaptureScreenshot(&shot))
+				cancel()
+				browsertest.SaveArtifact(t, fmt.Sprintf("embed-student-file-refusal-missed-%d.png", width), shot)
+				t.Fatalf("at %d px, uploading %s: %v, message %q, want %q; the page at %s read:\n%.600s", width, filepath.Base(file), err, msg, want, loc, body)
 			}
 		}
 		var shot []byte
