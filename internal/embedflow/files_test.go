@@ -88,11 +88,12 @@ func TestStudentUploadsFileAnswer(t *testing.T) {
 			err := chromedp.Run(chrome,
 				chromedp.SetUploadFiles(input, []string{file}, chromedp.ByQuery),
 				// The button's own click rather than a mouse click at its
-				// coordinates: the first refusal follows the page load, and
-				// on a loaded CI machine a mouse click there once landed on
-				// something else as the narrow layout settled, so no upload
-				// was sent (the refusal is what this checks, not hit testing;
-				// the accepted upload below clicks with the mouse).
+				// coordinates: on loaded CI machines the first refusal at
+				// 360 px, right after the page loads, twice showed no message
+				// for 30 s, as if the click had landed elsewhere while the
+				// narrow layout settled (suspected, not seen). The refusal
+				// is what this checks, not hit testing; the accepted upload
+				// below clicks with the mouse.
 				chromedp.Evaluate(fmt.Sprintf(`document.querySelector(%q).click()`, upload), nil),
 				chromedp.Poll(fmt.Sprintf(`(document.getElementById("error-%s") || {textContent: ""}).textContent.includes(%q)`, q.ID, want), nil,
 					chromedp.WithPollingTimeout(30*time.Second)),
