@@ -84,21 +84,22 @@ func TestStudentUploadsFileAnswer(t *testing.T) {
 		input, upload := `#file-`+q.ID, `#files-`+q.ID+` .upload button`
 		refused := func(file, want string) {
 			t.Helper()
-			var msg string
+			var msg, at string
 			err := chromedp.Run(chrome,
 				chromedp.SetUploadFiles(input, []string{file}, chromedp.ByQuery),
-				// The button's own click rather than a mouse click at its
-				// coordinates: on loaded CI machines the first refusal at
-				// 360 px, right after the page loads, twice showed no message
-				// for 30 s, as if the click had landed elsewhere while the
-				// narrow layout settled (suspected, not seen). The refusal
-				// is what this checks, not hit testing; the accepted upload
-				// below clicks with the mouse.
 				chromedp.Evaluate(fmt.Sprintf(`document.querySelector(%q).click()`, upload), nil),
-				chromedp.Poll(fmt.Sprintf(`(document.getElementById("error-%s") || {textContent: ""}).textContent.includes(%q)`, q.ID, want), nil,
+				// Until htmx settles the swapped list (20 ms, longer on a
+				// loaded machine) its new button is not yet wired, and a
+				// click then posts the whole page: CI once caught the next
+				// refusal doing so. A student's second try is never that
+				// quick; this one waits as they would.
+				chromedp.Poll(fmt.Sprintf(`(document.getElementById("error-%[1]s") || {textContent: ""}).textContent.includes(%[2]q) &&
+					!document.querySelector("#files-%[1]s.htmx-added")`, q.ID, want), nil,
 					chromedp.WithPollingTimeout(30*time.Second)),
-				chromedp.Text(`#error-`+q.ID, &msg, chromedp.ByQuery))
-			if err != nil || !strings.Contains(msg, want) {
+				chromedp.Text(`#error-`+q.ID, &msg, chromedp.ByQuery),
+				chromedp.Location(&at))
+			// htmx answers in place: the page itself was not posted.
+			if err != nil || !strings.Contains(msg, want) || at != srv.URL+"/embed/"+sess.ID {
 				// What the page was showing instead, for the next reader.
 				var loc, body string
 				var shot []byte
