@@ -42,6 +42,7 @@ func run(ctx context.Context) (err error) {
 	rounds := flag.Int("rounds", 3, "rounds; each measures the baseline, then assessd")
 	warmup := flag.Duration("warmup", 2*time.Second, "warm-up per target")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the last assessd GET run to this file")
+	postProfile := flag.String("post-cpuprofile", "", "write a CPU profile of the last assessd POST run to this file")
 	submitters := flag.Int("submitters", 16, "concurrent clients submitting results")
 	flag.Parse()
 
@@ -82,10 +83,7 @@ func run(ctx context.Context) (err error) {
 			return req
 		}
 	}
-	c := comparison{clients: *concurrency, rounds: *rounds, warmup: *warmup, d: *duration, key: fx.key}
-	if *cpuProfile != "" {
-		c.profile = *cpuProfile
-	}
+	c := comparison{clients: *concurrency, rounds: *rounds, warmup: *warmup, d: *duration, key: fx.key, profile: *cpuProfile}
 	ratio, last, err := c.run(get(base), get(ours))
 	if err != nil {
 		return err
@@ -106,7 +104,7 @@ func run(ctx context.Context) (err error) {
 			return req
 		}
 	}
-	c.clients, c.profile = *submitters, ""
+	c.clients, c.profile = *submitters, *postProfile
 	if ratio, _, err = c.run(post(base), post(ours)); err != nil {
 		return err
 	}
