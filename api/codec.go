@@ -2,7 +2,6 @@ package api
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -110,15 +109,47 @@ func (connectJSON) Unmarshal(data []byte, v any) error {
 	return nil
 }
 
+// appendCompact appends protojson's data to base without the space that
+// protojson writes after each comma in some builds (chosen by a hash of the
+// executable, so that nobody relies on its bytes). On a single line that
+// space is the only whitespace outside strings, so one pass that skips it
+// does what json.Compact does, at a fraction of its cost: compacting every
+// body with json.Compact took 2-4% of a request's CPU.
 func appendCompact(base, data []byte, err error) ([]byte, error) {
 	if err != nil {
 		return base, err
 	}
-	buf := bytes.NewBuffer(base)
-	if err := json.Compact(buf, data); err != nil {
-		return base, err
+	from := 0
+	for i := 0; i < len(data); i++ {
+		switch data[i] {
+		case ' ':
+			base = append(base, data[from:i]...)
+			from = i + 1
+		case '"':
+			i = closingQuote(data, i)
+		}
 	}
-	return buf.Bytes(), nil
+	return append(base, data[from:]...), nil
+}
+
+// closingQuote is the index of the quote that ends the string opening at
+// data[open]: the next quote after an even number of backslashes.
+func closingQuote(data []byte, open int) int {
+	for i := open + 1; i < len(data); i++ {
+		j := bytes.IndexByte(data[i:], '"')
+		if j < 0 {
+			break
+		}
+		i += j
+		backslashes := 0
+		for data[i-1-backslashes] == '\\' {
+			backslashes++
+		}
+		if backslashes%2 == 0 {
+			return i
+		}
+	}
+	return len(data)
 }
 
 var (

@@ -1,0 +1,92 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	v1 "github.com/assessd/assessd/api/gen/assessd/v1"
+)
+
+// spacedResult is a result with nested messages, lists, JSON values and
+// strings holding commas, spaces, quotes and backslashes.
+func spacedResult(t testing.TB) *v1.Result {
+	grading, err := structpb.NewStruct(map[string]any{"rationale": `right, "mostly" \ `, "skippedFiles": []any{map[string]any{"url": "x", "reason": "y"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &v1.Result{Id: "res_1", ExamId: "exm_1", Status: "graded", Score: 1.5, SubmittedAt: timestamppb.Now(),
+		Answers: []*v1.Answer{
+			{QuestionId: "qst_1", Value: structpb.NewListValue(&structpb.ListValue{Values: []*structpb.Value{structpb.NewNumberValue(1), structpb.NewStringValue("a, b\\")}}),
+				Files: []string{"https://a", "https://b"}, Grading: grading, Feedback: "two ,  spaces"},
+			{QuestionId: "qst_2", Value: structpb.NewNullValue()},
+		}}
+}
+
+// TestMarshalCompactIsJSONCompact: the API's encoding of a message is
+// protojson's with json.Compact applied, whatever spacing protojson chose
+// in this build.
+func TestMarshalCompactIsJSONCompact(t *testing.T) {
+	msg := spacedResult(t)
+	raw, err := marshalJSON.Marshal(msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want bytes.Buffer
+	if err := json.Compact(&want, raw); err != nil {
+		t.Fatal(err)
+	}
+	got, err := marshalCompact(msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != want.String() {
+		t.Errorf("marshalCompact = %s, want %s", got, want.String())
+	}
+}
+
+// TestAppendCompactDropsSpacesOutsideStrings: the spaces a spacing build
+// writes after commas go, those in strings stay, after base.
+func TestAppendCompactDropsSpacesOutsideStrings(t *testing.T) {
+	in := `{"a":1, "b":[true, "c, \"d\", e\\", "\\"], "f":{"g":null, "h":" , "}}`
+	var want bytes.Buffer
+	want.WriteString("x")
+	if err := json.Compact(&want, []byte(in)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := appendCompact([]byte("x"), []byte(in), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != want.String() {
+		t.Errorf("appendCompact = %s, want %s", got, want.String())
+	}
+}
+
+// BenchmarkCompact: appendCompact against json.Compact on a result's
+// encoding with protojson's spaces.
+func BenchmarkCompact(b *testing.B) {
+	raw, err := marshalJSON.Marshal(spacedResult(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	spaced := bytes.ReplaceAll(raw, []byte(`,"`), []byte(`, "`)) // as a spacing build writes it
+	b.Run("json.Compact", func(b *testing.B) {
+		var buf bytes.Buffer
+		for b.Loop() {
+			buf.Reset()
+			if err := json.Compact(&buf, spaced); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("appendCompact", func(b *testing.B) {
+		var buf []byte
+		for b.Loop() {
+			buf, _ = appendCompact(buf[:0], spaced, nil)
+		}
+	})
+}
