@@ -36,6 +36,7 @@ import (
 	"github.com/assessd/assessd/internal/media"
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/internal/testkit/benchenv"
+	"github.com/assessd/assessd/internal/testkit/benchload"
 	"github.com/assessd/assessd/tenancy"
 	"github.com/assessd/assessd/workflows"
 	"github.com/assessd/assessd/workflows/grading"
@@ -56,6 +57,7 @@ func run(ctx context.Context) (err error) {
 	clients := flag.Int("c", 16, "concurrent submitting clients")
 	regenerations := flag.Int("r", 100, "question regenerations to time")
 	sheets := flag.Int("sheets", 40, "answer sheets in the scanning benchmark's upload")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the submit-and-grade run (API, dispatcher and worker) to this file")
 	flag.Parse()
 	env, err := benchenv.Start(ctx, "assessd_benchgrading", benchenv.WithTemporal())
 	if err != nil {
@@ -95,6 +97,15 @@ func run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	stopProfile := func() {}
+	if *cpuProfile != "" {
+		stop, err := benchload.StartCPUProfile(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		stopProfile = sync.OnceFunc(stop)
+		defer stopProfile()
+	}
 	start := time.Now()
 	if err := submitAll(ctx, tc, srv.URL, key, examID, questionID, studentID, *n, *clients); err != nil {
 		return err
@@ -106,6 +117,7 @@ func run(ctx context.Context) (err error) {
 		return err
 	}
 	rate := float64(*n) / time.Since(start).Seconds()
+	stopProfile()
 	slices.Sort(latencies)
 	fmt.Printf("%d results, %d submitters each waiting for its result to be graded, builtin provider, one global worker, dev server on loopback\n\n", *n, *clients)
 	fmt.Printf("%-28s %10s\n", "target", "per second")
