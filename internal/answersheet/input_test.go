@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"image"
 	"image/color"
 	"image/jpeg"
 	"image/png"
+	"os"
 	"testing"
 
 	"github.com/go-pdf/fpdf"
@@ -151,6 +153,74 @@ func TestSplitPDFPageOrderAndLimit(t *testing.T) {
 			t.Errorf("page %d is %s's sheet, want %s's", i, got[i], want[i])
 		}
 	}
+}
+
+// A PDF of several render chunks: SplitPDFPages gives every page in order
+// as a PNG; SplitPDF stops at the first error its callback returns; both
+// leave no temporary file behind.
+func TestSplitPDFChunksAndCleanUp(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	doc := fpdf.New("P", "mm", "A4", "")
+	const pages = 19 // three chunks of pdftoppm's, the last one short
+	for i := range pages {
+		doc.AddPage()
+		doc.Rect(10, 10, float64(10+8*i), 20, "F") // a bar as long as the page number
+	}
+	var pdf bytes.Buffer
+	if err := doc.Output(&pdf); err != nil {
+		t.Fatal(err)
+	}
+	var widths []int
+	err := answersheet.SplitPDFPages(context.Background(), pdf.Bytes(), func(page int, data []byte) error {
+		img, err := png.Decode(bytes.NewReader(data))
+		if err != nil {
+			return fmt.Errorf("page %d: %w", page, err)
+		}
+		if page != len(widths)+1 || img.Bounds().Dy() != 1754 {
+			return fmt.Errorf("page %d of %v after %d pages", page, img.Bounds(), len(widths))
+		}
+		widths = append(widths, darkRun(img))
+		return nil
+	})
+	if err != nil || len(widths) != pages {
+		t.Fatalf("SplitPDFPages = %d pages, %v; want %d", len(widths), err, pages)
+	}
+	for i := 1; i < pages; i++ {
+		if widths[i] <= widths[i-1] {
+			t.Fatalf("bars %v: pages out of order", widths)
+		}
+	}
+
+	stop := errors.New("stop")
+	var seen []int
+	err = answersheet.SplitPDF(context.Background(), pdf.Bytes(), func(page int, _ image.Image) error {
+		seen = append(seen, page)
+		if page == 10 {
+			return stop
+		}
+		return nil
+	})
+	if !errors.Is(err, stop) || len(seen) != 10 {
+		t.Fatalf("SplitPDF = %v after pages %v, want the callback's error after page 10", err, seen)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Fatalf("left in the temporary folder: %v", left)
+	}
+}
+
+// darkRun is the length of the dark run along the row through the middle
+// of the page's first bar.
+func darkRun(img image.Image) int {
+	b := img.Bounds()
+	y := b.Min.Y + b.Dy()*15/297
+	n := 0
+	for x := b.Min.X; x < b.Max.X; x++ {
+		if r, _, _, _ := img.At(x, y).RGBA(); r < 0x8000 {
+			n++
+		}
+	}
+	return n
 }
 
 func TestSplitPDFTooManyPages(t *testing.T) {
