@@ -49,7 +49,7 @@ func rasterize(ctx context.Context, dir, in string, pages int, each func(page in
 		if next := c + renderAhead; next < chunks {
 			start(next)
 		}
-		if err := deliverPages(ctx, dir, c, c*renderChunk+1, each); err != nil {
+		if err := deliverPages(ctx, dir, c, c*renderChunk+1, min((c+1)*renderChunk, pages), each); err != nil {
 			return err
 		}
 	}
@@ -67,14 +67,17 @@ func renderPages(ctx context.Context, dir, in string, c, first, last int) error 
 // <root>-<page>.pgm, the page number padded to the page count's width.
 func chunkRoot(dir string, c int) string { return filepath.Join(dir, "c"+strconv.Itoa(c)) }
 
-// deliverPages calls each with chunk c's pages in order, the first of them
-// being page first, and removes their files.
-func deliverPages(ctx context.Context, dir string, c, first int, each func(page int, img image.Image) error) error {
+// deliverPages calls each with chunk c's pages, first to last, in order and
+// removes their files.
+func deliverPages(ctx context.Context, dir string, c, first, last int, each func(page int, img image.Image) error) error {
 	names, err := filepath.Glob(chunkRoot(dir, c) + "-*.pgm")
 	if err != nil {
 		return fmt.Errorf("answersheet: %w", err)
 	}
 	slices.SortFunc(names, func(a, b string) int { return pageNumber(a) - pageNumber(b) })
+	if len(names) != last-first+1 || pageNumber(names[0]) != first {
+		return fmt.Errorf("%w: pages %d to %d rendered as %d files", ErrUnreadablePDF, first, last, len(names))
+	}
 	for i, name := range names {
 		if err := ctx.Err(); err != nil {
 			return err
