@@ -58,6 +58,7 @@ func run(ctx context.Context) (err error) {
 	regenerations := flag.Int("r", 100, "question regenerations to time")
 	sheets := flag.Int("sheets", 40, "answer sheets in the scanning benchmark's upload")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the submit-and-grade run (API, dispatcher and worker) to this file")
+	scanProfile := flag.String("scan-cpuprofile", "", "write a CPU profile of the scan end to end (upload to results) to this file")
 	flag.Parse()
 	env, err := benchenv.Start(ctx, "assessd_benchgrading", benchenv.WithTemporal())
 	if err != nil {
@@ -135,7 +136,7 @@ func run(ctx context.Context) (err error) {
 	if err := regenerationBench(ctx, tc, db, srv.URL, key, orgID, examID, questionID, *regenerations); err != nil {
 		return err
 	}
-	return benchScanning(ctx, a, srv.URL, orgID, key, *sheets)
+	return benchScanning(ctx, a, srv.URL, orgID, key, *sheets, *scanProfile)
 }
 
 // dispatchDelays returns, sorted, how long after its submission each

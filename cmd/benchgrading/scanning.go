@@ -15,6 +15,7 @@ import (
 	"github.com/assessd/assessd/internal/answersheet"
 	"github.com/assessd/assessd/internal/app"
 	"github.com/assessd/assessd/internal/assessment"
+	"github.com/assessd/assessd/internal/testkit/benchload"
 	"github.com/assessd/assessd/tenancy"
 )
 
@@ -22,8 +23,9 @@ import (
 // the mark-recognition step alone (ReadPage on rasterized pages, in this
 // process) against a scan end to end (one PDF of n sheets uploaded through
 // the API, split, read page by page on the worker, results submitted and
-// scored), in pages per second.
-func benchScanning(ctx context.Context, a *app.App, base, orgID, key string, n int) error {
+// scored), in pages per second; profile, when set, names the file for a CPU
+// profile of the latter.
+func benchScanning(ctx context.Context, a *app.App, base, orgID, key string, n int, profile string) error {
 	sys := tenancy.WithCaller(ctx, tenancy.SystemCaller(orgID))
 	examID, err := seedSheetExam(sys, a)
 	if err != nil {
@@ -69,6 +71,13 @@ func benchScanning(ctx context.Context, a *app.App, base, orgID, key string, n i
 	part, _ := mw.CreateFormFile("file", "sheets.pdf")
 	_, _ = part.Write(pdf)
 	_ = mw.Close()
+	if profile != "" {
+		stop, err := benchload.StartCPUProfile(profile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	start = time.Now()
 	created, err := call(http.MethodPost, base+"/exams/"+examID+"/answer-sheet-scans", key, mw.FormDataContentType(), &body)
 	if err != nil {
