@@ -55,18 +55,29 @@ func StartTemporalAt(ctx context.Context, address string, logs io.Writer) (*Temp
 		ExistingPath:  path,
 		ClientOptions: &client.Options{HostPort: address, Namespace: "default", Logger: nopLogger{}},
 		LogLevel:      "error",
-		// Activities scheduled by a workflow task start on the worker that
-		// scheduled them, without a round trip through matching (decision
-		// 0123), as on Temporal Cloud.
-		ExtraArgs: []string{"--dynamic-config-value", "system.enableActivityEagerExecution=true"},
-		Stdout:    logs,
-		Stderr:    logs,
+		ExtraArgs: []string{
+			// Activities scheduled by a workflow task start on the worker
+			// that scheduled them, without a round trip through matching
+			// (decision 0123), as on Temporal Cloud.
+			"--dynamic-config-value", "system.enableActivityEagerExecution=true",
+			// The dev server has one history shard, whose transfer queue
+			// is read at most 20 times a second by default: past a burst of
+			// about ten, every new workflow task waited some 45 ms to reach
+			// matching (decision 0128).
+			"--dynamic-config-value", "history.transferProcessorMaxPollRPS=" + transferReadsPerSecond,
+		},
+		Stdout: logs,
+		Stderr: logs,
 	})
 	if err != nil {
 		return nil, err
 	}
 	return &Temporal{server: server, Address: server.FrontendHostPort()}, nil
 }
+
+// transferReadsPerSecond bounds the reads of a history shard's transfer
+// queue (Temporal's default: 20), here and in deploy/temporal/dynamicconfig.
+const transferReadsPerSecond = "200"
 
 // Stop shuts the dev server down.
 func (t *Temporal) Stop() error { return t.server.Stop() }
