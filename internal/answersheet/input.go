@@ -97,20 +97,6 @@ func CheckUpload(ctx context.Context, data []byte) (int, error) {
 	return pages, err
 }
 
-// DecodeUpload turns one uploaded file, PNG, JPEG or PDF by its content,
-// into page images and calls each with every page in order (1-based),
-// stopping at the first error it returns.
-func DecodeUpload(ctx context.Context, data []byte, each func(page int, img image.Image) error) error {
-	if bytes.HasPrefix(data, []byte("%PDF-")) {
-		return SplitPDF(ctx, data, each)
-	}
-	img, err := DecodeImage(data)
-	if err != nil {
-		return err
-	}
-	return each(1, img)
-}
-
 // SplitPDF rasterizes a PDF in grey at about 150 dpi with pdftoppm and calls
 // each with every page in order (1-based), stopping at the first error it
 // returns. Pages are rendered in a private temporary directory that is

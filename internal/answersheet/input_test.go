@@ -83,14 +83,14 @@ func TestDecodeImage(t *testing.T) {
 	}
 }
 
-func TestDecodeUploadPDF(t *testing.T) {
+func TestSplitPDFPageSizeAndDamage(t *testing.T) {
 	f := newFixture()
 	var pdf bytes.Buffer
 	if err := answersheet.Render(&pdf, f.exam, nil, f.questions); err != nil {
 		t.Fatal(err)
 	}
 	var pages []int
-	err := answersheet.DecodeUpload(context.Background(), pdf.Bytes(), func(page int, img image.Image) error {
+	err := answersheet.SplitPDF(context.Background(), pdf.Bytes(), func(page int, img image.Image) error {
 		if img.Bounds().Dy() != 1754 {
 			t.Errorf("page %d is %v, want 1754 px high", page, img.Bounds())
 		}
@@ -98,7 +98,7 @@ func TestDecodeUploadPDF(t *testing.T) {
 		return nil
 	})
 	if err != nil || len(pages) != 1 {
-		t.Fatalf("DecodeUpload = pages %v, %v; want one page", pages, err)
+		t.Fatalf("SplitPDF = pages %v, %v; want one page", pages, err)
 	}
 
 	for name, data := range map[string][]byte{
@@ -106,7 +106,7 @@ func TestDecodeUploadPDF(t *testing.T) {
 		"truncated":   pdf.Bytes()[:pdf.Len()/3],
 		"over 20 MiB": append([]byte("%PDF-1.7\n"), make([]byte, answersheet.MaxUploadBytes)...),
 	} {
-		err := answersheet.DecodeUpload(context.Background(), data, func(int, image.Image) error { return nil })
+		err := answersheet.SplitPDF(context.Background(), data, func(int, image.Image) error { return nil })
 		if !errors.Is(err, answersheet.ErrUnreadablePDF) && !errors.Is(err, answersheet.ErrTooLarge) {
 			t.Errorf("%s: error = %v, want ErrUnreadablePDF or ErrTooLarge", name, err)
 		}
