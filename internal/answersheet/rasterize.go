@@ -34,10 +34,12 @@ func rasterize(ctx context.Context, dir, in string, pages int, each func(page in
 	defer runs.Wait()
 	defer cancel()
 	chunks := (pages + renderChunk - 1) / renderChunk
+	bounds := func(c int) (first, last int) { return c*renderChunk + 1, min((c+1)*renderChunk, pages) }
 	rendered := make([]chan error, chunks)
 	start := func(c int) {
 		rendered[c] = make(chan error, 1)
-		runs.Go(func() { rendered[c] <- renderPages(ctx, dir, in, c, c*renderChunk+1, min((c+1)*renderChunk, pages)) })
+		first, last := bounds(c)
+		runs.Go(func() { rendered[c] <- renderPages(ctx, dir, in, c, first, last) })
 	}
 	for c := range min(renderAhead, chunks) {
 		start(c)
@@ -49,7 +51,8 @@ func rasterize(ctx context.Context, dir, in string, pages int, each func(page in
 		if next := c + renderAhead; next < chunks {
 			start(next)
 		}
-		if err := deliverPages(ctx, dir, c, c*renderChunk+1, min((c+1)*renderChunk, pages), each); err != nil {
+		first, last := bounds(c)
+		if err := deliverPages(ctx, dir, c, first, last, each); err != nil {
 			return err
 		}
 	}
