@@ -195,6 +195,8 @@ func pdfPageCount(ctx context.Context, path string) (int, error) {
 	return n, nil
 }
 
+var errRenderingTooLong = fmt.Errorf("%w: rendering took too long", ErrUnreadablePDF)
+
 // poppler runs a poppler-utils program. Its error output stays out of the
 // returned error: it names temporary paths and says nothing the uploader
 // can act on.
@@ -210,7 +212,7 @@ func poppler(ctx context.Context, tool string, args ...string) ([]byte, error) {
 	out, err := cmd.Output()
 	switch {
 	case ctx.Err() != nil:
-		return nil, fmt.Errorf("%w: rendering took too long", ErrUnreadablePDF)
+		return nil, errRenderingTooLong
 	case err != nil:
 		return nil, fmt.Errorf("%w: %s failed", ErrUnreadablePDF, tool)
 	}

@@ -156,45 +156,28 @@ func TestSplitPDFPageOrderAndLimit(t *testing.T) {
 }
 
 // A PDF of several render chunks: SplitPDFPages gives every page in order
-// as a PNG; SplitPDF stops at the first error its callback returns; both
-// leave no temporary file behind.
+// as a PNG, also with other splits running; SplitPDF stops at the first
+// error its callback returns; both leave no temporary file behind.
 func TestSplitPDFChunksAndCleanUp(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
-	doc := fpdf.New("P", "mm", "A4", "")
 	const pages = 19 // three chunks of pdftoppm's, the last one short
-	for i := range pages {
-		doc.AddPage()
-		doc.Rect(10, 10, float64(10+8*i), 20, "F") // a bar as long as the page number
+	pdf := barsPDF(t, pages)
+	// Two at once, as concurrent scans on one worker: they share the
+	// process's render slots.
+	errs := make(chan error, 2)
+	for range cap(errs) {
+		go func() { errs <- splitInOrder(pdf, pages) }()
 	}
-	var pdf bytes.Buffer
-	if err := doc.Output(&pdf); err != nil {
-		t.Fatal(err)
-	}
-	var widths []int
-	err := answersheet.SplitPDFPages(context.Background(), pdf.Bytes(), func(page int, data []byte) error {
-		img, err := png.Decode(bytes.NewReader(data))
-		if err != nil {
-			return fmt.Errorf("page %d: %w", page, err)
-		}
-		if page != len(widths)+1 || img.Bounds().Dy() != 1754 {
-			return fmt.Errorf("page %d of %v after %d pages", page, img.Bounds(), len(widths))
-		}
-		widths = append(widths, darkRun(img))
-		return nil
-	})
-	if err != nil || len(widths) != pages {
-		t.Fatalf("SplitPDFPages = %d pages, %v; want %d", len(widths), err, pages)
-	}
-	for i := 1; i < pages; i++ {
-		if widths[i] <= widths[i-1] {
-			t.Fatalf("bars %v: pages out of order", widths)
+	for range cap(errs) {
+		if err := <-errs; err != nil {
+			t.Error(err)
 		}
 	}
 
 	stop := errors.New("stop")
 	var seen []int
-	err = answersheet.SplitPDF(context.Background(), pdf.Bytes(), func(page int, _ image.Image) error {
+	err := answersheet.SplitPDF(context.Background(), pdf, func(page int, _ image.Image) error {
 		seen = append(seen, page)
 		if page == 10 {
 			return stop
@@ -207,6 +190,48 @@ func TestSplitPDFChunksAndCleanUp(t *testing.T) {
 	if left, _ := os.ReadDir(tmp); len(left) != 0 {
 		t.Fatalf("left in the temporary folder: %v", left)
 	}
+}
+
+// barsPDF is a PDF of n A4 pages, each with a bar as long as its page
+// number.
+func barsPDF(t *testing.T, n int) []byte {
+	t.Helper()
+	doc := fpdf.New("P", "mm", "A4", "")
+	for i := range n {
+		doc.AddPage()
+		doc.Rect(10, 10, float64(10+8*i), 20, "F")
+	}
+	var pdf bytes.Buffer
+	if err := doc.Output(&pdf); err != nil {
+		t.Fatal(err)
+	}
+	return pdf.Bytes()
+}
+
+// splitInOrder splits a barsPDF of n pages with SplitPDFPages and checks
+// that every page comes as a 1754 px high PNG, in order.
+func splitInOrder(pdf []byte, n int) error {
+	var widths []int
+	err := answersheet.SplitPDFPages(context.Background(), pdf, func(page int, data []byte) error {
+		img, err := png.Decode(bytes.NewReader(data))
+		if err != nil {
+			return fmt.Errorf("page %d: %w", page, err)
+		}
+		if page != len(widths)+1 || img.Bounds().Dy() != 1754 {
+			return fmt.Errorf("page %d of %v after %d pages", page, img.Bounds(), len(widths))
+		}
+		widths = append(widths, darkRun(img))
+		return nil
+	})
+	if err != nil || len(widths) != n {
+		return fmt.Errorf("SplitPDFPages = %d pages, %v; want %d", len(widths), err, n)
+	}
+	for i := 1; i < n; i++ {
+		if widths[i] <= widths[i-1] {
+			return fmt.Errorf("bars %v: pages out of order", widths)
+		}
+	}
+	return nil
 }
 
 // darkRun is the length of the dark run along the row through the middle

@@ -59,8 +59,19 @@ func rasterize(ctx context.Context, dir, in string, pages int, each func(page in
 	return nil
 }
 
+// renderSlots bounds the pdftoppm runs of the whole process to its cores:
+// rendering is CPU-bound, and concurrent scans would otherwise multiply the
+// runs (and their memory) by renderAhead.
+var renderSlots = make(chan struct{}, runtime.GOMAXPROCS(0))
+
 // renderPages renders pages first to last into dir as chunk c's files.
 func renderPages(ctx context.Context, dir, in string, c, first, last int) error {
+	select {
+	case renderSlots <- struct{}{}:
+		defer func() { <-renderSlots }()
+	case <-ctx.Done():
+		return errRenderingTooLong
+	}
 	_, err := poppler(ctx, "pdftoppm", "-gray", "-scale-to", strconv.Itoa(pdfLongSide),
 		"-f", strconv.Itoa(first), "-l", strconv.Itoa(last), in, chunkRoot(dir, c))
 	return err
