@@ -12,6 +12,8 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/assessd/assessd/internal/pbjson"
 )
 
 // The API's JSON: every field emitted (clients see a stable shape, empty
@@ -45,6 +47,9 @@ func (c restJSON) MarshalAppend(base []byte, msg proto.Message) ([]byte, error) 
 		opts.EmitUnpopulated = false
 		data, err := opts.Marshal(msg)
 		return appendCompact(base, data, err)
+	}
+	if out, ok := pbjson.Append(base, msg); ok {
+		return out, nil
 	}
 	data, err := c.JSONCodec.MarshalAppend(nil, msg)
 	return appendCompact(base, data, err)
@@ -85,8 +90,12 @@ func (connectJSON) Marshal(v any) ([]byte, error) {
 }
 
 // marshalCompact is msg as the API's JSON, byte for byte what the
-// transcoder writes (protojson varies its spacing on purpose).
+// transcoder writes (protojson varies its spacing on purpose): pbjson's
+// output, or protojson's for what pbjson leaves to it.
 func marshalCompact(msg proto.Message) ([]byte, error) {
+	if out, ok := pbjson.Append(nil, msg); ok {
+		return out, nil
+	}
 	data, err := marshalJSON.Marshal(msg)
 	return appendCompact(nil, data, err)
 }

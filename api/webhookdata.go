@@ -32,6 +32,5 @@ func WebhookData(resource any) (json.RawMessage, error) {
 	default:
 		return nil, fmt.Errorf("no API form for %T", resource)
 	}
-	data, err := marshalJSON.Marshal(m)
-	return appendCompact(nil, data, err)
+	return marshalCompact(m)
 }

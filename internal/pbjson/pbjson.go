@@ -1,0 +1,431 @@
+// Package pbjson writes protobuf messages as the API's JSON: protojson's
+// mapping with every field emitted (EmitUnpopulated), without whitespace.
+//
+// protojson is the reference and stays the decoder; it is slow to encode
+// because it collects and sorts every message's fields on every call
+// (a quarter of its time) and formats timestamps through time.Format. A
+// submission's response took 10 % of the request's CPU and a page of 100
+// results 9-11 ms. This package walks each message type's fields in a plan
+// computed once, which yields the same bytes in a fraction of the time.
+//
+// It covers what the API's messages use: scalars, enums, bytes, repeated
+// and map fields, oneofs and proto3 optional fields, and the well-known
+// types Timestamp, Struct, Value and ListValue. Anything else (Any,
+// Duration, wrappers, FieldMask, extensions), and any value protojson
+// refuses (invalid UTF-8, a NaN in a Value, a timestamp out of range),
+// makes Append decline, so that the caller lets protojson write the
+// message, or report the error, exactly as before. The differential tests
+// hold the output to protojson's byte for byte.
+package pbjson
+
+import (
+	"encoding/base64"
+	"math"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+)
+
+// Append appends m's JSON to b. ok is false when m holds a type or a value
+// this package leaves to protojson; b's contents past its length are then
+// undefined.
+func Append(b []byte, m proto.Message) (out []byte, ok bool) {
+	rm := m.ProtoReflect()
+	p := planOf(rm.Descriptor())
+	if cap(b) == 0 {
+		// Sized like this type's last output: one allocation, not a dozen
+		// as the buffer grows.
+		b = make([]byte, 0, p.lastSize.Load()+64)
+	}
+	start := len(b)
+	if b, ok = appendMessage(b, rm, p); ok {
+		p.lastSize.Store(int64(len(b) - start))
+	}
+	return b, ok
+}
+
+// shape says how a message type is written.
+type shape uint8
+
+const (
+	fieldsShape shape = iota // an object of its fields
+	timestampShape
+	valueShape
+	structShape
+	listValueShape
+	declined // left to protojson
+)
+
+// plan is how one message type is written, computed once per type.
+type plan struct {
+	shape shape
+	// fields in declaration order, protojson's order; a field's index
+	// here is its descriptor's Index().
+	fields []field
+	// lastSize is the length of the last JSON written for this type.
+	lastSize atomic.Int64
+}
+
+// field is one field of a plan.
+type field struct {
+	fd protoreflect.FieldDescriptor
+	// name is the quoted JSON name and its colon.
+	name string
+	// inOneof fields (proto3 optional ones included) are left out while
+	// unset; other fields with presence (messages) are written as null.
+	inOneof, presence bool
+	// mapValue describes a map field's values.
+	mapValue *field
+	// message is the plan of the field's message type, looked up on first
+	// use (types may contain themselves).
+	message atomic.Pointer[plan]
+}
+
+// messagePlan is the plan of f's message type.
+func (f *field) messagePlan() *plan {
+	if p := f.message.Load(); p != nil {
+		return p
+	}
+	p := planOf(f.fd.Message())
+	f.message.Store(p)
+	return p
+}
+
+var plans sync.Map // protoreflect.MessageDescriptor → *plan
+
+func planOf(md protoreflect.MessageDescriptor) *plan {
+	if p, ok := plans.Load(md); ok {
+		return p.(*plan)
+	}
+	p := &plan{shape: shapeOf(md)}
+	fds := md.Fields()
+	p.fields = make([]field, fds.Len())
+	for i := range p.fields {
+		fd := fds.Get(i)
+		name, _ := appendString(nil, fd.JSONName())
+		f := &p.fields[i]
+		f.fd, f.name, f.inOneof, f.presence = fd, string(append(name, ':')), fd.ContainingOneof() != nil, fd.HasPresence()
+		if fd.IsMap() {
+			f.mapValue = &field{fd: fd.MapValue()}
+		}
+	}
+	actual, _ := plans.LoadOrStore(md, p)
+	return actual.(*plan)
+}
+
+func shapeOf(md protoreflect.MessageDescriptor) shape {
+	if md.ExtensionRanges().Len() > 0 {
+		return declined // extensions and MessageSets
+	}
+	if md.FullName().Parent() != "google.protobuf" {
+		return fieldsShape
+	}
+	switch md.Name() {
+	case "Timestamp":
+		return timestampShape
+	case "Value":
+		return valueShape
+	case "Struct":
+		return structShape
+	case "ListValue":
+		return listValueShape
+	case "Empty":
+		return fieldsShape // no special mapping: {}
+	}
+	return declined // Any, Duration, wrappers, FieldMask, descriptors
+}
+
+func appendMessage(b []byte, m protoreflect.Message, p *plan) ([]byte, bool) {
+	switch p.shape {
+	case timestampShape:
+		return appendTimestamp(b, m.Get(p.fields[0].fd).Int(), m.Get(p.fields[1].fd).Int())
+	case valueShape:
+		return appendValue(b, m, p)
+	case structShape:
+		return appendMap(b, m.Get(p.fields[0].fd).Map(), &p.fields[0])
+	case listValueShape:
+		return appendList(b, m.Get(p.fields[0].fd).List(), &p.fields[0])
+	case declined:
+		return b, false
+	}
+	b = append(b, '{')
+	first := true
+	for i := range p.fields {
+		f := &p.fields[i]
+		if (f.inOneof || f.presence) && !m.Has(f.fd) {
+			if f.inOneof {
+				continue
+			}
+			b = appendName(b, f.name, &first)
+			b = append(b, "null"...)
+			continue
+		}
+		b = appendName(b, f.name, &first)
+		var ok bool
+		switch {
+		// An empty list or map is written without Get, which allocates a
+		// view of it.
+		case f.fd.IsList() && !m.Has(f.fd):
+			b, ok = append(b, '[', ']'), true
+		case f.fd.IsMap() && !m.Has(f.fd):
+			b, ok = append(b, '{', '}'), true
+		case f.fd.IsList():
+			b, ok = appendList(b, m.Get(f.fd).List(), f)
+		case f.fd.IsMap():
+			b, ok = appendMap(b, m.Get(f.fd).Map(), f)
+		default:
+			b, ok = appendSingular(b, m.Get(f.fd), f)
+		}
+		if !ok {
+			return b, false
+		}
+	}
+	return append(b, '}'), true
+}
+
+func appendName(b []byte, name string, first *bool) []byte {
+	if !*first {
+		b = append(b, ',')
+	}
+	*first = false
+	return append(b, name...)
+}
+
+func appendList(b []byte, l protoreflect.List, f *field) ([]byte, bool) {
+	b = append(b, '[')
+	for i := range l.Len() {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var ok bool
+		if b, ok = appendSingular(b, l.Get(i), f); !ok {
+			return b, false
+		}
+	}
+	return append(b, ']'), true
+}
+
+// appendMap writes the entries ordered by key, as protojson does: false
+// before true, numbers by value, strings bytewise.
+func appendMap(b []byte, mp protoreflect.Map, f *field) ([]byte, bool) {
+	keys := make([]protoreflect.MapKey, 0, mp.Len())
+	mp.Range(func(k protoreflect.MapKey, _ protoreflect.Value) bool {
+		keys = append(keys, k)
+		return true
+	})
+	slices.SortFunc(keys, compareKeys)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var ok bool
+		if b, ok = appendString(b, k.String()); !ok {
+			return b, false
+		}
+		b = append(b, ':')
+		if b, ok = appendSingular(b, mp.Get(k), f.mapValue); !ok {
+			return b, false
+		}
+	}
+	return append(b, '}'), true
+}
+
+func compareKeys(x, y protoreflect.MapKey) int {
+	switch v := x.Interface().(type) {
+	case bool:
+		if v == y.Bool() {
+			return 0
+		} else if v {
+			return 1
+		}
+		return -1
+	case int32, int64:
+		return cmpOrdered(x.Int(), y.Int())
+	case uint32, uint64:
+		return cmpOrdered(x.Uint(), y.Uint())
+	}
+	return cmpOrdered(x.String(), y.String())
+}
+
+func cmpOrdered[T int64 | uint64 | string](x, y T) int {
+	switch {
+	case x < y:
+		return -1
+	case x > y:
+		return 1
+	}
+	return 0
+}
+
+func appendSingular(b []byte, v protoreflect.Value, f *field) ([]byte, bool) {
+	if !v.IsValid() {
+		return append(b, "null"...), true
+	}
+	fd := f.fd
+	switch fd.Kind() {
+	case protoreflect.BoolKind:
+		return strconv.AppendBool(b, v.Bool()), true
+	case protoreflect.StringKind:
+		return appendString(b, v.String())
+	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind:
+		return strconv.AppendInt(b, v.Int(), 10), true
+	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind:
+		return strconv.AppendUint(b, v.Uint(), 10), true
+	case protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
+		// 64-bit integers are strings: JavaScript's numbers cannot hold them.
+		b = strconv.AppendInt(append(b, '"'), v.Int(), 10)
+		return append(b, '"'), true
+	case protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
+		b = strconv.AppendUint(append(b, '"'), v.Uint(), 10)
+		return append(b, '"'), true
+	case protoreflect.FloatKind:
+		return appendFloat(b, v.Float(), 32), true
+	case protoreflect.DoubleKind:
+		return appendFloat(b, v.Float(), 64), true
+	case protoreflect.BytesKind:
+		b = base64.StdEncoding.AppendEncode(append(b, '"'), v.Bytes())
+		return append(b, '"'), true
+	case protoreflect.EnumKind:
+		if fd.Enum().FullName() == "google.protobuf.NullValue" {
+			return append(b, "null"...), true
+		}
+		if ev := fd.Enum().Values().ByNumber(v.Enum()); ev != nil {
+			return appendString(b, string(ev.Name()))
+		}
+		return strconv.AppendInt(b, int64(v.Enum()), 10), true
+	case protoreflect.MessageKind, protoreflect.GroupKind:
+		return appendMessage(b, v.Message(), f.messagePlan())
+	}
+	return b, false
+}
+
+// appendFloat writes a number as JavaScript would print it (encoding/json's
+// rule): fixed notation, exponent notation below 1e-6 and from 1e21 with a
+// one-digit exponent unpadded; NaN and the infinities as strings.
+func appendFloat(b []byte, f float64, bits int) []byte {
+	switch {
+	case math.IsNaN(f):
+		return append(b, `"NaN"`...)
+	case math.IsInf(f, 1):
+		return append(b, `"Infinity"`...)
+	case math.IsInf(f, -1):
+		return append(b, `"-Infinity"`...)
+	}
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 {
+		// A float's bounds are compared as floats: float32(1e-6) is not 1e-6.
+		if bits == 64 && (abs < 1e-6 || abs >= 1e21) || bits == 32 && (float32(abs) < 1e-6 || float32(abs) >= 1e21) {
+			format = 'e'
+		}
+	}
+	b = strconv.AppendFloat(b, f, format, -1, bits)
+	if format == 'e' {
+		// e-07 → e-7
+		if n := len(b); b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
+}
+
+// appendString writes s as a JSON string the way protojson does: quotes,
+// backslashes and control characters escaped, everything else as it is.
+// Invalid UTF-8 is refused.
+func appendString(b []byte, s string) ([]byte, bool) {
+	if !utf8.ValidString(s) {
+		return b, false
+	}
+	b = append(b, '"')
+	from := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= ' ' && c != '"' && c != '\\' {
+			continue
+		}
+		b = append(b, s[from:i]...)
+		from = i + 1
+		switch c {
+		case '"', '\\':
+			b = append(b, '\\', c)
+		case '\b':
+			b = append(b, '\\', 'b')
+		case '\f':
+			b = append(b, '\\', 'f')
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		default:
+			const hex = "0123456789abcdef"
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		}
+	}
+	b = append(b, s[from:]...)
+	return append(b, '"'), true
+}
+
+// The range of a Timestamp: years 1 to 9999.
+const (
+	minTimestampSeconds = -62135596800
+	maxTimestampSeconds = 253402300799
+)
+
+// appendTimestamp writes RFC 3339 in UTC with 0, 3, 6 or 9 fractional
+// digits, the fewest that keep the value.
+func appendTimestamp(b []byte, secs, nanos int64) ([]byte, bool) {
+	if secs < minTimestampSeconds || secs > maxTimestampSeconds || nanos < 0 || nanos > 999_999_999 {
+		return b, false
+	}
+	t := time.Unix(secs, 0).UTC()
+	year, month, day := t.Date()
+	hour, minute, second := t.Clock()
+	b = append(b, '"')
+	b = appendDigits(b, int64(year), 4)
+	b = appendDigits(append(b, '-'), int64(month), 2)
+	b = appendDigits(append(b, '-'), int64(day), 2)
+	b = appendDigits(append(b, 'T'), int64(hour), 2)
+	b = appendDigits(append(b, ':'), int64(minute), 2)
+	b = appendDigits(append(b, ':'), int64(second), 2)
+	if nanos != 0 {
+		digits := 9
+		for digits > 3 && nanos%1000 == 0 {
+			nanos /= 1000
+			digits -= 3
+		}
+		b = appendDigits(append(b, '.'), nanos, digits)
+	}
+	return append(b, 'Z', '"'), true
+}
+
+// appendDigits writes v, which is not negative, in exactly width digits.
+func appendDigits(b []byte, v int64, width int) []byte {
+	var d [9]byte
+	for i := width - 1; i >= 0; i-- {
+		d[i] = byte('0' + v%10)
+		v /= 10
+	}
+	return append(b, d[:width]...)
+}
+
+// appendValue writes a google.protobuf.Value as the JSON value it holds.
+func appendValue(b []byte, m protoreflect.Message, p *plan) ([]byte, bool) {
+	fd := m.WhichOneof(p.fields[0].fd.ContainingOneof())
+	if fd == nil {
+		return b, false // protojson refuses a Value without a kind
+	}
+	v := m.Get(fd)
+	if fd.Kind() == protoreflect.DoubleKind && (math.IsNaN(v.Float()) || math.IsInf(v.Float(), 0)) {
+		return b, false // and NaN or an infinity, which JSON cannot hold
+	}
+	return appendSingular(b, v, &p.fields[fd.Index()])
+}
