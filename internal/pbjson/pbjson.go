@@ -97,6 +97,9 @@ func (f *field) messagePlan() *plan {
 	return p
 }
 
+// plans holds a plan per message descriptor for the life of the process:
+// the API's generated types, a fixed set (descriptors built at run time,
+// one per request, would grow it without bound).
 var plans sync.Map // protoreflect.MessageDescriptor → *plan
 
 func planOf(md protoreflect.MessageDescriptor) *plan {
