@@ -88,7 +88,7 @@ func run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("\nthroughput ratio assessd/baseline, median of %d rounds: %.2f; target >= 0.85\n", *rounds, ratio)
+	fmt.Printf("throughput ratio assessd/baseline, median of %d rounds: %.2f; target >= 0.85\n", *rounds, ratio)
 	fmt.Printf("assessd p99 in the last round: %.2f ms; target < 5 ms\n", benchload.Ms(last.P99))
 	floor := func() *http.Request {
 		req, _ := http.NewRequest(http.MethodGet, base+"/floor", nil)
@@ -112,7 +112,7 @@ func run(ctx context.Context) (err error) {
 	if ratio, _, err = c.run(post(base), post(ours)); err != nil {
 		return err
 	}
-	fmt.Printf("\nthroughput ratio assessd/bare insert, median of %d rounds: %.2f; target >= 0.6\n", *rounds, ratio)
+	fmt.Printf("throughput ratio assessd/bare insert, median of %d rounds: %.2f; target >= 0.6\n", *rounds, ratio)
 	return nil
 }
 
@@ -131,9 +131,9 @@ type comparison struct {
 func (c comparison) run(base, ours func() *http.Request) (float64, benchload.Result, error) {
 	benchload.PrintHeader()
 	var ratios []float64
-	var ourRes benchload.Result
+	var ourRes, baseRes benchload.Result
 	for round := 1; round <= c.rounds; round++ {
-		baseRes := c.load(base, "")
+		baseRes = c.load(base, "")
 		baseRes.Print(round, "baseline")
 		if round == c.rounds && c.profile != "" {
 			stop, err := benchload.StartCPUProfile(c.profile)
@@ -149,6 +149,10 @@ func (c comparison) run(base, ours func() *http.Request) (float64, benchload.Res
 			return 0, ourRes, errors.New("requests failed during the benchmark")
 		}
 	}
+	// Where the difference is: the Go process (load generator included, the
+	// same for both) or the database.
+	fmt.Printf("\nCPU per request in the last round: assessd %d µs in this process + %d µs in PostgreSQL, baseline %d + %d µs\n",
+		ourRes.ProcessCPU.Microseconds(), ourRes.PostgresCPU.Microseconds(), baseRes.ProcessCPU.Microseconds(), baseRes.PostgresCPU.Microseconds())
 	slices.Sort(ratios)
 	return ratios[len(ratios)/2], ourRes, nil
 }

@@ -1,6 +1,7 @@
 // Package benchload drives HTTP load for the benchmark commands: clients
 // sending requests back to back over loopback, a warm-up that is not
-// counted, then throughput and latency percentiles of the measured part.
+// counted, then throughput, latency percentiles and CPU time per request of
+// the measured part.
 package benchload
 
 import (
@@ -12,6 +13,7 @@ import (
 	"os"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -21,6 +23,10 @@ type Result struct {
 	RPS      float64
 	P50, P99 time.Duration
 	Errors   int
+	// ProcessCPU is this process's CPU time per request (the load
+	// generator's and, for a server running in process, the server's);
+	// PostgresCPU the local PostgreSQL's, zero when none is visible.
+	ProcessCPU, PostgresCPU time.Duration
 }
 
 // Ms is d in milliseconds.
@@ -28,12 +34,16 @@ func Ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // PrintHeader prints the column names Print fills.
 func PrintHeader() {
-	fmt.Printf("%-6s %-10s %10s %9s %9s %9s\n", "round", "target", "req/s", "p50 ms", "p99 ms", "errors")
+	fmt.Printf("%-6s %-10s %10s %9s %9s %9s %11s %11s\n", "round", "target", "req/s", "p50 ms", "p99 ms", "errors", "cpu go µs", "cpu pg µs")
 }
 
 // Print prints r as one row of round.
 func (r Result) Print(round int, name string) {
-	fmt.Printf("%-6d %-10s %10.0f %9.2f %9.2f %9d\n", round, name, r.RPS, Ms(r.P50), Ms(r.P99), r.Errors)
+	pg := "-"
+	if r.PostgresCPU > 0 {
+		pg = strconv.FormatInt(r.PostgresCPU.Microseconds(), 10)
+	}
+	fmt.Printf("%-6d %-10s %10.0f %9.2f %9.2f %9d %11d %11s\n", round, name, r.RPS, Ms(r.P50), Ms(r.P99), r.Errors, r.ProcessCPU.Microseconds(), pg)
 }
 
 // Run has clients goroutines call send back to back, each with its own
@@ -80,6 +90,13 @@ func RunAtRate(clients int, rate float64, warmup, d time.Duration, send func(c *
 func drive(clients int, measureFrom time.Time, d time.Duration, next func() (time.Time, bool), send func(*http.Client, int) bool) Result {
 	client, done := newClient(clients)
 	defer done()
+	cpu := make(chan [2]cpuTimes, 1)
+	go func() {
+		time.Sleep(time.Until(measureFrom))
+		from := readCPU()
+		time.Sleep(time.Until(measureFrom.Add(d)))
+		cpu <- [2]cpuTimes{from, readCPU()}
+	}()
 	var col collector
 	var wg sync.WaitGroup
 	for worker := range clients {
@@ -99,7 +116,15 @@ func drive(clients int, measureFrom time.Time, d time.Duration, next func() (tim
 		})
 	}
 	wg.Wait()
-	return col.result(d)
+	r := col.result(d)
+	if span := <-cpu; r.RPS > 0 {
+		n := time.Duration(r.RPS * d.Seconds())
+		r.ProcessCPU = (span[1].process - span[0].process) / n
+		if span[0].postgresSeen && span[1].postgresSeen {
+			r.PostgresCPU = (span[1].postgres - span[0].postgres) / n
+		}
+	}
+	return r
 }
 
 func newClient(clients int) (*http.Client, func()) {
