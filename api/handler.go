@@ -73,24 +73,7 @@ type codecs struct {
 // newHandler is NewHandler with the given codecs and extra handler options
 // (tests count decodes with them).
 func newHandler(s Services, c codecs, extra ...connect.HandlerOption) (http.Handler, error) {
-	pkg := v1.File_assessd_v1_users_proto.Package()
-	routes := routeTemplates(pkg)
-	opts := append([]connect.HandlerOption{
-		connect.WithInterceptors(routeInterceptor(routes), textInterceptor()),
-		connect.WithReadMaxBytes(MaxBodyBytes),
-		// Small responses are not worth compressing.
-		connect.WithCompressMinBytes(4 << 10),
-		connect.WithCodec(c.connect),
-	}, extra...)
-	svcOpts := []vanguard.ServiceOption{
-		vanguard.WithRESTUnmarshalOptions(vanguard.RESTUnmarshalOptions{DiscardUnknownQueryParams: true}),
-		// JSON end to end: the transcoder passes handler responses through
-		// instead of re-encoding them from protobuf.
-		vanguard.WithTargetCodecs(vanguard.CodecJSON),
-		// The hop from transcoder to handler is in-process: compressing it
-		// only burns CPU.
-		vanguard.WithNoTargetCompression(),
-	}
+	opts := handlerOptions(c, extra...)
 	var services []*vanguard.Service
 	for _, h := range []func() (string, http.Handler){
 		func() (string, http.Handler) {
@@ -140,16 +123,67 @@ func newHandler(s Services, c codecs, extra ...connect.HandlerOption) (http.Hand
 		},
 	} {
 		path, handler := h()
-		services = append(services, vanguard.NewService(path, handler, svcOpts...))
+		services = append(services, vanguard.NewService(path, handler, serviceOptions()...))
 	}
-	transcoder, err := vanguard.NewTranscoder(services,
-		vanguard.WithCodec(c.rest),
-		vanguard.WithUnknownHandler(http.HandlerFunc(notFound)),
-	)
+	transcoder, err := newTranscoder(services, c)
 	if err != nil {
 		return nil, err
 	}
 	return checkURL(transcoder, apiRoutes()), nil
+}
+
+// handlerOptions are the Connect options of every service handler.
+func handlerOptions(c codecs, extra ...connect.HandlerOption) []connect.HandlerOption {
+	pkg := v1.File_assessd_v1_users_proto.Package()
+	return append([]connect.HandlerOption{
+		connect.WithInterceptors(routeInterceptor(routeTemplates(pkg)), textInterceptor()),
+		connect.WithReadMaxBytes(MaxBodyBytes),
+		// Small responses are not worth compressing.
+		connect.WithCompressMinBytes(4 << 10),
+		connect.WithCodec(c.connect),
+	}, extra...)
+}
+
+// serviceOptions are the transcoder's options for every service.
+func serviceOptions() []vanguard.ServiceOption {
+	return []vanguard.ServiceOption{
+		vanguard.WithRESTUnmarshalOptions(vanguard.RESTUnmarshalOptions{DiscardUnknownQueryParams: true}),
+		// JSON end to end: the transcoder passes handler responses through
+		// instead of re-encoding them from protobuf.
+		vanguard.WithTargetCodecs(vanguard.CodecJSON),
+		// The hop from transcoder to handler is in-process: compressing it
+		// only burns CPU.
+		vanguard.WithNoTargetCompression(),
+	}
+}
+
+func newTranscoder(services []*vanguard.Service, c codecs) (*vanguard.Transcoder, error) {
+	return vanguard.NewTranscoder(services,
+		vanguard.WithCodec(c.rest),
+		vanguard.WithUnknownHandler(http.HandlerFunc(notFound)),
+	)
+}
+
+// NewUserTransport serves GET /users/{id} through the API's transport
+// alone: Vanguard and Connect with the codecs, interceptors and options of
+// NewHandler, and get in place of the tenancy service, without the server's
+// middleware, authentication or tenant scope. cmd/benchhttp measures with
+// it what the transport costs a request, apart from the product's work.
+func NewUserTransport(get func(ctx context.Context, id string) (tenancy.User, error)) (http.Handler, error) {
+	c := codecs{rest: newRESTJSON, connect: connectJSON{}}
+	path, h := assessdv1connect.NewUserServiceHandler(userGetter{get: get}, handlerOptions(c)...)
+	return newTranscoder([]*vanguard.Service{vanguard.NewService(path, h, serviceOptions()...)}, c)
+}
+
+// userGetter is a UserService that only gets users, with get.
+type userGetter struct {
+	assessdv1connect.UnimplementedUserServiceHandler
+	get func(ctx context.Context, id string) (tenancy.User, error)
+}
+
+func (g userGetter) GetUser(ctx context.Context, req *connect.Request[v1.GetUserRequest]) (*connect.Response[v1.User], error) {
+	u, err := g.get(ctx, req.Msg.Id)
+	return reply(ctx, u, err, userToProto)
 }
 
 func notFound(w http.ResponseWriter, r *http.Request) {

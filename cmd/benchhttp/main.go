@@ -3,7 +3,10 @@
 // nothing around it, in the same run and on the same database, and prints
 // both and their ratio: authenticated GET /users/{id} against the same
 // single-row pgx query, and POST /exams/{examId}/results (ten questions
-// scored by rules) against a bare insert of the same rows.
+// scored by rules) against a bare insert of the same rows. The GET row also
+// measures the baseline's query behind the API's transport alone (Vanguard
+// and Connect as assessd configures them), the ceiling of any handler on
+// that stack.
 package main
 
 import (
@@ -21,6 +24,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/assessd/assessd/api"
 	"github.com/assessd/assessd/internal/app"
 	"github.com/assessd/assessd/internal/assessment"
 	"github.com/assessd/assessd/internal/platform/ids"
@@ -84,17 +88,40 @@ func run(ctx context.Context) (err error) {
 		}
 	}
 	c := comparison{clients: *concurrency, rounds: *rounds, warmup: *warmup, d: *duration, key: fx.key, profile: *cpuProfile}
-	ratio, last, err := c.run(get(base), get(ours))
+	ratio, last, err := c.run(get(base), get(ours), "assessd")
 	if err != nil {
 		return err
 	}
 	fmt.Printf("throughput ratio assessd/baseline, median of %d rounds: %.2f; target >= 0.85\n", *rounds, ratio)
+
+	// The transport's own ceiling: the baseline's query behind Vanguard and
+	// Connect as the API configures them, and nothing else.
+	transport, err := api.NewUserTransport(func(ctx context.Context, id string) (tenancy.User, error) {
+		var u tenancy.User
+		err := pool.QueryRow(ctx, bareUserQuery, id).Scan(&u.ID, &u.OrgID, &u.Email, &u.Name, &u.Role, &u.Metadata, &u.CreatedAt, &u.UpdatedAt)
+		return u, err
+	})
+	if err != nil {
+		return err
+	}
+	stack, stopStack, err := benchload.Listen(transport)
+	if err != nil {
+		return err
+	}
+	defer stopStack()
+	fmt.Printf("\nthe same query behind the API's transport alone (Vanguard and Connect with assessd's codecs and interceptors;\n" +
+		"no middleware, authentication, quota or tenant scope), against the baseline\n\n")
+	stackRatio, _, err := comparison{clients: *concurrency, rounds: *rounds, warmup: *warmup, d: *duration}.run(get(base), get(stack), "transport")
+	if err != nil {
+		return err
+	}
+	fmt.Printf("throughput ratio transport/baseline, median of %d rounds: %.2f: the most any handler on this stack reaches\n", *rounds, stackRatio)
 	fmt.Printf("assessd p99 in the last round: %.2f ms; target < 5 ms\n", benchload.Ms(last.P99))
 	floor := func() *http.Request {
 		req, _ := http.NewRequest(http.MethodGet, base+"/floor", nil)
 		return req
 	}
-	if err := c.atRate(floor, get(base), get(ours), last.RPS/2); err != nil {
+	if err := c.atRate(floor, get(base), get(stack), get(ours), last.RPS/2); err != nil {
 		return err
 	}
 
@@ -109,7 +136,7 @@ func run(ctx context.Context) (err error) {
 		}
 	}
 	c.clients, c.profile = *submitters, *postProfile
-	if ratio, _, err = c.run(post(base), post(ours)); err != nil {
+	if ratio, _, err = c.run(post(base), post(ours), "assessd"); err != nil {
 		return err
 	}
 	fmt.Printf("throughput ratio assessd/bare insert, median of %d rounds: %.2f; target >= 0.6\n", *rounds, ratio)
@@ -127,8 +154,8 @@ type comparison struct {
 }
 
 // run prints each round and returns the median throughput ratio and the
-// last assessd result.
-func (c comparison) run(base, ours func() *http.Request) (float64, benchload.Result, error) {
+// last result of ours, which the rows call name.
+func (c comparison) run(base, ours func() *http.Request, name string) (float64, benchload.Result, error) {
 	benchload.PrintHeader()
 	var ratios []float64
 	var ourRes, baseRes benchload.Result
@@ -143,7 +170,7 @@ func (c comparison) run(base, ours func() *http.Request) (float64, benchload.Res
 			defer stop()
 		}
 		ourRes = c.load(ours, c.key)
-		ourRes.Print(round, "assessd")
+		ourRes.Print(round, name)
 		ratios = append(ratios, ourRes.RPS/baseRes.RPS)
 		if ourRes.Errors > 0 || baseRes.Errors > 0 {
 			return 0, ourRes, errors.New("requests failed during the benchmark")
@@ -151,8 +178,8 @@ func (c comparison) run(base, ours func() *http.Request) (float64, benchload.Res
 	}
 	// Where the difference is: the Go process (load generator included, the
 	// same for both) or the database.
-	fmt.Printf("\nCPU per request in the last round: assessd %d µs in this process + %d µs in PostgreSQL, baseline %d + %d µs\n",
-		ourRes.ProcessCPU.Microseconds(), ourRes.PostgresCPU.Microseconds(), baseRes.ProcessCPU.Microseconds(), baseRes.PostgresCPU.Microseconds())
+	fmt.Printf("\nCPU per request in the last round: %s %d µs in this process + %d µs in PostgreSQL, baseline %d + %d µs\n",
+		name, ourRes.ProcessCPU.Microseconds(), ourRes.PostgresCPU.Microseconds(), baseRes.ProcessCPU.Microseconds(), baseRes.PostgresCPU.Microseconds())
 	slices.Sort(ratios)
 	return ratios[len(ratios)/2], ourRes, nil
 }
@@ -162,18 +189,19 @@ func (c comparison) run(base, ours func() *http.Request) (float64, benchload.Res
 // saturated server is about clients/throughput whatever the server does,
 // so latency is also measured below saturation. One window's p99 rests on
 // its few slowest requests, so it reports the median of the rounds' p99s.
-// A third target, floor, answers with a bare SELECT 1 at the same rate: the
-// tail this host gives any Go handler that waits on PostgreSQL, which has
-// varied more from machine to machine than either target has from change to
-// change.
-func (c comparison) atRate(floor, base, ours func() *http.Request, rate float64) error {
+// Two more targets take the same rate: floor answers with a bare SELECT 1,
+// the tail this host gives any Go handler that waits on PostgreSQL, which
+// has varied more from machine to machine than either target has from
+// change to change; transport is the baseline's query behind the API's
+// transport alone, the tail of the stack before the product adds to it.
+func (c comparison) atRate(floor, base, transport, ours func() *http.Request, rate float64) error {
 	fmt.Printf("\nthe same at a fixed %.0f requests/s (half of assessd's last throughput), over %d connections, %d rounds\n\n", rate, c.clients, c.rounds)
 	benchload.PrintHeader()
 	targets := []struct {
 		name       string
 		newRequest func() *http.Request
 		bearer     string
-	}{{"baseline", base, ""}, {"floor", floor, ""}, {"assessd", ours, c.key}}
+	}{{"baseline", base, ""}, {"floor", floor, ""}, {"transport", transport, ""}, {"assessd", ours, c.key}}
 	p99s := make([][]time.Duration, len(targets))
 	for round := 1; round <= c.rounds; round++ {
 		for i, target := range targets {
@@ -191,8 +219,8 @@ func (c comparison) atRate(floor, base, ours func() *http.Request, rate float64)
 		slices.Sort(ds)
 		return benchload.Ms(ds[len(ds)/2])
 	}
-	fmt.Printf("\nassessd p99 at %.0f requests/s, median of %d rounds: %.2f ms (baseline %.2f ms, SELECT 1 floor %.2f ms); target < 5 ms\n",
-		rate, c.rounds, median(p99s[2]), median(p99s[0]), median(p99s[1]))
+	fmt.Printf("\nassessd p99 at %.0f requests/s, median of %d rounds: %.2f ms (baseline %.2f ms, SELECT 1 floor %.2f ms, transport %.2f ms); target < 5 ms\n",
+		rate, c.rounds, median(p99s[3]), median(p99s[0]), median(p99s[1]), median(p99s[2]))
 	return nil
 }
 
@@ -258,6 +286,9 @@ func (fx fixture) submission() []byte {
 	return b
 }
 
+// bareUserQuery is the baseline's one query for GET /users/{id}.
+const bareUserQuery = `SELECT id, org_id, email, name, role, metadata, created_at, updated_at FROM users WHERE id = $1`
+
 // baseline answers GET /users/{id} with one pgx query and encoding/json,
 // and POST /exams/{examId}/results by inserting the result and its
 // answers (the same rows assessd writes, scored by comparing with true) in
@@ -285,8 +316,7 @@ func baseline(pool *pgxpool.Pool, fx fixture) http.Handler {
 			CreatedAt time.Time      `json:"createdAt"`
 			UpdatedAt time.Time      `json:"updatedAt"`
 		}
-		err := pool.QueryRow(r.Context(), `SELECT id, org_id, email, name, role, metadata, created_at, updated_at FROM users WHERE id = $1`,
-			r.PathValue("id")).Scan(&u.ID, &u.OrgID, &u.Email, &u.Name, &u.Role, &u.Metadata, &u.CreatedAt, &u.UpdatedAt)
+		err := pool.QueryRow(r.Context(), bareUserQuery, r.PathValue("id")).Scan(&u.ID, &u.OrgID, &u.Email, &u.Name, &u.Role, &u.Metadata, &u.CreatedAt, &u.UpdatedAt)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
