@@ -235,13 +235,16 @@ type resultServer struct{ svc *assessment.Service }
 var _ assessdv1connect.ResultServiceHandler = resultServer{}
 
 func (s resultServer) SubmitResult(ctx context.Context, req *connect.Request[v1.SubmitResultRequest]) (*connect.Response[v1.Result], error) {
-	m := req.Msg
+	r, err := s.svc.SubmitResult(ctx, req.Msg.ExamId, newResultFrom(req.Msg))
+	return reply(ctx, r, err, resultToProto)
+}
+
+func newResultFrom(m *v1.SubmitResultRequest) assessment.NewResult {
 	in := assessment.NewResult{UserID: m.UserId, Answers: make([]assessment.NewAnswer, len(m.Answers))}
 	for i, a := range m.Answers {
 		in.Answers[i] = assessment.NewAnswer{QuestionID: a.QuestionId, Value: a.Value.AsInterface(), Files: a.Files}
 	}
-	r, err := s.svc.SubmitResult(ctx, m.ExamId, in)
-	return reply(ctx, r, err, resultToProto)
+	return in
 }
 
 func (s resultServer) ListResults(ctx context.Context, req *connect.Request[v1.ListResultsRequest]) (*connect.Response[v1.ListResultsResponse], error) {

@@ -164,28 +164,6 @@ func newTranscoder(services []*vanguard.Service, c codecs) (*vanguard.Transcoder
 	)
 }
 
-// NewUserTransport serves GET /users/{id} through the API's transport
-// alone: Vanguard and Connect with the codecs, interceptors and options of
-// NewHandler, and get in place of the tenancy service, without the server's
-// middleware, authentication or tenant scope. cmd/benchhttp measures with
-// it what the transport costs a request, apart from the product's work.
-func NewUserTransport(get func(ctx context.Context, id string) (tenancy.User, error)) (http.Handler, error) {
-	c := codecs{rest: newRESTJSON, connect: connectJSON{}}
-	path, h := assessdv1connect.NewUserServiceHandler(userGetter{get: get}, handlerOptions(c)...)
-	return newTranscoder([]*vanguard.Service{vanguard.NewService(path, h, serviceOptions()...)}, c)
-}
-
-// userGetter is a UserService that only gets users, with get.
-type userGetter struct {
-	assessdv1connect.UnimplementedUserServiceHandler
-	get func(ctx context.Context, id string) (tenancy.User, error)
-}
-
-func (g userGetter) GetUser(ctx context.Context, req *connect.Request[v1.GetUserRequest]) (*connect.Response[v1.User], error) {
-	u, err := g.get(ctx, req.Msg.Id)
-	return reply(ctx, u, err, userToProto)
-}
-
 func notFound(w http.ResponseWriter, r *http.Request) {
 	WriteError(w, r, NewError(connect.CodeNotFound, "ROUTE_NOT_FOUND", fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path), "", nil))
 }

@@ -21,14 +21,14 @@ import (
 // security), and assessd whole (middleware, authentication, quota). Each
 // layer's throughput over the baseline's says what that layer costs.
 func layers(ctx context.Context, rounds int, fx fixture, db *store.DB, base, transport, assessd http.Handler) error {
-	scoped, err := api.NewUserTransport(func(ctx context.Context, id string) (tenancy.User, error) {
+	scoped, err := api.NewTransport(api.Transport{GetUser: func(ctx context.Context, id string) (tenancy.User, error) {
 		ctx = store.WithOrg(ctx, fx.orgID)
 		var u tenancy.User
 		err := db.Q(ctx).QueryRow(ctx, `SELECT id, org_id, email, name, role, metadata, created_at, updated_at
 			FROM users WHERE org_id = app_org_id() AND id = $1`, id).
 			Scan(&u.ID, &u.OrgID, &u.Email, &u.Name, &u.Role, &u.Metadata, &u.CreatedAt, &u.UpdatedAt)
 		return u, err
-	})
+	}})
 	if err != nil {
 		return err
 	}
