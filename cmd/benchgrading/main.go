@@ -1,7 +1,9 @@
 // Command benchgrading measures grading throughput end to end: N results
 // submitted through the HTTP API and graded on a Temporal dev server with
 // the builtin provider, side by side with a no-op workflow baseline on the
-// same server and worker, and the submit-to-graded latency. It then
+// same server and worker, with the CPU time each costs in this process
+// (API, dispatcher, worker and clients), in PostgreSQL and in the Temporal
+// dev server, and the submit-to-graded latency. It then
 // measures question regeneration latency (request to ready proposal, the
 // builtin provider) against the no-op workflow's round trip, and
 // answer-sheet scanning in pages per second (scanning.go).
@@ -94,10 +96,12 @@ func run(ctx context.Context) (err error) {
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	a.Start(runCtx)
+	before := benchload.ReadUsage()
 	baseRate, _, err := baseline(ctx, tc, "noop", *n, *clients)
 	if err != nil {
 		return err
 	}
+	baseCPU := benchload.ReadUsage().Per(before, *n)
 	stopProfile := func() {}
 	if *cpuProfile != "" {
 		stop, err := benchload.StartCPUProfile(*cpuProfile)
@@ -107,7 +111,7 @@ func run(ctx context.Context) (err error) {
 		stopProfile = sync.OnceFunc(stop)
 		defer stopProfile()
 	}
-	start := time.Now()
+	before, start := benchload.ReadUsage(), time.Now()
 	if err := submitAll(ctx, tc, srv.URL, key, examID, questionID, studentID, *n, *clients); err != nil {
 		return err
 	}
@@ -118,12 +122,16 @@ func run(ctx context.Context) (err error) {
 		return err
 	}
 	rate := float64(*n) / time.Since(start).Seconds()
+	cpu := benchload.ReadUsage().Per(before, *n)
 	stopProfile()
 	slices.Sort(latencies)
 	fmt.Printf("%d results, %d submitters each waiting for its result to be graded, builtin provider, one global worker, dev server on loopback\n\n", *n, *clients)
-	fmt.Printf("%-28s %10s\n", "target", "per second")
-	fmt.Printf("%-28s %10.1f\n", "no-op workflow (baseline)", baseRate)
-	fmt.Printf("%-28s %10.1f\n", "submit + grade (assessd)", rate)
+	fmt.Printf("%-28s %10s %11s %11s %11s\n", "target", "per second", "cpu go µs", "cpu pg µs", "cpu tmprl µs")
+	row := func(name string, rate float64, cpu benchload.Usage) {
+		fmt.Printf("%-28s %10.1f %11d %11d %11d\n", name, rate, cpu.Process.Microseconds(), cpu.Postgres.Microseconds(), cpu.Temporal.Microseconds())
+	}
+	row("no-op workflow (baseline)", baseRate, baseCPU)
+	row("submit + grade (assessd)", rate, cpu)
 	fmt.Printf("\nratio assessd/baseline: %.2f (target >= 0.90)\n", rate/baseRate)
 	fmt.Printf("submit-to-graded latency: p50 %.0f ms, p99 %.0f ms (target p99 < 2000 ms)\n",
 		ms(latencies[len(latencies)/2]), ms(latencies[len(latencies)*99/100]))

@@ -90,12 +90,12 @@ func RunAtRate(clients int, rate float64, warmup, d time.Duration, send func(c *
 func drive(clients int, measureFrom time.Time, d time.Duration, next func() (time.Time, bool), send func(*http.Client, int) bool) Result {
 	client, done := newClient(clients)
 	defer done()
-	cpu := make(chan [2]cpuTimes, 1)
+	cpu := make(chan [2]Usage, 1)
 	go func() {
 		time.Sleep(time.Until(measureFrom))
-		from := readCPU()
+		from := ReadUsage()
 		time.Sleep(time.Until(measureFrom.Add(d)))
-		cpu <- [2]cpuTimes{from, readCPU()}
+		cpu <- [2]Usage{from, ReadUsage()}
 	}()
 	var col collector
 	var wg sync.WaitGroup
@@ -118,11 +118,8 @@ func drive(clients int, measureFrom time.Time, d time.Duration, next func() (tim
 	wg.Wait()
 	r := col.result(d)
 	if span := <-cpu; r.RPS > 0 {
-		n := time.Duration(r.RPS * d.Seconds())
-		r.ProcessCPU = (span[1].process - span[0].process) / n
-		if span[0].postgresSeen && span[1].postgresSeen {
-			r.PostgresCPU = (span[1].postgres - span[0].postgres) / n
-		}
+		per := span[1].Per(span[0], int(r.RPS*d.Seconds()))
+		r.ProcessCPU, r.PostgresCPU = per.Process, per.Postgres
 	}
 	return r
 }

@@ -9,38 +9,47 @@ import (
 	"time"
 )
 
-// cpuTimes is CPU time used so far by this process (the load generator and
-// whatever server it runs in process) and by the local PostgreSQL's
-// processes. Measured over a run, it says which side of the database
-// connection a request's cost is on.
-type cpuTimes struct {
-	process, postgres time.Duration
-	// postgresSeen is false where no PostgreSQL process is visible (another
-	// host, or no /proc): postgres then means nothing.
-	postgresSeen bool
+// Usage is CPU time used so far by this process (the load generator and
+// whatever server it runs in process), by the local PostgreSQL's processes
+// and by a local Temporal dev server. Measured over a run, it says which
+// part of the system a request's cost is on. Postgres and Temporal are zero
+// where no such process is visible (another host, or no /proc).
+type Usage struct {
+	Process, Postgres, Temporal time.Duration
 }
 
-func readCPU() cpuTimes {
-	var t cpuTimes
+// ReadUsage reads the CPU time used so far.
+func ReadUsage() Usage {
+	var u Usage
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
-		t.process = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		u.Process = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
-	t.postgres, t.postgresSeen = postgresCPU()
-	return t
+	byName := commandsCPU()
+	u.Postgres, u.Temporal = byName["postgres"], byName["temporal"]
+	return u
+}
+
+// Per is the usage from since to u, divided among n units of work.
+func (u Usage) Per(since Usage, n int) Usage {
+	if n <= 0 {
+		return Usage{}
+	}
+	d := time.Duration(n)
+	return Usage{(u.Process - since.Process) / d, (u.Postgres - since.Postgres) / d, (u.Temporal - since.Temporal) / d}
 }
 
 // userHZ is the unit of /proc/<pid>/stat's times: Linux reports them in
 // USER_HZ, which is 100 on every architecture it exports to user space.
 const userHZ = 100
 
-// postgresCPU sums the CPU time of the processes named postgres (the
-// postmaster and its backends and workers). A backend that exits between two
-// readings takes its time with it; the benchmarks' pools keep theirs open.
-func postgresCPU() (time.Duration, bool) {
+// commandsCPU sums the CPU time of the processes by command name (for
+// PostgreSQL the postmaster and its backends and workers). A process that
+// exits between two readings takes its time with it; the benchmarks' pools
+// keep their connections open.
+func commandsCPU() map[string]time.Duration {
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	var ticks int64
-	seen := false
+	ticks := map[string]int64{}
 	for _, path := range stats {
 		b, err := os.ReadFile(path) //nolint:gosec // G304: /proc paths from the glob above
 		if err != nil {
@@ -49,7 +58,7 @@ func postgresCPU() (time.Duration, bool) {
 		// pid (comm) state ppid ... utime stime: comm may hold spaces and
 		// parentheses, so the fields are counted from the last ')'.
 		open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
-		if open < 0 || end < open || string(b[open+1:end]) != "postgres" {
+		if open < 0 || end < open {
 			continue
 		}
 		fields := bytes.Fields(b[end+1:])
@@ -59,9 +68,12 @@ func postgresCPU() (time.Duration, bool) {
 		utime, err1 := strconv.ParseInt(string(fields[11]), 10, 64)
 		stime, err2 := strconv.ParseInt(string(fields[12]), 10, 64)
 		if err1 == nil && err2 == nil {
-			ticks += utime + stime
-			seen = true
+			ticks[string(b[open+1:end])] += utime + stime
 		}
 	}
-	return time.Duration(ticks) * time.Second / userHZ, seen
+	out := make(map[string]time.Duration, len(ticks))
+	for name, t := range ticks {
+		out[name] = time.Duration(t) * time.Second / userHZ
+	}
+	return out
 }

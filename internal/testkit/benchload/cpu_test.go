@@ -19,8 +19,8 @@ func TestReadCPUCountsBothSides(t *testing.T) {
 	}
 	defer conn.Close(ctx)
 
-	start, before := time.Now(), readCPU()
-	if !before.postgresSeen {
+	start, before := time.Now(), ReadUsage()
+	if before.Postgres == 0 {
 		t.Fatal("no postgres process visible in /proc; the tests' PostgreSQL runs on this host")
 	}
 	spins := 0
@@ -34,14 +34,14 @@ func TestReadCPUCountsBothSides(t *testing.T) {
 	if err := conn.QueryRow(ctx, `SELECT count(*) FROM generate_series(1, 5000000)`).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
-	after := readCPU()
+	after := ReadUsage()
 	// No side can use more than every core for the whole time.
 	most := time.Since(start) * time.Duration(runtime.NumCPU())
 
-	if got := after.process - before.process; got < 150*time.Millisecond || got > most {
+	if got := after.Process - before.Process; got < 150*time.Millisecond || got > most {
 		t.Errorf("process CPU grew by %v over a 200 ms spin (at most %v possible)", got, most)
 	}
-	if got := after.postgres - before.postgres; got < 50*time.Millisecond || got > most {
+	if got := after.Postgres - before.Postgres; got < 50*time.Millisecond || got > most {
 		t.Errorf("postgres CPU grew by %v over a 5,000,000-row count (at most %v possible)", got, most)
 	}
 }
