@@ -16,6 +16,7 @@ import (
 
 	"github.com/assessd/assessd/internal/outbox"
 	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/observability/promreg"
 )
 
 // Route says how an outbox kind becomes a workflow.
@@ -58,6 +59,10 @@ func Start(ctx context.Context, c client.Client, r Route, it outbox.Item) error 
 		TaskQueue:                queue,
 		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    reuse,
+		// Where c also runs a worker of the queue with a free slot, the
+		// start's answer carries the first workflow task to that worker;
+		// otherwise the task goes through matching as usual (decision 0130).
+		EnableEagerStart: true,
 	}, r.Workflow, r.Input(it))
 	if err != nil {
 		return fmt.Errorf("start %s of %s: %w", it.Kind, it.SubjectID, err)
@@ -82,6 +87,15 @@ type DispatchOptions struct {
 	// 2m); after MaxRestarts restarts (default 3) a subject is abandoned.
 	Reconcile, Quiet time.Duration
 	MaxRestarts      int
+	// Region, when set, makes a regional dispatcher (decision 0130): it
+	// claims only that region's rows and leaves reconciling and the backlog
+	// gauges to serve's dispatcher. Run in the region's worker process, it
+	// hands the workflows it starts their first task on that worker.
+	Region string
+	// Grace makes a fallback dispatcher: it claims a row only once it has
+	// been due that long, leaving fresh rows to the regional dispatchers,
+	// and it finds rows by its sweep rather than by notifications.
+	Grace time.Duration
 }
 
 func (o DispatchOptions) withDefaults() DispatchOptions {
@@ -139,22 +153,22 @@ type Dispatcher struct {
 }
 
 // NewDispatcher returns a Dispatcher starting routes' workflows with c and
-// registers its metrics on reg.
+// registers its metrics on reg, shared with the process's other
+// dispatchers (assessd dev runs serve's and both regions').
 func NewDispatcher(c client.Client, s *outbox.Store, routes map[outbox.Kind]Route, reg prometheus.Registerer, opts DispatchOptions) *Dispatcher {
 	d := &Dispatcher{
 		client: c, store: s, routes: routes, opts: opts.withDefaults(), wake: make(chan struct{}, 1),
-		pending: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		pending: promreg.Register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "assessd_outbox_pending", Help: "Outbox rows waiting for their workflow to start, by kind.",
-		}, []string{"kind"}),
-		oldest: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		}, []string{"kind"})),
+		oldest: promreg.Register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "assessd_outbox_oldest_pending_seconds", Help: "Age of the oldest outbox row waiting for its workflow to start, by kind.",
-		}, []string{"kind"}),
-		results: prometheus.NewCounterVec(prometheus.CounterOpts{
+		}, []string{"kind"})),
+		results: promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "assessd_outbox_dispatches_total", Help: "Outbox dispatches by kind and outcome (started, retried, restarted, abandoned).",
-		}, []string{"kind", "outcome"}),
+		}, []string{"kind", "outcome"})),
 	}
 	d.slots = make(chan struct{}, d.opts.Parallel)
-	reg.MustRegister(d.pending, d.oldest, d.results)
 	return d
 }
 
@@ -169,21 +183,32 @@ func (d *Dispatcher) Wake() {
 // Run dispatches and reconciles until ctx ends. It listens for outbox
 // notifications, so a committed row is started within milliseconds, and
 // sweeps every DispatchOptions.Sweep in case a notification was missed; the
-// backlog gauges are measured at each sweep.
+// backlog gauges are measured at each sweep. A regional dispatcher only
+// dispatches, a fallback one only sweeps (DispatchOptions).
 func (d *Dispatcher) Run(ctx context.Context) {
+	regional := d.opts.Region != ""
 	var wg sync.WaitGroup
-	wg.Go(func() { d.listen(ctx) })
-	wg.Go(func() { d.reconcileLoop(ctx) })
+	if d.opts.Grace == 0 {
+		wg.Go(func() { d.listen(ctx) })
+	}
+	if !regional {
+		wg.Go(func() { d.reconcileLoop(ctx) })
+	}
+	measureBacklog := func() {
+		if !regional {
+			d.measureBacklog(ctx)
+		}
+	}
 	sweep := time.NewTicker(d.opts.Sweep)
 	defer sweep.Stop()
-	d.measureBacklog(ctx)
+	measureBacklog()
 	for ctx.Err() == nil {
 		d.dispatchDue(ctx)
 		select {
 		case <-ctx.Done():
 		case <-d.wake:
 		case <-sweep.C:
-			d.measureBacklog(ctx)
+			measureBacklog()
 		}
 	}
 	d.starting.Wait()
@@ -212,7 +237,7 @@ func (d *Dispatcher) listen(ctx context.Context) {
 // claimed, which bounds a backlog's claims by the pace of its starts.
 func (d *Dispatcher) dispatchDue(ctx context.Context) {
 	for ctx.Err() == nil {
-		items, err := d.store.Claim(ctx, d.opts.Batch, lease)
+		items, err := d.store.Claim(ctx, outbox.Filter{Region: d.opts.Region, Grace: d.opts.Grace}, d.opts.Batch, lease)
 		if err != nil {
 			slog.ErrorContext(ctx, "outbox claim", "err", err)
 			return

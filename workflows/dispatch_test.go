@@ -2,13 +2,18 @@ package workflows_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+	"google.golang.org/grpc"
 
 	"github.com/assessd/assessd/internal/outbox"
 	"github.com/assessd/assessd/internal/store"
@@ -100,4 +105,88 @@ func TestASlowStartDoesNotHoldBackLaterRows(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestRegionalDispatchStartsOnTheRegionsWorker runs a regional dispatcher on
+// the client of the EU region's worker and a fallback dispatcher beside it:
+// the EU row's workflow is started with its first task in the start's
+// answer (eager start) and completes on that worker, the global row waits
+// for the fallback's grace and is then started through matching.
+func TestRegionalDispatchStartsOnTheRegionsWorker(t *testing.T) {
+	server := devenvtest.Server(t)
+	var mu sync.Mutex
+	eager := map[string]bool{}
+	observe := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		err := invoker(ctx, method, req, reply, cc, opts...)
+		if start, ok := req.(*workflowservice.StartWorkflowExecutionRequest); ok && err == nil {
+			mu.Lock()
+			eager[start.GetWorkflowId()] = reply.(*workflowservice.StartWorkflowExecutionResponse).GetEagerWorkflowTask() != nil
+			mu.Unlock()
+		}
+		return err
+	}
+	tc, err := client.Dial(client.Options{HostPort: server.Address, ConnectionOptions: client.ConnectionOptions{
+		DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(observe)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	queue, err := workflows.RegionTaskQueue("eu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := worker.New(tc, queue, worker.Options{})
+	w.RegisterWorkflow(nothing)
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+
+	db := storetest.New(t)
+	org, err := tenancy.NewService(db).CreateOrg(t.Context(), tenancy.NewOrg{Name: "Regions", Country: "DE"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	route := workflows.Route{Workflow: nothing, IDPrefix: "test-", Input: func(it outbox.Item) any { return it.SubjectID }}
+	routes := map[outbox.Kind]workflows.Route{outbox.KindGrading: route}
+	reg := prometheus.NewRegistry()
+	ctx, stop := context.WithCancel(t.Context())
+	var running sync.WaitGroup
+	defer func() { stop(); running.Wait() }()
+	regional := workflows.NewDispatcher(tc, outbox.NewStore(db), routes, reg, workflows.DispatchOptions{Region: "eu"})
+	running.Go(func() { regional.Run(ctx) })
+
+	octx := store.WithOrg(t.Context(), org.ID)
+	if err := db.Tx(octx, func(ctx context.Context) error {
+		return errors.Join(outbox.Add(ctx, db.Q(ctx), outbox.KindGrading, "res_eu", "eu"),
+			outbox.Add(ctx, db.Q(ctx), outbox.KindGrading, "res_global", "global"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	eventually.Succeeds(t, 10*time.Second, func() error {
+		_, err := tc.DescribeWorkflowExecution(t.Context(), "test-res_eu", "")
+		return err
+	})
+	if err := tc.GetWorkflow(t.Context(), "test-res_eu", "").Get(t.Context(), nil); err != nil {
+		t.Fatalf("the EU workflow: %v", err)
+	}
+	mu.Lock()
+	eagerEU, globalStarted := eager["test-res_eu"], len(eager) > 1
+	mu.Unlock()
+	if !eagerEU || globalStarted {
+		t.Fatalf("starts (workflow id: eager) %v: want test-res_eu eager, test-res_global not started", eager)
+	}
+
+	fallback := workflows.NewDispatcher(tc, outbox.NewStore(db), routes, reg,
+		workflows.DispatchOptions{Grace: 200 * time.Millisecond, Sweep: 100 * time.Millisecond})
+	running.Go(func() { fallback.Run(ctx) })
+	eventually.Succeeds(t, 10*time.Second, func() error {
+		_, err := tc.DescribeWorkflowExecution(t.Context(), "test-res_global", "")
+		return err
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if eager["test-res_global"] {
+		t.Fatal("the global workflow started eagerly on the EU worker's client")
+	}
 }

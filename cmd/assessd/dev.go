@@ -72,7 +72,7 @@ func dev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer a.close()
-	stopWorkers, err := startWorkers(a)
+	stopWorkers, err := startWorkers(ctx, a)
 	if err != nil {
 		return err
 	}

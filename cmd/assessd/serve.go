@@ -17,6 +17,7 @@ import (
 	"github.com/assessd/assessd/internal/platform/clientaddr"
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/observability"
+	"github.com/assessd/assessd/workflows"
 )
 
 func newLogger(w io.Writer, level slog.Level) *slog.Logger {
@@ -40,6 +41,12 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	defer a.close()
 	return a.serve(ctx, nil)
 }
+
+// fallbackGrace is how long serve's outbox dispatcher leaves a row to the
+// dispatcher of a worker of the row's region, which starts the workflow on
+// itself (decision 0130); serve starts what no worker took, at its next
+// sweep after the grace.
+const fallbackGrace = 2 * time.Second
 
 // process is the running server: its configuration, database and the
 // wired application.
@@ -96,7 +103,8 @@ func newProcess(ctx context.Context, cfg config, log *slog.Logger) (*process, er
 		return nil, fmt.Errorf("temporal: %w", err)
 	}
 	a, err := app.New(ctx, db, app.Config{BaseURL: cfg.BaseURL, Logger: log, Temporal: tc, Redis: redis.NewClient(redisOpts),
-		TrustedProxies: proxies, MediaCDN: cfg.mediaPrefixes(), MediaMaxUploadBytes: maxUpload, Webhooks: targets})
+		TrustedProxies: proxies, MediaCDN: cfg.mediaPrefixes(), MediaMaxUploadBytes: maxUpload, Webhooks: targets,
+		Dispatch: workflows.DispatchOptions{Grace: fallbackGrace}})
 	if err != nil {
 		tc.Close()
 		db.Close()

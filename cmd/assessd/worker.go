@@ -8,17 +8,22 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
 	gradingactivities "github.com/assessd/assessd/activities/grading"
 	scanningactivities "github.com/assessd/assessd/activities/scanning"
 	"github.com/assessd/assessd/internal/app"
 	"github.com/assessd/assessd/internal/media"
+	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/observability"
 	"github.com/assessd/assessd/observability/temporalmetrics"
+	"github.com/assessd/assessd/workflows"
 )
 
 // runWorker runs one AI region's grading worker: it polls only that
@@ -78,9 +83,20 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 	defer srv.Close()
 
 	log.Info("worker started", "region", *region, "metrics", ln.Addr().String())
+	defer dispatchRegion(ctx, tc, db, metrics.Registry, *region)()
 	stop := make(chan any)
 	go func() { <-ctx.Done(); close(stop) }()
 	return w.Run(stop)
+}
+
+// dispatchRegion runs region's outbox dispatcher on the client of the
+// region's worker until ctx ends, so the workflows it starts take their
+// first task on that worker (decision 0130); wait waits for it to stop.
+func dispatchRegion(ctx context.Context, c client.Client, db *store.DB, reg prometheus.Registerer, region string) (wait func()) {
+	d := app.NewDispatcher(c, db, reg, workflows.DispatchOptions{Region: region})
+	var running sync.WaitGroup
+	running.Go(func() { d.Run(ctx) })
+	return running.Wait
 }
 
 // workerConfig assembles a region's provider, CDN fetcher and metrics.
@@ -105,27 +121,38 @@ func workerConfig(cfg config, region string, metrics *observability.Metrics, gra
 	}, nil
 }
 
-// startWorkers runs both regions' workers in this process (assessd dev).
-func startWorkers(p *process) (stop func(), err error) {
+// startWorkers runs both regions' workers and dispatchers in this process
+// (assessd dev).
+func startWorkers(ctx context.Context, p *process) (stop func(), err error) {
+	ctx, cancel := context.WithCancel(ctx)
 	var workers []worker.Worker
+	var dispatchers []func()
+	stop = func() {
+		cancel()
+		for _, wait := range dispatchers {
+			wait()
+		}
+		for _, w := range workers {
+			w.Stop()
+		}
+	}
 	grading := gradingactivities.NewMetrics(p.Metrics.Registry, p.Metrics.Org)
 	for _, region := range []string{"eu", "global"} {
 		wcfg, err := workerConfig(p.cfg, region, p.Metrics, grading)
 		if err != nil {
+			stop()
 			return nil, err
 		}
 		w, err := app.NewWorker(p.temporal, p.db, wcfg)
-		if err != nil {
-			return nil, err
+		if err == nil {
+			err = w.Start()
 		}
-		if err := w.Start(); err != nil {
+		if err != nil {
+			stop()
 			return nil, err
 		}
 		workers = append(workers, w)
+		dispatchers = append(dispatchers, dispatchRegion(ctx, p.temporal, p.db, p.Metrics.Registry, region))
 	}
-	return func() {
-		for _, w := range workers {
-			w.Stop()
-		}
-	}, nil
+	return stop, nil
 }

@@ -72,8 +72,11 @@ func run(ctx context.Context) (err error) {
 	var handler http.Handler
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 	defer srv.Close()
+	// As deployed: serve's dispatcher is the fallback, the worker's own
+	// starts its region's workflows (decision 0130).
 	a, err := app.New(ctx, db, app.Config{BaseURL: srv.URL, Logger: env.Logger, Temporal: tc,
-		Redis: redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"}), RequestsPerMinute: benchenv.Unthrottled})
+		Redis: redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"}), RequestsPerMinute: benchenv.Unthrottled,
+		Dispatch: workflows.DispatchOptions{Grace: 2 * time.Second}})
 	if err != nil {
 		return err
 	}
@@ -96,6 +99,7 @@ func run(ctx context.Context) (err error) {
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	a.Start(runCtx)
+	go app.NewDispatcher(tc, db, a.Metrics.Registry, workflows.DispatchOptions{Region: "global"}).Run(runCtx)
 	before := benchload.ReadUsage()
 	baseRate, _, err := baseline(ctx, tc, "noop", *n, *clients)
 	if err != nil {

@@ -91,11 +91,24 @@ type Store struct {
 // NewStore returns a Store on db.
 func NewStore(db *store.DB) *Store { return &Store{db: db} }
 
-// Claim leases up to limit due rows for lease: no other dispatcher takes
-// them until the lease ends, and a dispatcher that dies mid-way only delays
-// them by lease.
-func (s *Store) Claim(ctx context.Context, limit int, lease time.Duration) ([]Item, error) {
-	return s.items(ctx, `SELECT kind, subject_id, org_id, region, attempts, restarts FROM outbox_claim($1, $2)`, limit, lease.Seconds())
+// Filter narrows what a dispatcher claims (decision 0130).
+type Filter struct {
+	// Region, when set, claims only that region's rows.
+	Region string
+	// Grace claims a row only once it has been due that long.
+	Grace time.Duration
+}
+
+// Claim leases up to limit due rows that f admits for lease: no other
+// dispatcher takes them until the lease ends, and a dispatcher that dies
+// mid-way only delays them by lease.
+func (s *Store) Claim(ctx context.Context, f Filter, limit int, lease time.Duration) ([]Item, error) {
+	region := &f.Region
+	if f.Region == "" {
+		region = nil
+	}
+	return s.items(ctx, `SELECT kind, subject_id, org_id, region, attempts, restarts FROM outbox_claim($1, $2, $3, $4)`,
+		limit, lease.Seconds(), region, f.Grace.Seconds())
 }
 
 // Dispatched records that its workflow was started or joined.

@@ -45,7 +45,7 @@ func TestClaimLeasesEachRowToOneDispatcher(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
-			items, err := s.Claim(ctx, 8, time.Minute)
+			items, err := s.Claim(ctx, outbox.Filter{}, 8, time.Minute)
 			if err != nil {
 				t.Error(err)
 				return
@@ -67,7 +67,7 @@ func TestClaimLeasesEachRowToOneDispatcher(t *testing.T) {
 		}
 	}
 	// Leased rows are not due; the backlog still counts them as pending.
-	if items, err := s.Claim(ctx, 8, time.Minute); err != nil || len(items) != 0 {
+	if items, err := s.Claim(ctx, outbox.Filter{}, 8, time.Minute); err != nil || len(items) != 0 {
 		t.Fatalf("claim during the lease: %v, %v", items, err)
 	}
 	backlog, err := s.Backlog(ctx)
@@ -85,7 +85,7 @@ func TestRetryDispatchedAndRearm(t *testing.T) {
 	}
 	add(t, db, org.ID, outbox.KindGeneration, "gen_1", "eu")
 	s := outbox.NewStore(db)
-	items, err := s.Claim(ctx, 10, time.Minute)
+	items, err := s.Claim(ctx, outbox.Filter{}, 10, time.Minute)
 	if err != nil || len(items) != 1 {
 		t.Fatalf("claim: %v, %v", items, err)
 	}
@@ -97,13 +97,13 @@ func TestRetryDispatchedAndRearm(t *testing.T) {
 	if err := s.Retry(ctx, it, "temporal unavailable", 0); err != nil {
 		t.Fatal(err)
 	}
-	if items, err = s.Claim(ctx, 10, time.Minute); err != nil || len(items) != 1 || items[0].Attempts != 2 {
+	if items, err = s.Claim(ctx, outbox.Filter{}, 10, time.Minute); err != nil || len(items) != 1 || items[0].Attempts != 2 {
 		t.Fatalf("claim after retry: %v, %v", items, err)
 	}
 	if err := s.Retry(ctx, items[0], "temporal unavailable", time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	if items, err = s.Claim(ctx, 10, time.Minute); err != nil || len(items) != 0 {
+	if items, err = s.Claim(ctx, outbox.Filter{}, 10, time.Minute); err != nil || len(items) != 0 {
 		t.Fatalf("claim before the retry delay: %v, %v", items, err)
 	}
 	if err := s.Dispatched(ctx, it); err != nil {
@@ -118,8 +118,39 @@ func TestRetryDispatchedAndRearm(t *testing.T) {
 	if err := s.Rearm(ctx, it, "lost"); err != nil {
 		t.Fatal(err)
 	}
-	if items, err = s.Claim(ctx, 10, time.Minute); err != nil || len(items) != 1 || items[0].Restarts != 1 || items[0].Attempts != 1 {
+	if items, err = s.Claim(ctx, outbox.Filter{}, 10, time.Minute); err != nil || len(items) != 1 || items[0].Restarts != 1 || items[0].Attempts != 1 {
 		t.Fatalf("claim after rearm: %v, %v", items, err)
+	}
+}
+
+func TestClaimByRegionAndGrace(t *testing.T) {
+	ctx := context.Background()
+	db := storetest.New(t)
+	org, err := tenancy.NewService(db).CreateOrg(ctx, tenancy.NewOrg{Name: "X", Country: "US"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	add(t, db, org.ID, outbox.KindGrading, "res_eu", "eu")
+	add(t, db, org.ID, outbox.KindGrading, "res_global", "global")
+	s := outbox.NewStore(db)
+
+	// A fallback dispatcher leaves rows alone for their grace period.
+	if items, err := s.Claim(ctx, outbox.Filter{Grace: time.Hour}, 10, time.Minute); err != nil || len(items) != 0 {
+		t.Fatalf("claim within the grace period: %v, %v", items, err)
+	}
+	// A regional dispatcher takes its region's rows only, at once.
+	items, err := s.Claim(ctx, outbox.Filter{Region: "eu"}, 10, time.Minute)
+	if err != nil || len(items) != 1 || items[0].SubjectID != "res_eu" {
+		t.Fatalf("eu claim: %v, %v", items, err)
+	}
+	if items, err = s.Claim(ctx, outbox.Filter{Region: "eu"}, 10, time.Minute); err != nil || len(items) != 0 {
+		t.Fatalf("second eu claim: %v, %v", items, err)
+	}
+	// Once due for longer than the grace, the fallback takes what is left.
+	time.Sleep(50 * time.Millisecond)
+	items, err = s.Claim(ctx, outbox.Filter{Grace: 20 * time.Millisecond}, 10, time.Minute)
+	if err != nil || len(items) != 1 || items[0].SubjectID != "res_global" {
+		t.Fatalf("fallback claim after the grace: %v, %v", items, err)
 	}
 }
 
