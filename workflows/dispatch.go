@@ -46,6 +46,17 @@ func (r Route) WorkflowID(subjectID string) string { return r.IDPrefix + subject
 // again is safe: every write of the activities is conditional on the
 // subject still awaiting it, so nothing is done twice.
 func Start(ctx context.Context, c client.Client, r Route, it outbox.Item) error {
+	return start(ctx, c, r, it, false)
+}
+
+// start is Start, asking with eager that the start's answer carry the
+// first workflow task to a worker of c with a free slot (decision 0130);
+// without such a worker the task goes through matching as usual. Only a
+// regional dispatcher asks: it runs beside its region's worker, so c has
+// read the server's capabilities before any start (the SDK reads them
+// unlocked for an eager start, which races with a lazy client's first
+// concurrent starts).
+func start(ctx context.Context, c client.Client, r Route, it outbox.Item, eager bool) error {
 	queue, err := RegionTaskQueue(it.Region)
 	if err != nil {
 		return err
@@ -59,10 +70,7 @@ func Start(ctx context.Context, c client.Client, r Route, it outbox.Item) error 
 		TaskQueue:                queue,
 		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    reuse,
-		// Where c also runs a worker of the queue with a free slot, the
-		// start's answer carries the first workflow task to that worker;
-		// otherwise the task goes through matching as usual (decision 0130).
-		EnableEagerStart: true,
+		EnableEagerStart:         eager,
 	}, r.Workflow, r.Input(it))
 	if err != nil {
 		return fmt.Errorf("start %s of %s: %w", it.Kind, it.SubjectID, err)
@@ -300,7 +308,7 @@ func (d *Dispatcher) start(ctx context.Context, it outbox.Item) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, d.opts.StartTimeout)
 	defer cancel()
-	return Start(ctx, d.client, route, it)
+	return start(ctx, d.client, route, it, d.opts.Region != "")
 }
 
 // retry puts a row whose start failed back, after a backoff doubling from
