@@ -2,9 +2,12 @@ package outbox_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/assessd/assessd/internal/outbox"
 	"github.com/assessd/assessd/internal/store"
@@ -174,5 +177,66 @@ func TestTheApplicationRoleCannotReadTheOutbox(t *testing.T) {
 	other := store.WithOrg(ctx, "org_other")
 	if _, err := db.Q(other).Exec(other, `INSERT INTO workflow_outbox (kind, subject_id, org_id, region) VALUES ('grading', 'res_2', $1, 'global')`, org.ID); err == nil {
 		t.Fatal("a row for another organization was written")
+	}
+}
+
+// The outbox functions keep their statements' plans for the connection
+// (migration 014): plans settled while the outbox is young must still read
+// only the rows they need once it holds thousands of dispatched ones.
+func TestOutboxCallsReadOnlyTheirRows(t *testing.T) {
+	ctx := context.Background()
+	url := storetest.NewURL(t)
+	db, err := store.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	org, err := tenancy.NewService(db).CreateOrg(ctx, tenancy.NewOrg{Name: "X", Country: "US"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	// rowsRead adds, claims and dispatches one row in a transaction and
+	// returns the outbox rows the three read.
+	n := 0
+	rowsRead := func() int64 {
+		t.Helper()
+		n++
+		subject := fmt.Sprintf("res_%d", n)
+		// The view counts since the connection last reported its
+		// statistics, hence the difference.
+		const readSQL = `SELECT coalesce(sum(seq_tup_read + idx_tup_fetch), 0) FROM pg_stat_xact_user_tables WHERE relname = 'workflow_outbox'`
+		var before, after int64
+		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			b := &pgx.Batch{}
+			b.Queue(readSQL).QueryRow(func(row pgx.Row) error { return row.Scan(&before) })
+			b.Queue(`SELECT set_config('app.org_id', $1, true)`, org.ID)
+			b.Queue(`SELECT outbox_add('grading', $1, 'eu', false)`, subject)
+			b.Queue(`SELECT count(*) FROM outbox_claim(10, 60, 'eu', 0)`)
+			b.Queue(`SELECT outbox_dispatched('grading', $1)`, subject)
+			b.Queue(readSQL).QueryRow(func(row pgx.Row) error { return row.Scan(&after) })
+			return tx.SendBatch(ctx, b).Close()
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return after - before
+	}
+	// More than five times, so that PostgreSQL settles on the plans it
+	// keeps for the connection.
+	var young int64
+	for range 6 {
+		young = rowsRead()
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO workflow_outbox (kind, subject_id, org_id, region, dispatched_at)
+		SELECT 'grading', 'res_old' || i, $1, 'eu', now() FROM generate_series(1, 5000) i`, org.ID); err != nil {
+		t.Fatal(err)
+	}
+	if read := rowsRead(); read > young {
+		t.Errorf("adding, claiming and dispatching a row read %d outbox rows among 5,000 dispatched ones, %d among a few", read, young)
 	}
 }
