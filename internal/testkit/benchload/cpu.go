@@ -44,9 +44,10 @@ func (u Usage) Per(since Usage, n int) Usage {
 const userHZ = 100
 
 // commandsCPU sums the CPU time of the processes by command name (for
-// PostgreSQL the postmaster and its backends and workers). A process that
-// exits between two readings takes its time with it; the benchmarks' pools
-// keep their connections open.
+// PostgreSQL the postmaster and its backends and workers), with the time of
+// their children that have ended: a backend that exits between two
+// readings moves its time to the postmaster that reaps it instead of
+// taking it away (other tests' connections close while one measures).
 func commandsCPU() map[string]time.Duration {
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	ticks := map[string]int64{}
@@ -61,14 +62,22 @@ func commandsCPU() map[string]time.Duration {
 		if open < 0 || end < open {
 			continue
 		}
+		// utime, stime, cutime and cstime.
 		fields := bytes.Fields(b[end+1:])
-		if len(fields) < 13 {
+		if len(fields) < 15 {
 			continue
 		}
-		utime, err1 := strconv.ParseInt(string(fields[11]), 10, 64)
-		stime, err2 := strconv.ParseInt(string(fields[12]), 10, 64)
-		if err1 == nil && err2 == nil {
-			ticks[string(b[open+1:end])] += utime + stime
+		var sum int64
+		for _, f := range fields[11:15] {
+			n, err := strconv.ParseInt(string(f), 10, 64)
+			if err != nil {
+				sum = -1
+				break
+			}
+			sum += n
+		}
+		if sum >= 0 {
+			ticks[string(b[open+1:end])] += sum
 		}
 	}
 	out := make(map[string]time.Duration, len(ticks))
