@@ -135,20 +135,19 @@ func (s *Service) RecordGrade(ctx context.Context, resultID, questionID string, 
 func (s *Service) FinishResult(ctx context.Context, resultID string, failures map[string]string) (Result, error) {
 	var r Result
 	err := s.db.Tx(ctx, func(ctx context.Context) error {
-		q := s.db.Q(ctx)
+		// One round trip: the failures, the result's total, its answers
+		// and the webhook subscriptions.
+		b := &pgx.Batch{}
 		for questionID, reason := range failures {
-			if _, err := q.Exec(ctx, `
+			b.Queue(`
 				UPDATE result_answers SET status = 'failed', feedback = $3, graded_at = now()
 				 WHERE org_id = app_org_id() AND result_id = $1 AND question_id = $2 AND status = 'pending'`,
-				resultID, questionID, reason); err != nil {
-				return fmt.Errorf("finish result: %w", err)
-			}
+				resultID, questionID, reason)
 		}
 		var (
-			finished Result
+			finished = []Result{{ID: resultID}}
 			webhooks event.Subscriptions
 		)
-		b := &pgx.Batch{}
 		b.Queue(`
 			UPDATE results r SET score = a.total, graded_at = now(),
 			       status = CASE WHEN a.failed > 0 THEN 'failed' ELSE 'graded' END,
@@ -158,24 +157,21 @@ func (s *Service) FinishResult(ctx context.Context, resultID string, failures ma
 			 WHERE r.org_id = app_org_id() AND r.id = $1 AND r.status = 'grading'
 			RETURNING `+resultColumns, resultID).
 			QueryRow(func(row pgx.Row) (err error) {
-				finished, err = scanResult(row)
+				finished[0], err = scanResult(row)
 				return err
 			})
+		queueAnswers(b, finished)
 		s.Events.QueueSubscriptions(b, &webhooks)
 		err := s.db.SendBatch(ctx, b)
 		if isNoRows(err) {
 			// Finished before (or never there): returned as it is.
-			r, err = s.loadResult(ctx, q, "", resultID)
+			r, err = s.loadResult(ctx, s.db.Q(ctx), "", resultID)
 			return err
 		}
 		if err != nil {
 			return fmt.Errorf("finish result: %w", err)
 		}
-		rs := []Result{finished}
-		if err := s.attachAnswers(ctx, q, rs); err != nil {
-			return err
-		}
-		r = rs[0]
+		r = finished[0]
 		return s.auditGraded(ctx, r, webhooks)
 	})
 	return r, err

@@ -550,23 +550,46 @@ func (s *Service) loadResult(ctx context.Context, q store.Querier, examID, id st
 	return rs[0], err
 }
 
+// answersSQL reads the answers of the results with ids $1, each result's
+// in question order.
+const answersSQL = `
+	SELECT result_id, question_id, value, files, status, score, max_score, feedback, grading, needs_review, graded_at, question_revision
+	  FROM result_answers WHERE org_id = app_org_id() AND result_id = ANY($1)
+	 ORDER BY result_id, position`
+
+// attachAnswers loads the answers of rs into them.
 func (s *Service) attachAnswers(ctx context.Context, q store.Querier, rs []Result) error {
 	if len(rs) == 0 {
 		return nil
 	}
-	idx := map[string]int{}
-	resultIDs := make([]string, len(rs))
-	for i, r := range rs {
-		idx[r.ID], resultIDs[i] = i, r.ID
-	}
-	rows, err := q.Query(ctx, `
-		SELECT result_id, question_id, value, files, status, score, max_score, feedback, grading, needs_review, graded_at, question_revision
-		  FROM result_answers WHERE org_id = app_org_id() AND result_id = ANY($1)
-		 ORDER BY result_id, position`, resultIDs)
+	rows, err := q.Query(ctx, answersSQL, resultIDs(rs))
 	if err != nil {
 		return fmt.Errorf("load answers: %w", err)
 	}
+	return scanAnswers(rows, rs)
+}
+
+// queueAnswers is attachAnswers as a statement of b: the answers of rs
+// (by the ids they have now) are attached to them when b is sent.
+func queueAnswers(b *pgx.Batch, rs []Result) {
+	b.Queue(answersSQL, resultIDs(rs)).Query(func(rows pgx.Rows) error { return scanAnswers(rows, rs) })
+}
+
+func resultIDs(rs []Result) []string {
+	ids := make([]string, len(rs))
+	for i, r := range rs {
+		ids[i] = r.ID
+	}
+	return ids
+}
+
+// scanAnswers appends each row of answersSQL to its result in rs.
+func scanAnswers(rows pgx.Rows, rs []Result) error {
 	defer rows.Close()
+	idx := make(map[string]int, len(rs))
+	for i, r := range rs {
+		idx[r.ID] = i
+	}
 	for rows.Next() {
 		var resultID string
 		var a Answer
@@ -579,7 +602,10 @@ func (s *Service) attachAnswers(ctx context.Context, q store.Querier, rs []Resul
 		}
 		rs[idx[resultID]].Answers = append(rs[idx[resultID]].Answers, a)
 	}
-	return rows.Err()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("load answers: %w", err)
+	}
+	return nil
 }
 
 // ResultStudent returns the user who submitted result id. Like ExamExists

@@ -181,27 +181,52 @@ func TestScoringRulesCompileOncePerRevision(t *testing.T) {
 	}
 }
 
-// TestFinishResultRoundTrips holds finishing a graded result, the last step
-// of every AI grading, to five round trips: BEGIN with the tenant scope,
-// the result's update, loading it, its audit entry with its webhook event,
-// COMMIT.
+// TestFinishResultRoundTrips holds finishing a result, the last step of
+// every AI grading, to four round trips: BEGIN with the tenant scope; the
+// failed answers, the result's update, its answers and the webhook
+// subscriptions; its audit entry with its webhook event; COMMIT. The
+// finished result carries its answers as they ended.
 func TestFinishResultRoundTrips(t *testing.T) {
 	trips := &roundTrips{}
 	f := newFixture(t, store.WithTracer(trips))
-	r := f.submit(t, true)
-	ctx := f.staff
-	if err := f.content.RecordGrade(ctx, r.ID, f.qs[3].ID, 1, "Fine.", nil); err != nil {
-		t.Fatal(err)
-	}
-	before := trips.n.Load()
-	finished, err := f.content.FinishResult(ctx, r.ID, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := trips.n.Load() - before; n > 5 {
-		t.Errorf("FinishResult took %d round trips, want at most 5", n)
-	}
-	if finished.Status != assessment.StatusGraded || finished.Score != 3 {
-		t.Errorf("finished result %+v", finished)
+	essay := f.qs[3].ID
+	for _, c := range []struct {
+		name     string
+		failures map[string]string
+		status   string
+		score    float64
+		essay    assessment.Answer
+	}{
+		{"graded", nil, assessment.StatusGraded, 3, assessment.Answer{Status: assessment.AnswerGraded, Score: 1, Feedback: "Fine."}},
+		{"an answer failed", map[string]string{essay: "the provider refused"}, assessment.StatusFailed, 2,
+			assessment.Answer{Status: assessment.AnswerFailed, Feedback: "the provider refused"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := f.submit(t, true)
+			ctx := f.staff
+			if c.failures == nil {
+				if err := f.content.RecordGrade(ctx, r.ID, essay, 1, "Fine.", nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := trips.n.Load()
+			finished, err := f.content.FinishResult(ctx, r.ID, c.failures)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := trips.n.Load() - before; n > 4 {
+				t.Errorf("FinishResult took %d round trips, want at most 4", n)
+			}
+			if finished.Status != c.status || finished.Score != c.score || len(finished.Answers) != len(f.qs) {
+				t.Fatalf("finished result %+v", finished)
+			}
+			got := finished.Answers[3]
+			if got.QuestionID != essay || got.Status != c.essay.Status || got.Score != c.essay.Score || got.Feedback != c.essay.Feedback || got.GradedAt.IsZero() {
+				t.Errorf("the essay's answer %+v", got)
+			}
+			if again, err := f.content.FinishResult(ctx, r.ID, nil); err != nil || again.Status != c.status || len(again.Answers) != len(f.qs) {
+				t.Errorf("finishing again: %+v, %v", again, err)
+			}
+		})
 	}
 }
