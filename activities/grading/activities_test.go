@@ -270,3 +270,26 @@ func TestGradingSurvivesAWorkerRestart(t *testing.T) {
 		t.Fatalf("%d graded answers, %d answers: want exactly one", graded, len(r.Answers))
 	}
 }
+
+// An answer whose question was deleted before its grading ran cannot be
+// graded: the result fails at once with the reason on the answer, and
+// nothing reaches the AI provider.
+func TestAnAnswerToADeletedQuestionFailsItsResult(t *testing.T) {
+	h := newHarness(t)
+	us := h.newSchool("US")
+	resultID := h.submit(us, []string{h.cdn.URL + "/media/essay.txt"})
+	if err := h.content.DeleteQuestion(us.staff, us.exam.ID, us.upload.ID); err != nil {
+		t.Fatal(err)
+	}
+	defer h.startWorker("global")()
+	r := h.waitGraded(us, resultID)
+	if r.Status != assessment.StatusFailed || r.Reason != "1 answer(s) could not be graded" || len(r.Answers) != 1 {
+		t.Fatalf("result %+v", r)
+	}
+	if a := r.Answers[0]; a.Status != assessment.AnswerFailed || !strings.Contains(a.Feedback, "the question was deleted") {
+		t.Fatalf("answer status %s feedback %q", a.Status, a.Feedback)
+	}
+	if n := len(h.global.requests()); n != 0 {
+		t.Fatalf("%d requests reached the AI provider", n)
+	}
+}
