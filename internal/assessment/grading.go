@@ -51,29 +51,45 @@ var ErrCannotGrade = errors.New("the answer cannot be graded")
 // and evaluates the type's grading.fileInputs with the answer and the
 // question configuration in scope.
 func (s *Service) GradingInput(ctx context.Context, resultID, questionID string) (GradingInput, error) {
-	q := s.db.Q(ctx)
-	var in GradingInput
-	var examID string
-	var files []string
-	var revision int
-	err := q.QueryRow(ctx, `SELECT exam_id, value, files, max_score, question_revision FROM result_answers
+	var (
+		in    GradingInput
+		files []string
+		qu    Question
+	)
+	// One round trip: the answer, and the question as the student answered
+	// it, even if it was revised since (decision 0090).
+	b := &pgx.Batch{}
+	b.Queue(`SELECT value, files, max_score FROM result_answers
 		WHERE org_id = app_org_id() AND result_id = $1 AND question_id = $2`, resultID, questionID).
-		Scan(&examID, &in.Answer, &files, &in.Points, &revision)
-	if isNoRows(err) {
-		return in, fmt.Errorf("%w: the answer no longer exists", ErrCannotGrade)
-	}
-	if err != nil {
+		QueryRow(func(row pgx.Row) error {
+			err := row.Scan(&in.Answer, &files, &in.Points)
+			if isNoRows(err) {
+				return fmt.Errorf("%w: the answer no longer exists", ErrCannotGrade)
+			}
+			return err
+		})
+	b.Queue(`SELECT `+answeredRevisionColumns+` FROM result_answers a
+		  JOIN questions q ON q.org_id = a.org_id AND q.exam_id = a.exam_id AND q.id = a.question_id
+		  JOIN question_revisions v ON v.org_id = q.org_id AND v.question_id = q.id AND v.revision = a.question_revision
+		 WHERE a.org_id = app_org_id() AND a.result_id = $1 AND a.question_id = $2`, resultID, questionID).
+		QueryRow(func(row pgx.Row) (err error) {
+			qu, err = scanQuestion(row)
+			if isNoRows(err) {
+				return fmt.Errorf("%w: the question was deleted", ErrCannotGrade)
+			}
+			return err
+		})
+	if err := s.db.SendBatch(ctx, b); err != nil {
+		if errors.Is(err, ErrCannotGrade) {
+			return in, err
+		}
 		return in, fmt.Errorf("load answer: %w", err)
 	}
-	// The answer is graded against the revision the student answered, even
-	// if the question was revised since (decision 0090).
-	qu, err := s.loadAnsweredRevision(ctx, q, examID, questionID, revision)
-	if isNoRows(err) {
-		return in, fmt.Errorf("%w: the question was deleted", ErrCannotGrade)
-	}
-	if err != nil {
+	qs := []Question{qu}
+	if err := s.resolve(ctx, s.db.Q(ctx), qs); err != nil {
 		return in, err
 	}
+	qu = qs[0]
 	def := qu.Def
 	if def == nil {
 		return in, fmt.Errorf("%w: %s", ErrCannotGrade, Unresolved.Message)
@@ -193,12 +209,16 @@ func (s *Service) FailGrading(ctx context.Context, resultID, reason string) erro
 	return err
 }
 
+// answeredRevisionColumns are scanQuestion's columns of a question (q) at
+// the revision (v) an answer was given to.
+const answeredRevisionColumns = `q.id, q.exam_id, q.position, coalesce(v.builtin_type, v.type_id), v.prompt, v.config, v.points, v.revision, q.created_at, q.updated_at`
+
 // loadAnsweredRevision loads a question as it was at revision, the one a
 // student answered, with its type resolved; pgx.ErrNoRows when the
 // question was deleted.
 func (s *Service) loadAnsweredRevision(ctx context.Context, q store.Querier, examID, questionID string, revision int) (Question, error) {
 	qu, err := scanQuestion(q.QueryRow(ctx, `
-		SELECT q.id, q.exam_id, q.position, coalesce(v.builtin_type, v.type_id), v.prompt, v.config, v.points, v.revision, q.created_at, q.updated_at
+		SELECT `+answeredRevisionColumns+`
 		  FROM questions q JOIN question_revisions v ON v.org_id = q.org_id AND v.question_id = q.id AND v.revision = $3
 		 WHERE q.org_id = app_org_id() AND q.exam_id = $1 AND q.id = $2`, examID, questionID, revision))
 	if err != nil {

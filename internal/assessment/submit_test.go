@@ -2,7 +2,9 @@ package assessment_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -228,5 +230,42 @@ func TestFinishResultRoundTrips(t *testing.T) {
 				t.Errorf("finishing again: %+v, %v", again, err)
 			}
 		})
+	}
+}
+
+// TestGradingInputIsOneRoundTrip holds loading an answer for AI grading,
+// with the question as the student answered it, to one round trip, and
+// tells an answer whose question was deleted from one that is gone.
+func TestGradingInputIsOneRoundTrip(t *testing.T) {
+	trips := &roundTrips{}
+	f := newFixture(t, store.WithTracer(trips))
+	essay := f.qs[3]
+	r := f.submit(t, true)
+	// A revision after the submission is not what the answer is graded
+	// against.
+	prompt := "Explain it again."
+	if _, err := f.content.UpdateQuestion(f.staff, f.exam.ID, essay.ID, assessment.QuestionPatch{Prompt: &prompt}); err != nil {
+		t.Fatal(err)
+	}
+	before := trips.n.Load()
+	in, err := f.content.GradingInput(f.staff, r.ID, essay.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := trips.n.Load() - before; n != 1 {
+		t.Errorf("GradingInput took %d round trips, want 1", n)
+	}
+	if in.QuestionType != assessment.TypeEssay || in.Prompt != essay.Prompt || in.Answer != "Because." || in.Points != essay.Points {
+		t.Errorf("grading input %+v", in)
+	}
+
+	if _, err := f.content.GradingInput(f.staff, r.ID, "qst_missing"); !errors.Is(err, assessment.ErrCannotGrade) || !strings.Contains(err.Error(), "the answer no longer exists") {
+		t.Errorf("an answer that is not there: %v", err)
+	}
+	if err := f.content.DeleteQuestion(f.staff, f.exam.ID, essay.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.content.GradingInput(f.staff, r.ID, essay.ID); !errors.Is(err, assessment.ErrCannotGrade) || !strings.Contains(err.Error(), "the question was deleted") {
+		t.Errorf("the answer of a deleted question: %v", err)
 	}
 }
