@@ -44,7 +44,7 @@ func main() {
 func run(ctx context.Context) (err error) {
 	concurrency := flag.Int("c", 64, "concurrent clients")
 	duration := flag.Duration("d", 4*time.Second, "measured duration per target and round")
-	rounds := flag.Int("rounds", 3, "rounds; each measures the baseline, then assessd")
+	rounds := flag.Int("rounds", 3, "rounds; each measures the baseline and assessd, taking turns at going first")
 	warmup := flag.Duration("warmup", 2*time.Second, "warm-up per target")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the last assessd GET run to this file")
 	postProfile := flag.String("post-cpuprofile", "", "write a CPU profile of the last assessd POST run to this file")
@@ -167,17 +167,34 @@ func (c comparison) run(base, ours func() *http.Request, name string) (float64, 
 	var ratios []float64
 	var ourRes, baseRes benchload.Result
 	for round := 1; round <= c.rounds; round++ {
-		baseRes = c.load(base, "")
-		baseRes.Print(round, "baseline")
-		if round == c.rounds && c.profile != "" {
-			stop, err := benchload.StartCPUProfile(c.profile)
-			if err != nil {
-				return 0, ourRes, err
-			}
-			defer stop()
+		runBase := func() {
+			baseRes = c.load(base, "")
+			baseRes.Print(round, "baseline")
 		}
-		ourRes = c.load(ours, c.key)
-		ourRes.Print(round, name)
+		runOurs := func() error {
+			if round == c.rounds && c.profile != "" {
+				stop, err := benchload.StartCPUProfile(c.profile)
+				if err != nil {
+					return err
+				}
+				defer stop()
+			}
+			ourRes = c.load(ours, c.key)
+			ourRes.Print(round, name)
+			return nil
+		}
+		// Every other round assessd goes first, so neither side always
+		// meets what the other leaves behind (its rows to vacuum, a
+		// checkpoint it started).
+		if round%2 == 1 {
+			runBase()
+		}
+		if err := runOurs(); err != nil {
+			return 0, ourRes, err
+		}
+		if round%2 == 0 {
+			runBase()
+		}
 		ratios = append(ratios, ourRes.RPS/baseRes.RPS)
 		if ourRes.Errors > 0 || baseRes.Errors > 0 {
 			return 0, ourRes, errors.New("requests failed during the benchmark")
