@@ -29,6 +29,8 @@ type Service struct {
 	// of the services built on this one (generation, regeneration,
 	// scanning); nil records none.
 	Events *event.Recorder
+	// papers holds recently read exam papers for SubmitResult.
+	papers *papers
 }
 
 // ruleCacheSize bounds the compiled rules kept: the built-in types' and
@@ -36,7 +38,9 @@ type Service struct {
 const ruleCacheSize = 1024
 
 // NewService returns a Service using db.
-func NewService(db *store.DB) *Service { return &Service{db: db, rules: expr.NewCache(ruleCacheSize)} }
+func NewService(db *store.DB) *Service {
+	return &Service{db: db, rules: expr.NewCache(ruleCacheSize), papers: newPapers()}
+}
 
 var (
 	anyRole = []tenancy.Role(nil)

@@ -242,6 +242,18 @@ func (s *Service) CreateQuestion(ctx context.Context, examID string, in NewQuest
 	return out, err
 }
 
+// lockPaper takes the exam's row lock, as the trigger that advances its
+// paper version on every question write takes it (decision 0132), before
+// the caller locks a question: every writer of an exam's questions locks
+// the exam first, so two of them never wait for each other in opposite
+// orders. An unknown exam locks nothing; the question's lookup refuses it.
+func lockPaper(ctx context.Context, q store.Querier, examID string) error {
+	if _, err := q.Exec(ctx, `SELECT FROM exams WHERE org_id = app_org_id() AND id = $1 FOR NO KEY UPDATE`, examID); err != nil {
+		return fmt.Errorf("lock exam: %w", err)
+	}
+	return nil
+}
+
 // nextPosition returns the position after an exam's last question; the
 // caller holds the exam's row lock. It must be its own statement: the
 // statement that took the lock read the questions as of its start, before
@@ -289,6 +301,9 @@ func (s *Service) UpdateQuestion(ctx context.Context, examID, id string, p Quest
 	var out Question
 	err = s.db.Tx(ctx, func(ctx context.Context) error {
 		q := s.db.Q(ctx)
+		if err := lockPaper(ctx, q, examID); err != nil {
+			return err
+		}
 		before, err := s.loadQuestion(ctx, q, examID, id, true)
 		if err != nil {
 			return err

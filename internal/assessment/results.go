@@ -115,7 +115,10 @@ const (
 // It costs two round trips (decision 0081): one batch reads the exam, the
 // user, the questions and their types; one batch writes the result, its
 // answers, the audit entries and the grading request, all or nothing.
-// What it returns is built from what it wrote, not read back.
+// When the exam's paper is cached, the read is skipped and the write
+// checks that it is still current; if not, it reads and scores again
+// (decision 0132). What it returns is built from what it wrote, not read
+// back.
 func (s *Service) SubmitResult(ctx context.Context, examID string, in NewResult) (Result, error) {
 	caller, err := tenancy.Authorize(ctx, WriteResults)
 	if err != nil {
@@ -133,15 +136,27 @@ func (s *Service) SubmitResult(ctx context.Context, examID string, in NewResult)
 	if err := checkID("userId", ids.User, in.UserID, "a user"); err != nil {
 		return Result{}, err
 	}
-	sub, err := s.loadSubmission(ctx, examID, in.UserID)
+	r, cached, err := s.submit(ctx, caller, examID, in, false)
+	// What a cached paper refused (an answer to a question it does not
+	// hold) or the write found stale is decided again on a fresh read.
+	if cached && (paperChanged(err) || errs.Is(err, errs.KindInvalid)) {
+		r, _, err = s.submit(ctx, caller, examID, in, true)
+	}
+	return r, err
+}
+
+// submit scores in against the exam's paper (read afresh when fresh is
+// set) and stores it; cached says whether the paper came from the cache.
+func (s *Service) submit(ctx context.Context, caller *tenancy.Caller, examID string, in NewResult, fresh bool) (r Result, cached bool, err error) {
+	sub, err := s.submission(ctx, examID, in.UserID, fresh)
 	if err != nil {
-		return Result{}, err
+		return Result{}, false, err
 	}
 	given, err := indexAnswers(sub.questions, in.Answers)
 	if err != nil {
-		return Result{}, err
+		return Result{}, sub.cached, err
 	}
-	r := Result{ID: ids.New(ids.Result), ExamID: examID, UserID: in.UserID, Region: sub.region, Source: cmp.Or(in.Source, SourceAPI)}
+	r = Result{ID: ids.New(ids.Result), ExamID: examID, UserID: in.UserID, Region: sub.region, Source: cmp.Or(in.Source, SourceAPI)}
 	for _, qu := range sub.questions {
 		a := s.score(ctx, qu, given[qu.ID])
 		r.Answers = append(r.Answers, a)
@@ -150,59 +165,9 @@ func (s *Service) SubmitResult(ctx context.Context, examID string, in NewResult)
 	}
 	r.Status, r.Reason = resultStatus(r.Answers)
 	if err := s.insertResult(ctx, caller, &r, sub, given); err != nil {
-		return Result{}, err
+		return Result{}, sub.cached, err
 	}
-	return r, nil
-}
-
-// submission is what SubmitResult reads before it scores.
-type submission struct {
-	questions []Question
-	// region is the organization's aiRegion now, recorded with the result.
-	region string
-	// webhooks are the event types the organization's endpoints receive.
-	webhooks event.Subscriptions
-}
-
-// loadSubmission reads, in one batch, whether the exam and the user exist,
-// the organization's AI region, the exam's questions with their types,
-// and the event types its webhook endpoints receive.
-func (s *Service) loadSubmission(ctx context.Context, examID, userID string) (submission, error) {
-	var (
-		sub                  submission
-		examKnown, userKnown bool
-		defs                 []TypeDef
-	)
-	b := &pgx.Batch{}
-	b.Queue(`SELECT EXISTS (SELECT 1 FROM exams WHERE org_id = app_org_id() AND id = $1), `+tenancy.AIRegionSQL, examID).
-		QueryRow(func(row pgx.Row) error { return row.Scan(&examKnown, &sub.region) })
-	tenancy.QueueUserExists(b, userID, &userKnown)
-	b.Queue(`SELECT `+questionColumns+` FROM questions WHERE org_id = app_org_id() AND exam_id = $1
-		 ORDER BY position LIMIT $2`, examID, MaxQuestions).
-		Query(func(rows pgx.Rows) (err error) {
-			sub.questions, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Question, error) { return scanQuestion(r) })
-			return err
-		})
-	// The custom types as this organization sees them, as resolve reads them.
-	b.Queue(`SELECT `+typeColumns+` FROM question_types t
-		 WHERE t.id IN (SELECT type_id FROM questions WHERE org_id = app_org_id() AND exam_id = $1)`, examID).
-		Query(func(rows pgx.Rows) (err error) {
-			defs, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (TypeDef, error) { return scanTypeDef(r) })
-			return err
-		})
-	s.Events.QueueSubscriptions(b, &sub.webhooks)
-	if err := s.db.SendBatch(ctx, b); err != nil {
-		return submission{}, fmt.Errorf("submit result: %w", err)
-	}
-	switch {
-	case !examKnown:
-		return submission{}, errs.NotFound("exam")
-	case !userKnown:
-		return submission{}, errs.Invalid("userId", "names no user of this organization")
-	}
-	resolveBuiltins(sub.questions)
-	resolveCustom(sub.questions, defs)
-	return sub, nil
+	return r, sub.cached, nil
 }
 
 // gradedEntry records that grading finished a result: result.graded, or
@@ -405,6 +370,7 @@ func (s *Service) insertResult(ctx context.Context, caller *tenancy.Caller, r *R
 		files[i] = string(b)
 	}
 	b := &pgx.Batch{}
+	s.queueCheckCurrent(b, r.ExamID, r.UserID, sub)
 	var graded, at *time.Time
 	if r.Status != StatusGrading {
 		// Graded at once: its times are known before the batch, so the

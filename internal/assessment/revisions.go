@@ -112,6 +112,9 @@ func (s *Service) ReviseQuestion(ctx context.Context, examID, id string, base in
 	var out Question
 	err = s.db.Tx(ctx, func(ctx context.Context) error {
 		q := s.db.Q(ctx)
+		if err := lockPaper(ctx, q, examID); err != nil {
+			return err
+		}
 		before, err := s.loadQuestion(ctx, q, examID, id, true)
 		if err != nil {
 			return err

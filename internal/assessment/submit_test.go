@@ -51,6 +51,31 @@ type fixture struct {
 
 func newFixture(t *testing.T, opts ...store.Option) fixture {
 	t.Helper()
+	f := newEmptyFixture(t, opts...)
+	var err error
+	if f.custom, err = f.content.CreateQuestionType(f.staff, assessment.NewTypeDef{Key: "exact_word", Name: "Exact word",
+		Condition: `=answer.value = config.word`}); err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range []assessment.NewQuestion{
+		{Type: assessment.TypeTrueFalse, Prompt: "Water is wet.", Config: map[string]any{"correct": true}},
+		{Type: assessment.TypeTrueFalse, Prompt: "Fire is cold.", Config: map[string]any{"correct": false}},
+		{Type: f.custom.ID, Prompt: "Say hello.", Config: map[string]any{"word": "hello"}},
+		{Type: assessment.TypeEssay, Prompt: "Explain.", Config: map[string]any{}},
+	} {
+		q, err := f.content.CreateQuestion(f.staff, f.exam.ID, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.qs = append(f.qs, q)
+	}
+	return f
+}
+
+// newEmptyFixture is an organization (in the EU region) with a student and
+// an exam without questions.
+func newEmptyFixture(t *testing.T, opts ...store.Option) fixture {
+	t.Helper()
 	db, err := store.Open(context.Background(), storetest.NewURL(t), opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -70,22 +95,6 @@ func newFixture(t *testing.T, opts ...store.Option) fixture {
 	f.student = student.ID
 	if f.exam, err = f.content.CreateExam(f.staff, assessment.NewExam{Name: "Trips", Language: "en"}); err != nil {
 		t.Fatal(err)
-	}
-	if f.custom, err = f.content.CreateQuestionType(f.staff, assessment.NewTypeDef{Key: "exact_word", Name: "Exact word",
-		Condition: `=answer.value = config.word`}); err != nil {
-		t.Fatal(err)
-	}
-	for _, in := range []assessment.NewQuestion{
-		{Type: assessment.TypeTrueFalse, Prompt: "Water is wet.", Config: map[string]any{"correct": true}},
-		{Type: assessment.TypeTrueFalse, Prompt: "Fire is cold.", Config: map[string]any{"correct": false}},
-		{Type: f.custom.ID, Prompt: "Say hello.", Config: map[string]any{"word": "hello"}},
-		{Type: assessment.TypeEssay, Prompt: "Explain.", Config: map[string]any{}},
-	} {
-		q, err := f.content.CreateQuestion(f.staff, f.exam.ID, in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.qs = append(f.qs, q)
 	}
 	return f
 }
