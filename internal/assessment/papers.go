@@ -112,8 +112,14 @@ func (s *Service) queueCheckCurrent(b *pgx.Batch, examID, userID string, sub sub
 }
 
 // submission returns what SubmitResult scores with: from the paper cache
-// when fresh is false and it holds the exam, otherwise read.
+// when fresh is false and it holds the exam, otherwise read. Inside a
+// caller's transaction the cache is neither used nor filled: a refused
+// check would abort that transaction, and what it reads may be its own
+// uncommitted writes, whose paper version a rollback frees for reuse.
 func (s *Service) submission(ctx context.Context, examID, userID string, fresh bool) (submission, error) {
+	if store.InTx(ctx) {
+		return s.loadSubmission(ctx, examID, userID)
+	}
 	org, _ := store.OrgID(ctx)
 	if !fresh {
 		if sub, ok := s.papers.get(org, examID); ok {

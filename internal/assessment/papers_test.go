@@ -205,3 +205,36 @@ func TestQuestionWritersDoNotDeadlock(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestASubmissionInATransactionReadsItsPaper: inside a caller's
+// transaction (as a scan submits each student's sheet) a refusal is an
+// answer, not an aborted transaction, and the transaction goes on.
+func TestASubmissionInATransactionReadsItsPaper(t *testing.T) {
+	f := newBuiltinFixture(t)
+	if _, err := f.answerTrue(f.qs[0].ID); err != nil { // caches the paper
+		t.Fatal(err)
+	}
+	other, err := f.ten.CreateUser(f.staff, tenancy.NewUser{Email: "o@school.test", Name: "O", Role: tenancy.RoleStudent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.ten.DeleteUser(f.staff, f.student); err != nil {
+		t.Fatal(err)
+	}
+	err = f.db.Tx(f.staff, func(ctx context.Context) error {
+		_, err := f.content.SubmitResult(ctx, f.exam.ID, assessment.NewResult{UserID: f.student,
+			Answers: []assessment.NewAnswer{{QuestionID: f.qs[0].ID, Value: true}}})
+		if !errs.Is(err, errs.KindInvalid) {
+			t.Errorf("a deleted student's submission in a transaction: %v, want invalid", err)
+		}
+		r, err := f.content.SubmitResult(ctx, f.exam.ID, assessment.NewResult{UserID: other.ID,
+			Answers: []assessment.NewAnswer{{QuestionID: f.qs[0].ID, Value: true}}})
+		if err == nil && r.Score != 1 {
+			t.Errorf("the next submission in the transaction scored %v, want 1", r.Score)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatalf("the transaction did not go on after a refusal: %v", err)
+	}
+}

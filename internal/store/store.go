@@ -129,6 +129,12 @@ func OrgID(ctx context.Context) (string, bool) {
 	return id, ok && id != ""
 }
 
+// InTx reports whether ctx carries a transaction opened by Tx.
+func InTx(ctx context.Context) bool {
+	_, ok := ctx.Value(txKey{}).(pgx.Tx)
+	return ok
+}
+
 // Q returns the querier for ctx: the transaction opened by Tx if there is
 // one, otherwise a querier that runs each statement in its own implicit
 // transaction scoped to ctx's organization. Without an organization every
