@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 
+	"go.temporal.io/sdk/workflow"
+
 	"github.com/assessd/assessd/internal/outbox"
 	"github.com/assessd/assessd/internal/testkit/replaytest"
 )
@@ -13,7 +15,8 @@ import (
 // after a transient error, one failing for good), one per version, oldest
 // first: before localActivities, with every activity an activity task;
 // since, with PendingAnswers and FinishResult local; since localFirstGrade,
-// with each first grading attempt local too. Record the newest with
+// with each first grading attempt local too; since versionInInput, the
+// same without a version marker. Record the newest with
 // UPDATE_HISTORIES=1 go test ./workflows/grading -run TestRecordGradeResultHistory.
 var histories = []struct {
 	file    string
@@ -22,6 +25,7 @@ var histories = []struct {
 	{filepath.Join("testdata", "grade_result_history.json"), 0},
 	{filepath.Join("testdata", "grade_result_history_local.json"), localActivities},
 	{filepath.Join("testdata", "grade_result_history_local_first.json"), localFirstGrade},
+	{filepath.Join("testdata", "grade_result_history_version_in_input.json"), versionInInput},
 }
 
 // TestReplayGradeResult checks that each recorded history is the one it
@@ -39,13 +43,26 @@ func replayHistory(t *testing.T, file string, version int) {
 	h := replaytest.Load(t, file, "GradeResult")
 	var in Input
 	h.Decode(h.Input, &in)
-	if want := (Input{OrgID: "org_1", ResultID: "res_recorded", Region: "eu"}); in != want {
+	want := Input{OrgID: "org_1", ResultID: "res_recorded", Region: "eu"}
+	if version >= versionInInput {
+		want.Version = workflow.Version(version)
+	}
+	if in != want {
 		t.Errorf("input %+v, want %+v", in, want)
+	}
+	// A version marker upserts the TemporalChangeVersion search attribute;
+	// a run that has its version in the input makes none.
+	upserts := 0
+	if version == localActivities || version == localFirstGrade {
+		upserts = 1
+	}
+	if h.SearchAttributeUpserts != upserts {
+		t.Errorf("%d search attribute upserts, want %d", h.SearchAttributeUpserts, upserts)
 	}
 	rejected := "the AI provider rejected the request"
 	grades := []string{ActivityGradeAnswer, ActivityGradeAnswer, ActivityGradeAnswer}
 	switch version {
-	case localFirstGrade:
+	case localFirstGrade, versionInInput:
 		// Every answer's first attempt is local; only a2's retry is a task.
 		local := append(append([]string{ActivityPendingAnswers}, grades...), ActivityFinishResult)
 		if !slices.Equal(h.LocalActivities, local) || !slices.Equal(h.Activities, grades[:1]) {

@@ -11,6 +11,7 @@ package grading
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -39,6 +40,10 @@ type Input struct {
 	OrgID    string
 	ResultID string
 	Region   string
+	// Version is the GradeResult version the run follows, chosen by its
+	// starter (Route): 0 in runs started before the input carried it,
+	// which take theirs from a version marker.
+	Version workflow.Version `json:",omitempty"`
 }
 
 // AnswerInput identifies one answer to grade with AI (GradeAnswer).
@@ -76,7 +81,7 @@ type Outcome struct {
 // a result whose grading cannot run.
 func Route(abandon func(ctx context.Context, resultID, reason string) error) workflows.Route {
 	return workflows.Route{Workflow: GradeResult, IDPrefix: "grade-", Abandon: abandon, Input: func(it outbox.Item) any {
-		return Input{OrgID: it.OrgID, ResultID: it.SubjectID, Region: it.Region}
+		return Input{OrgID: it.OrgID, ResultID: it.SubjectID, Region: it.Region, Version: versionInInput}
 	}}
 }
 
@@ -94,6 +99,11 @@ const (
 	// costs one workflow task, as little of the server as any workflow
 	// (decision 0123).
 	localFirstGrade = 2
+	// versionInInput: as localFirstGrade, with the version in the input
+	// instead of a GetVersion marker, whose TemporalChangeVersion search
+	// attribute cost every run an upsert event and a visibility write
+	// (decision 0133).
+	versionInInput = 3
 )
 
 // firstGradeAttempt runs one grading attempt as long as an activity task's
@@ -108,7 +118,15 @@ var firstGradeAttempt = workflow.LocalActivityOptions{StartToCloseTimeout: 2 * t
 func GradeResult(ctx workflow.Context, in Input) (Outcome, error) {
 	ctx = workflow.WithActivityOptions(ctx, workflows.AIActivityOptions(2*time.Minute, 10*time.Second, 6))
 	ctx = workflow.WithLocalActivityOptions(ctx, workflows.DatabaseActivityOptions())
-	version := workflow.GetVersion(ctx, "local-result-activities", workflow.DefaultVersion, localFirstGrade)
+	version := in.Version
+	switch {
+	case version == 0: // not in the input
+		version = workflow.GetVersion(ctx, "local-result-activities", workflow.DefaultVersion, localFirstGrade)
+	case version > versionInInput:
+		// Started by a newer release: fail the task until a worker that
+		// knows the version takes it, as GetVersion would.
+		panic(fmt.Sprintf("GradeResult version %d is newer than this worker's %d", version, versionInInput)) //nolint:forbidigo // a workflow task failure, retried
+	}
 	execute := func(ctx workflow.Context, name string, arg any) workflow.Future {
 		if version >= localActivities {
 			return workflow.ExecuteLocalActivity(ctx, name, arg)

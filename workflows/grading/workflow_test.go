@@ -59,12 +59,7 @@ func (f *fakeGrading) FinishResult(_ context.Context, in FinishInput) (Outcome, 
 
 func run(t *testing.T, f *fakeGrading) (Outcome, error) {
 	t.Helper()
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
-	env.RegisterWorkflow(GradeResult)
-	env.RegisterActivityWithOptions(f.PendingAnswers, activity.RegisterOptions{Name: ActivityPendingAnswers})
-	env.RegisterActivityWithOptions(f.GradeAnswer, activity.RegisterOptions{Name: ActivityGradeAnswer})
-	env.RegisterActivityWithOptions(f.FinishResult, activity.RegisterOptions{Name: ActivityFinishResult})
+	env := newEnv(f)
 	env.ExecuteWorkflow(GradeResult, Input{OrgID: "org_1", ResultID: "res_1", Region: "eu"})
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("workflow did not complete")
@@ -72,6 +67,31 @@ func run(t *testing.T, f *fakeGrading) (Outcome, error) {
 	var out Outcome
 	err := env.GetWorkflowResult(&out)
 	return out, err
+}
+
+func newEnv(f *fakeGrading) *testsuite.TestWorkflowEnvironment {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflow(GradeResult)
+	env.RegisterActivityWithOptions(f.PendingAnswers, activity.RegisterOptions{Name: ActivityPendingAnswers})
+	env.RegisterActivityWithOptions(f.GradeAnswer, activity.RegisterOptions{Name: ActivityGradeAnswer})
+	env.RegisterActivityWithOptions(f.FinishResult, activity.RegisterOptions{Name: ActivityFinishResult})
+	return env
+}
+
+// A run started by a newer release, with a version this code does not
+// know, grades nothing: its workflow task fails (and is retried until a
+// newer worker takes it) instead of following today's steps.
+func TestGradeResultRefusesAVersionItDoesNotKnow(t *testing.T) {
+	f := &fakeGrading{pending: []string{"a1"}}
+	env := newEnv(f)
+	env.ExecuteWorkflow(GradeResult, Input{OrgID: "org_1", ResultID: "res_1", Region: "eu", Version: versionInInput + 1})
+	if _, panicked := errors.AsType[*temporal.PanicError](env.GetWorkflowError()); !panicked {
+		t.Fatalf("workflow error %v, want the task's panic", env.GetWorkflowError())
+	}
+	if f.calls.Load() != 0 || f.finished.ResultID != "" {
+		t.Fatalf("graded %d answers and finished %q", f.calls.Load(), f.finished.ResultID)
+	}
 }
 
 func TestGradeResultRetriesTransientErrors(t *testing.T) {

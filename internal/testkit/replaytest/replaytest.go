@@ -106,6 +106,9 @@ type History struct {
 	// ActivityInputs are the inputs of the scheduled activity tasks, in
 	// the order of Activities.
 	ActivityInputs []*commonpb.Payloads
+	// SearchAttributeUpserts counts the run's search attribute upserts
+	// (GetVersion makes one: a visibility write each).
+	SearchAttributeUpserts int
 }
 
 // Load reads a recorded history of workflowType.
@@ -140,6 +143,8 @@ func Load(t *testing.T, file, workflowType string) *History {
 				h.Decode(a.GetDetails()["data"], &marker)
 				h.LocalActivities = append(h.LocalActivities, marker.ActivityType)
 			}
+		case enums.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES:
+			h.SearchAttributeUpserts++
 		case enums.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
 			h.Result = e.GetWorkflowExecutionCompletedEventAttributes().GetResult()
 		}
