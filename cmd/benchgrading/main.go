@@ -117,23 +117,22 @@ func run(ctx context.Context) (err error) {
 	row := func(round int, name string, rate float64, cpu benchload.Usage) {
 		fmt.Printf("%-6d %-28s %10.1f %11d %11d %11d\n", round, name, rate, cpu.Process.Microseconds(), cpu.Postgres.Microseconds(), cpu.Temporal.Microseconds())
 	}
-	var ratios []float64
+	var ratios, costRatios []float64
 	for round := range *rounds {
 		profile := ""
 		if round == *rounds-1 {
 			profile = *cpuProfile
 		}
 		var baseRate, rate float64
-		noops := func() error {
-			r, cpu, err := g.noops(ctx, fmt.Sprintf("noop-%d", round), *n)
-			baseRate = r
-			row(round+1, "no-op workflow (baseline)", r, cpu)
+		var baseCPU, cpu benchload.Usage
+		noops := func() (err error) {
+			baseRate, baseCPU, err = g.noops(ctx, fmt.Sprintf("noop-%d", round), *n)
+			row(round+1, "no-op workflow (baseline)", baseRate, baseCPU)
 			return err
 		}
-		grade := func() error {
-			r, cpu, err := g.grade(ctx, *n, profile)
-			rate = r
-			row(round+1, "submit + grade (assessd)", r, cpu)
+		grade := func() (err error) {
+			rate, cpu, err = g.grade(ctx, *n, profile)
+			row(round+1, "submit + grade (assessd)", rate, cpu)
 			return err
 		}
 		first, second := noops, grade
@@ -147,9 +146,15 @@ func run(ctx context.Context) (err error) {
 			return err
 		}
 		ratios = append(ratios, rate/baseRate)
+		costRatios = append(costRatios, float64(baseCPU.Total())/float64(cpu.Total()))
 	}
 	slices.Sort(ratios)
+	slices.Sort(costRatios)
 	fmt.Printf("\nratio assessd/baseline, median of %d rounds: %.2f (target >= 0.90)\n", *rounds, ratios[len(ratios)/2])
+	// On a saturated machine throughput follows the CPU each item costs;
+	// that ratio moves less from run to run than the rates themselves.
+	fmt.Printf("CPU per no-op workflow / CPU per graded result (all three columns), median: %.2f: the ratio a saturated machine converges to\n",
+		costRatios[len(costRatios)/2])
 	latencies := g.latencies
 	slices.Sort(latencies)
 	fmt.Printf("submit-to-graded latency of every result, warm-up included: p50 %.0f ms, p99 %.0f ms (target p99 < 2000 ms)\n",

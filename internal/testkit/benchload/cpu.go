@@ -30,6 +30,9 @@ func ReadUsage() Usage {
 	return u
 }
 
+// Total is the CPU time of all three.
+func (u Usage) Total() time.Duration { return u.Process + u.Postgres + u.Temporal }
+
 // Per is the usage from since to u, divided among n units of work.
 func (u Usage) Per(since Usage, n int) Usage {
 	if n <= 0 {
