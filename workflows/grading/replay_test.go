@@ -91,6 +91,19 @@ func replayHistory(t *testing.T, file string, version int) {
 	h.Replay(GradeResult)
 }
 
+// A run started with a version in its input by a dispatcher of this
+// release but taken by a worker of the one before, which did not read it:
+// that worker asked GetVersion (a marker and an upsert) and took
+// localFirstGrade's steps, which today's code replays without asking.
+func TestReplayAVersionedRunAnOlderWorkerTook(t *testing.T) {
+	h := replaytest.Load(t, histories[2].file, "GradeResult")
+	if h.SearchAttributeUpserts != 1 {
+		t.Fatalf("%s has %d search attribute upserts, want GetVersion's one", histories[2].file, h.SearchAttributeUpserts)
+	}
+	h.SetInput(Input{OrgID: "org_1", ResultID: "res_recorded", Region: "eu", Version: versionInInput})
+	h.Replay(GradeResult)
+}
+
 func TestRecordGradeResultHistory(t *testing.T) {
 	f := &fakeGrading{pending: []string{"a1", "a2", "a3"}, failOnce: map[string]bool{"a2": true}, invalid: map[string]bool{"a3": true}}
 	replaytest.Record(t, histories[len(histories)-1].file, Route(nil),

@@ -161,6 +161,22 @@ func (h *History) Decode(p *commonpb.Payloads, v any) {
 	}
 }
 
+// SetInput replaces the workflow's input with v: a history that differs
+// from a recorded one only in what its starter sent, such as a run a newer
+// release started and an older worker took.
+func (h *History) SetInput(v any) {
+	h.t.Helper()
+	p, err := converter.GetDefaultDataConverter().ToPayloads(v)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, e := range h.events.GetEvents() {
+		if a := e.GetWorkflowExecutionStartedEventAttributes(); a != nil {
+			a.Input, h.Input = p, p
+		}
+	}
+}
+
 // Replay replays the history against workflow, today's code.
 func (h *History) Replay(workflow any) {
 	h.t.Helper()
