@@ -51,8 +51,9 @@ type QuestionStats struct {
 }
 
 // Summarize reads an exam's summary from the aggregates the database keeps
-// on every write to its results and answers (migration 010, decision
-// 0117): a few rows per exam (and shard) whatever the number of results.
+// on every write to its finished results and their answers (migration 010,
+// decisions 0117 and 0134): a few rows per exam (and shard) whatever the
+// number of results.
 func (s *Service) Summarize(ctx context.Context, examID string) (Summary, error) {
 	if _, err := tenancy.Authorize(ctx, ReadSummaries); err != nil {
 		return Summary{}, err
@@ -66,10 +67,16 @@ func (s *Service) Summarize(ctx context.Context, examID string) (Summary, error)
 		if _, err := s.loadExam(ctx, q, "examId", examID, false); err != nil {
 			return err
 		}
+		// The counts keep finished results; those still grading are
+		// counted from their partial index (migration 016).
 		rows, err := q.Query(ctx, `
 			SELECT status = 'graded', score, max_score, sum(n)::int8 FROM result_score_counts
 			 WHERE org_id = app_org_id() AND exam_id = $1
-			 GROUP BY 1, 2, 3 HAVING sum(n) > 0 ORDER BY score`, examID)
+			 GROUP BY 1, 2, 3 HAVING sum(n) > 0
+			UNION ALL
+			SELECT false, 0, 0, count(*) FROM results
+			 WHERE org_id = app_org_id() AND exam_id = $1 AND status = 'grading' HAVING count(*) > 0
+			 ORDER BY score`, examID)
 		if err != nil {
 			return fmt.Errorf("summarize: %w", err)
 		}

@@ -41,6 +41,15 @@ func TestSummaryAggregatesFollowWrites(t *testing.T) {
 		}
 	}
 	check("after submissions")
+	// Results still grading are counted from the results themselves, not
+	// kept in the score counts (decision 0134).
+	var kept int
+	if err := f.db.Q(ctx).QueryRow(ctx, `SELECT count(*) FROM result_score_counts WHERE status = 'grading'`).Scan(&kept); err != nil {
+		t.Fatal(err)
+	}
+	if kept != 0 || len(grading) == 0 {
+		t.Fatalf("%d score count rows of results still grading (%d grading)", kept, len(grading))
+	}
 
 	// AI grading finishes one result graded (partial credit) and fails another.
 	if err := f.content.RecordGrade(ctx, grading[0].ID, f.qs[3].ID, 0.5, "ok", nil); err != nil {
