@@ -114,24 +114,22 @@ func NotifyCredentialsChanged(ctx context.Context, q store.Querier) error {
 // database's direct (unpooled) URL, logs each connect and disconnect, and
 // reconnects after failures; meanwhile the cache is bypassed.
 func (s *Service) WatchCredentialChanges(ctx context.Context) {
-	for ctx.Err() == nil {
-		err := s.db.Listen(ctx, credentialsChannel,
-			func() {
-				s.creds.purge()
-				s.creds.watched.Store(true)
-				slog.InfoContext(ctx, "credential change listener connected")
-			},
-			s.creds.purge)
-		s.creds.watched.Store(false)
-		s.creds.purge()
-		if ctx.Err() == nil {
+	s.db.Subscribe(ctx, store.Subscription{
+		Channel: credentialsChannel,
+		Up: func() {
+			s.creds.purge()
+			s.creds.watched.Store(true)
+			slog.InfoContext(ctx, "credential change listener connected")
+		},
+		Notify: func(string) { s.creds.purge() },
+		Down: func(err error) {
+			s.creds.watched.Store(false)
+			s.creds.purge()
 			slog.WarnContext(ctx, "credential change listener disconnected; cached credentials bypassed, retrying", "err", err)
-			select {
-			case <-ctx.Done():
-			case <-time.After(time.Second):
-			}
-		}
-	}
+		},
+	})
+	s.creds.watched.Store(false)
+	s.creds.purge()
 }
 
 // CredentialListenerUp reports whether the credential change listener is

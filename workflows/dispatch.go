@@ -197,7 +197,7 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	regional := d.opts.Region != ""
 	var wg sync.WaitGroup
 	if d.opts.Grace == 0 {
-		wg.Go(func() { d.listen(ctx) })
+		wg.Go(func() { d.store.Listen(ctx, d.Wake) })
 	}
 	if !regional {
 		wg.Go(func() { d.reconcileLoop(ctx) })
@@ -221,21 +221,6 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	}
 	d.starting.Wait()
 	wg.Wait()
-}
-
-// listen wakes the dispatcher on every outbox notification, reconnecting
-// after failures (the sweep covers the gap).
-func (d *Dispatcher) listen(ctx context.Context) {
-	for ctx.Err() == nil {
-		err := d.store.Listen(ctx, d.Wake, d.Wake)
-		if ctx.Err() == nil {
-			slog.WarnContext(ctx, "outbox listener interrupted; retrying", "err", err)
-			select {
-			case <-ctx.Done():
-			case <-time.After(time.Second):
-			}
-		}
-	}
 }
 
 // dispatchDue starts the workflows of due rows. A batch that is not full

@@ -14,6 +14,7 @@ package outbox
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -171,10 +172,12 @@ func (s *Store) Backlog(ctx context.Context) (map[Kind]Backlog, error) {
 	return out, rows.Err()
 }
 
-// Listen runs until ctx ends or the connection fails, calling ready once
-// listening and wake on every notification of Channel.
-func (s *Store) Listen(ctx context.Context, ready, wake func()) error {
-	return s.db.Listen(ctx, Channel, ready, wake)
+// Listen calls wake whenever rows may have become due: on every
+// notification of Channel and each time the listener (re)connects, until
+// ctx ends; failures are logged and the listener retries.
+func (s *Store) Listen(ctx context.Context, wake func()) {
+	s.db.Subscribe(ctx, store.Subscription{Channel: Channel, Up: wake, Notify: func(string) { wake() },
+		Down: func(err error) { slog.WarnContext(ctx, "outbox listener interrupted; retrying", "err", err) }})
 }
 
 func (s *Store) items(ctx context.Context, sql string, args ...any) ([]Item, error) {

@@ -23,7 +23,7 @@ func TestListenReceivesNotifications(t *testing.T) {
 	ready, got := make(chan struct{}), make(chan struct{}, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- db.Listen(ctx, "assessd_test", func() { close(ready) }, func() { got <- struct{}{} })
+		done <- db.Listen(ctx, "assessd_test", func() { close(ready) }, func(string) { got <- struct{}{} })
 	}()
 	select {
 	case <-ready:
