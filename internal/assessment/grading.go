@@ -181,7 +181,7 @@ func (s *Service) FinishResult(ctx context.Context, resultID string, failures ma
 		err := s.db.SendBatch(ctx, b)
 		if isNoRows(err) {
 			// Finished before (or never there): returned as it is.
-			r, err = s.loadResult(ctx, s.db.Q(ctx), "", resultID)
+			r, err = s.loadResult(ctx, "", resultID)
 			return err
 		}
 		if err != nil {

@@ -492,28 +492,36 @@ func (s *Service) Result(ctx context.Context, examID, id string) (Result, error)
 			return Result{}, err
 		}
 	}
-	r, err := s.loadResult(ctx, s.db.Q(ctx), examID, id)
+	r, err := s.loadResult(ctx, examID, id)
 	if err == nil && caller.Role == tenancy.RoleStudent && r.UserID != caller.UserID {
 		return Result{}, errs.NotFound("result")
 	}
 	return r, err
 }
 
-func (s *Service) loadResult(ctx context.Context, q store.Querier, examID, id string) (Result, error) {
+// loadResult reads a result and its answers in one round trip, inside
+// ctx's transaction when there is one.
+func (s *Service) loadResult(ctx context.Context, examID, id string) (Result, error) {
 	if err := checkID("id", ids.Result, id, "a result"); err != nil {
 		return Result{}, err
 	}
-	r, err := scanResult(q.QueryRow(ctx, `SELECT `+resultColumns+` FROM results
-		 WHERE org_id = app_org_id() AND id = $1 AND ($2 = '' OR exam_id = $2)`, id, examID))
+	rs := []Result{{ID: id}}
+	b := &pgx.Batch{}
+	b.Queue(`SELECT `+resultColumns+` FROM results
+		 WHERE org_id = app_org_id() AND id = $1 AND ($2 = '' OR exam_id = $2)`, id, examID).
+		QueryRow(func(row pgx.Row) (err error) {
+			rs[0], err = scanResult(row)
+			return err
+		})
+	queueAnswers(b, rs)
+	err := s.db.SendBatch(ctx, b)
 	if isNoRows(err) {
 		return Result{}, errs.NotFound("result")
 	}
 	if err != nil {
 		return Result{}, fmt.Errorf("load result: %w", err)
 	}
-	rs := []Result{r}
-	err = s.attachAnswers(ctx, q, rs)
-	return rs[0], err
+	return rs[0], nil
 }
 
 // answersSQL reads the answers of the results with ids $1, each result's

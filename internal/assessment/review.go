@@ -46,7 +46,7 @@ func (s *Service) CorrectAnswer(ctx context.Context, resultID, questionID string
 	var r Result
 	err = s.db.Tx(ctx, func(ctx context.Context) error {
 		q := s.db.Q(ctx)
-		before, err := s.loadResult(ctx, q, "", resultID)
+		before, err := s.loadResult(ctx, "", resultID)
 		if err != nil {
 			return err
 		}
@@ -107,7 +107,7 @@ func (s *Service) CorrectAnswer(ctx context.Context, resultID, questionID string
 				return err
 			}
 		}
-		if r, err = s.loadResult(ctx, q, "", resultID); err != nil {
+		if r, err = s.loadResult(ctx, "", resultID); err != nil {
 			return err
 		}
 		return s.audit(ctx, caller, "result.answer_corrected", "result", resultID,

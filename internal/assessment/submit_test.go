@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/assessd/assessd/internal/assessment"
+	"github.com/assessd/assessd/internal/platform/errs"
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/internal/testkit/storetest"
 	"github.com/assessd/assessd/tenancy"
@@ -276,5 +277,27 @@ func TestGradingInputIsOneRoundTrip(t *testing.T) {
 	}
 	if _, err := f.content.GradingInput(f.staff, r.ID, essay.ID); !errors.Is(err, assessment.ErrCannotGrade) || !strings.Contains(err.Error(), "the question was deleted") {
 		t.Errorf("the answer of a deleted question: %v", err)
+	}
+}
+
+// TestReadingAResultIsOneRoundTrip holds reading a result with its answers
+// to one round trip (the result and its answers in one batch).
+func TestReadingAResultIsOneRoundTrip(t *testing.T) {
+	trips := &roundTrips{}
+	f := newFixture(t, store.WithTracer(trips))
+	r := f.submit(t, true)
+	before := trips.n.Load()
+	got, err := f.content.Result(f.staff, f.exam.ID, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := trips.n.Load() - before; n != 1 {
+		t.Errorf("reading a result took %d round trips, want 1", n)
+	}
+	if got.ID != r.ID || got.Status != assessment.StatusGrading || len(got.Answers) != len(f.qs) {
+		t.Fatalf("read %+v", got)
+	}
+	if _, err := f.content.Result(f.staff, f.exam.ID, "res_01JD3M4Q9ZB8K1T7W2X5C6V0ZZ"); !errs.Is(err, errs.KindNotFound) {
+		t.Fatalf("an unknown result: %v, want not found", err)
 	}
 }
