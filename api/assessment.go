@@ -264,11 +264,11 @@ func (s resultServer) GetResultsSummary(ctx context.Context, req *connect.Reques
 }
 
 func (s resultServer) GetResult(ctx context.Context, req *connect.Request[v1.GetResultRequest]) (*connect.Response[v1.Result], error) {
-	r, err := s.svc.Result(ctx, "", req.Msg.Id)
+	r, err := s.svc.AwaitResult(ctx, "", req.Msg.Id, req.Msg.Wait.AsDuration())
 	return reply(ctx, r, err, resultToProto)
 }
 
 func (s resultServer) GetExamResult(ctx context.Context, req *connect.Request[v1.GetExamResultRequest]) (*connect.Response[v1.Result], error) {
-	r, err := s.svc.Result(ctx, req.Msg.ExamId, req.Msg.Id)
+	r, err := s.svc.AwaitResult(ctx, req.Msg.ExamId, req.Msg.Id, req.Msg.Wait.AsDuration())
 	return reply(ctx, r, err, resultToProto)
 }

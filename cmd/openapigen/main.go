@@ -122,10 +122,16 @@ func finishOperation(method string, op object) error {
 	for code, ref := range errorResponses(method) {
 		responses[code] = object{"$ref": "#/components/responses/" + ref}
 	}
+	// A query parameter of a well-known type gets that type's long
+	// comment; the operation describes what the parameter does.
 	for _, p := range asList(op["parameters"]) {
 		param := p.(object)
-		if d, _ := param["description"].(string); strings.HasPrefix(d, "A Timestamp represents") {
+		d, _ := param["description"].(string)
+		switch {
+		case strings.HasPrefix(d, "A Timestamp represents"):
 			param["description"] = "An RFC 3339 time, e.g. 2026-01-31T12:00:00Z."
+		case strings.HasPrefix(d, "A Duration represents"):
+			param["description"] = "A duration in seconds with the suffix s, e.g. 20s or 1.5s."
 		}
 	}
 	return nil

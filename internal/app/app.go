@@ -119,12 +119,14 @@ const (
 )
 
 // Start runs the application's background work until ctx ends: the watch
-// that keeps cached credentials consistent across instances, the outbox
+// that keeps cached credentials consistent across instances, the one that
+// wakes reads waiting for a result's grading (decision 0135), the outbox
 // dispatcher that starts workflows, and the housekeeping kept off the
 // request path (decision 0081): writing API keys' last-used times and
 // deleting long-expired OAuth auth requests.
 func (a *App) Start(ctx context.Context) {
 	go a.Tenancy.WatchCredentialChanges(ctx)
+	go a.Assessment.WatchFinishedResults(ctx)
 	if a.dispatcher != nil {
 		go a.dispatcher.Run(ctx)
 	}

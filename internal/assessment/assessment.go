@@ -15,6 +15,7 @@ import (
 	"github.com/assessd/assessd/internal/assessment/expr"
 	"github.com/assessd/assessd/internal/platform/errs"
 	"github.com/assessd/assessd/internal/platform/ids"
+	"github.com/assessd/assessd/internal/platform/wakeup"
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/internal/webhooks/event"
 	"github.com/assessd/assessd/tenancy"
@@ -31,6 +32,8 @@ type Service struct {
 	Events *event.Recorder
 	// papers holds recently read exam papers for SubmitResult.
 	papers *papers
+	// finished wakes the reads waiting for a result's grading.
+	finished *wakeup.Hub
 }
 
 // ruleCacheSize bounds the compiled rules kept: the built-in types' and
@@ -39,7 +42,7 @@ const ruleCacheSize = 1024
 
 // NewService returns a Service using db.
 func NewService(db *store.DB) *Service {
-	return &Service{db: db, rules: expr.NewCache(ruleCacheSize), papers: newPapers()}
+	return &Service{db: db, rules: expr.NewCache(ruleCacheSize), papers: newPapers(), finished: wakeup.New()}
 }
 
 var (

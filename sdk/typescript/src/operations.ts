@@ -33,7 +33,7 @@ export const operationTable = {
   getAnswerSheetScan: { method: "get", path: "/answer-sheet-scans/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json" },
   getExam: { method: "get", path: "/exams/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json" },
   getExamGeneration: { method: "get", path: "/exam-generations/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json" },
-  getExamResult: { method: "get", path: "/exams/{examId}/results/{id}", pathParams: ["examId","id"], queryParams: [], body: "none", response: "json" },
+  getExamResult: { method: "get", path: "/exams/{examId}/results/{id}", pathParams: ["examId","id"], queryParams: ["wait"], body: "none", response: "json" },
   getFolder: { method: "get", path: "/folders/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json" },
   getMe: { method: "get", path: "/me", pathParams: [], queryParams: [], body: "none", response: "json" },
   getOrg: { method: "get", path: "/org", pathParams: [], queryParams: [], body: "none", response: "json" },
@@ -41,7 +41,7 @@ export const operationTable = {
   getQuestionQuality: { method: "get", path: "/exams/{examId}/questions/{questionId}/quality", pathParams: ["examId","questionId"], queryParams: [], body: "none", response: "json" },
   getQuestionRegeneration: { method: "get", path: "/question-regenerations/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json" },
   getQuestionType: { method: "get", path: "/question-types/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json" },
-  getResult: { method: "get", path: "/results/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json" },
+  getResult: { method: "get", path: "/results/{id}", pathParams: ["id"], queryParams: ["wait"], body: "none", response: "json" },
   getResultsSummary: { method: "get", path: "/exams/{examId}/results/summary", pathParams: ["examId"], queryParams: [], body: "none", response: "json" },
   getUser: { method: "get", path: "/users/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json" },
   getUserinfo: { method: "get", path: "/oauth/userinfo", pathParams: [], queryParams: [], body: "none", response: "json" },
@@ -367,7 +367,8 @@ export interface Operations {
   /**
    * Returns one result of an exam with its answers; 404 when the result belongs to another exam.
    *
-   * Returns one result of an exam with its answers; 404 when the result belongs to another exam.
+   * Returns one result of an exam with its answers; 404 when the result belongs to another exam. It
+   *  takes wait as GetResult does.
    *
    * Requires scope `results:read`.
    */
@@ -431,7 +432,9 @@ export interface Operations {
   /**
    * Returns one result with its answers.
    *
-   * Returns one result with its answers.
+   * Returns one result with its answers. With wait, a result still grading
+   *  is returned once grading finishes, or as it is when the wait (at most
+   *  30s) has passed: a long poll, instead of polling.
    *
    * Requires scope `results:read`.
    */

@@ -456,7 +456,8 @@ export interface paths {
         };
         /**
          * Returns one result of an exam with its answers; 404 when the result belongs to another exam.
-         * @description Returns one result of an exam with its answers; 404 when the result belongs to another exam.
+         * @description Returns one result of an exam with its answers; 404 when the result belongs to another exam. It
+         *      takes wait as GetResult does.
          *
          *     Requires scope `results:read`.
          */
@@ -965,7 +966,9 @@ export interface paths {
         };
         /**
          * Returns one result with its answers.
-         * @description Returns one result with its answers.
+         * @description Returns one result with its answers. With wait, a result still grading
+         *      is returned once grading finishes, or as it is when the wait (at most
+         *      30s) has passed: a long poll, instead of polling.
          *
          *     Requires scope `results:read`.
          */
@@ -1974,6 +1977,12 @@ export interface components {
             examId?: string;
             /** id */
             id?: string;
+            /**
+             * wait
+             * @description How long to wait, at most 30s, for a result still grading to finish
+             *      before answering; default 0s, answer at once.
+             */
+            wait?: components["schemas"]["google.protobuf.Duration"];
         };
         /** GetFolderRequest */
         "assessd.v1.GetFolderRequest": {
@@ -2012,6 +2021,12 @@ export interface components {
         "assessd.v1.GetResultRequest": {
             /** id */
             id?: string;
+            /**
+             * wait
+             * @description How long to wait, at most 30s, for a result still grading to finish
+             *      before answering; default 0s, answer at once.
+             */
+            wait?: components["schemas"]["google.protobuf.Duration"];
         };
         /** GetResultsSummaryRequest */
         "assessd.v1.GetResultsSummaryRequest": {
@@ -3390,6 +3405,68 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /**
+         * Format: duration
+         * @description A Duration represents a signed, fixed-length span of time represented
+         *      as a count of seconds and fractions of seconds at nanosecond
+         *      resolution. It is independent of any calendar and concepts like "day"
+         *      or "month". It is related to Timestamp in that the difference between
+         *      two Timestamp values is a Duration and it can be added or subtracted
+         *      from a Timestamp. Range is approximately +-10,000 years.
+         *
+         *      # Examples
+         *
+         *      Example 1: Compute Duration from two Timestamps in pseudo code.
+         *
+         *          Timestamp start = ...;
+         *          Timestamp end = ...;
+         *          Duration duration = ...;
+         *
+         *          duration.seconds = end.seconds - start.seconds;
+         *          duration.nanos = end.nanos - start.nanos;
+         *
+         *          if (duration.seconds < 0 && duration.nanos > 0) {
+         *            duration.seconds += 1;
+         *            duration.nanos -= 1000000000;
+         *          } else if (duration.seconds > 0 && duration.nanos < 0) {
+         *            duration.seconds -= 1;
+         *            duration.nanos += 1000000000;
+         *          }
+         *
+         *      Example 2: Compute Timestamp from Timestamp + Duration in pseudo code.
+         *
+         *          Timestamp start = ...;
+         *          Duration duration = ...;
+         *          Timestamp end = ...;
+         *
+         *          end.seconds = start.seconds + duration.seconds;
+         *          end.nanos = start.nanos + duration.nanos;
+         *
+         *          if (end.nanos < 0) {
+         *            end.seconds -= 1;
+         *            end.nanos += 1000000000;
+         *          } else if (end.nanos >= 1000000000) {
+         *            end.seconds += 1;
+         *            end.nanos -= 1000000000;
+         *          }
+         *
+         *      Example 3: Compute Duration from datetime.timedelta in Python.
+         *
+         *          td = datetime.timedelta(days=3, minutes=10)
+         *          duration = Duration()
+         *          duration.FromTimedelta(td)
+         *
+         *      # JSON Mapping
+         *
+         *      In JSON format, the Duration type is encoded as a string rather than an
+         *      object, where the string ends in the suffix "s" (indicating seconds) and
+         *      is preceded by the number of seconds, with nanoseconds expressed as
+         *      fractional seconds. For example, 3 seconds with 0 nanoseconds should be
+         *      encoded in JSON format as "3s", while 3 seconds and 1 nanosecond should
+         *      be expressed in JSON format as "3.000000001s", and 3 seconds and 1
+         *      microsecond should be expressed in JSON format as "3.000001s".
+         */
+        "google.protobuf.Duration": string;
         /**
          * @description A generic empty message that you can re-use to avoid defining duplicated
          *      empty messages in your APIs. A typical example is to use it as the request
@@ -5260,7 +5337,10 @@ export interface operations {
     };
     getExamResult: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description A duration in seconds with the suffix s, e.g. 20s or 1.5s. */
+                wait?: string;
+            };
             header?: never;
             path: {
                 examId: string;
@@ -6865,7 +6945,10 @@ export interface operations {
     };
     getResult: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description A duration in seconds with the suffix s, e.g. 20s or 1.5s. */
+                wait?: string;
+            };
             header?: never;
             path: {
                 id: string;

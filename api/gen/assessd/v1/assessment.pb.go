@@ -10,6 +10,7 @@ import (
 	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	emptypb "google.golang.org/protobuf/types/known/emptypb"
 	structpb "google.golang.org/protobuf/types/known/structpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
@@ -3207,8 +3208,11 @@ func (x *ListResultsResponse) GetNextPageToken() string {
 }
 
 type GetResultRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// How long to wait, at most 30s, for a result still grading to finish
+	// before answering; default 0s, answer at once.
+	Wait          *durationpb.Duration `protobuf:"bytes,2,opt,name=wait,proto3" json:"wait,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3250,10 +3254,20 @@ func (x *GetResultRequest) GetId() string {
 	return ""
 }
 
+func (x *GetResultRequest) GetWait() *durationpb.Duration {
+	if x != nil {
+		return x.Wait
+	}
+	return nil
+}
+
 type GetExamResultRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ExamId        string                 `protobuf:"bytes,1,opt,name=exam_id,json=examId,proto3" json:"exam_id,omitempty"`
-	Id            string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	ExamId string                 `protobuf:"bytes,1,opt,name=exam_id,json=examId,proto3" json:"exam_id,omitempty"`
+	Id     string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	// How long to wait, at most 30s, for a result still grading to finish
+	// before answering; default 0s, answer at once.
+	Wait          *durationpb.Duration `protobuf:"bytes,3,opt,name=wait,proto3" json:"wait,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3300,6 +3314,13 @@ func (x *GetExamResultRequest) GetId() string {
 		return x.Id
 	}
 	return ""
+}
+
+func (x *GetExamResultRequest) GetWait() *durationpb.Duration {
+	if x != nil {
+		return x.Wait
+	}
+	return nil
 }
 
 type GetResultsSummaryRequest struct {
@@ -3612,7 +3633,7 @@ var File_assessd_v1_assessment_proto protoreflect.FileDescriptor
 const file_assessd_v1_assessment_proto_rawDesc = "" +
 	"\n" +
 	"\x1bassessd/v1/assessment.proto\x12\n" +
-	"assessd.v1\x1a\x18assessd/v1/options.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xbf\x01\n" +
+	"assessd.v1\x1a\x18assessd/v1/options.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xbf\x01\n" +
 	"\x06Folder\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\tparent_id\x18\x02 \x01(\tR\bparentId\x12\x12\n" +
@@ -3897,12 +3918,14 @@ const file_assessd_v1_assessment_proto_rawDesc = "" +
 	"\x06status\x18\x05 \x01(\tR\x06status\"k\n" +
 	"\x13ListResultsResponse\x12,\n" +
 	"\aresults\x18\x01 \x03(\v2\x12.assessd.v1.ResultR\aresults\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\"\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"Q\n" +
 	"\x10GetResultRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"?\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12-\n" +
+	"\x04wait\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x04wait\"n\n" +
 	"\x14GetExamResultRequest\x12\x17\n" +
 	"\aexam_id\x18\x01 \x01(\tR\x06examId\x12\x0e\n" +
-	"\x02id\x18\x02 \x01(\tR\x02id\"3\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x12-\n" +
+	"\x04wait\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x04wait\"3\n" +
 	"\x18GetResultsSummaryRequest\x12\x17\n" +
 	"\aexam_id\x18\x01 \x01(\tR\x06examId\"\xc1\x02\n" +
 	"\x0eResultsSummary\x12\x17\n" +
@@ -4077,7 +4100,8 @@ var file_assessd_v1_assessment_proto_goTypes = []any{
 	(*timestamppb.Timestamp)(nil),        // 52: google.protobuf.Timestamp
 	(*structpb.Struct)(nil),              // 53: google.protobuf.Struct
 	(*structpb.Value)(nil),               // 54: google.protobuf.Value
-	(*emptypb.Empty)(nil),                // 55: google.protobuf.Empty
+	(*durationpb.Duration)(nil),          // 55: google.protobuf.Duration
+	(*emptypb.Empty)(nil),                // 56: google.protobuf.Empty
 }
 var file_assessd_v1_assessment_proto_depIdxs = []int32{
 	52, // 0: assessd.v1.Folder.created_at:type_name -> google.protobuf.Timestamp
@@ -4117,71 +4141,73 @@ var file_assessd_v1_assessment_proto_depIdxs = []int32{
 	43, // 34: assessd.v1.SubmitResultRequest.answers:type_name -> assessd.v1.SubmittedAnswer
 	54, // 35: assessd.v1.SubmittedAnswer.value:type_name -> google.protobuf.Value
 	40, // 36: assessd.v1.ListResultsResponse.results:type_name -> assessd.v1.Result
-	50, // 37: assessd.v1.ResultsSummary.histogram:type_name -> assessd.v1.HistogramBucket
-	51, // 38: assessd.v1.ResultsSummary.questions:type_name -> assessd.v1.QuestionSummary
-	1,  // 39: assessd.v1.FolderService.ListFolders:input_type -> assessd.v1.ListFoldersRequest
-	3,  // 40: assessd.v1.FolderService.CreateFolder:input_type -> assessd.v1.CreateFolderRequest
-	4,  // 41: assessd.v1.FolderService.GetFolder:input_type -> assessd.v1.GetFolderRequest
-	5,  // 42: assessd.v1.FolderService.UpdateFolder:input_type -> assessd.v1.UpdateFolderRequest
-	6,  // 43: assessd.v1.FolderService.DeleteFolder:input_type -> assessd.v1.DeleteFolderRequest
-	8,  // 44: assessd.v1.ExamService.ListExams:input_type -> assessd.v1.ListExamsRequest
-	10, // 45: assessd.v1.ExamService.CreateExam:input_type -> assessd.v1.CreateExamRequest
-	11, // 46: assessd.v1.ExamService.GetExam:input_type -> assessd.v1.GetExamRequest
-	12, // 47: assessd.v1.ExamService.UpdateExam:input_type -> assessd.v1.UpdateExamRequest
-	13, // 48: assessd.v1.ExamService.DeleteExam:input_type -> assessd.v1.DeleteExamRequest
-	16, // 49: assessd.v1.QuestionService.ListQuestions:input_type -> assessd.v1.ListQuestionsRequest
-	18, // 50: assessd.v1.QuestionService.CreateQuestion:input_type -> assessd.v1.CreateQuestionRequest
-	19, // 51: assessd.v1.QuestionService.ReorderQuestions:input_type -> assessd.v1.ReorderQuestionsRequest
-	20, // 52: assessd.v1.QuestionService.GetQuestion:input_type -> assessd.v1.GetQuestionRequest
-	21, // 53: assessd.v1.QuestionService.UpdateQuestion:input_type -> assessd.v1.UpdateQuestionRequest
-	22, // 54: assessd.v1.QuestionService.DeleteQuestion:input_type -> assessd.v1.DeleteQuestionRequest
-	23, // 55: assessd.v1.QuestionService.GetQuestionQuality:input_type -> assessd.v1.GetQuestionQualityRequest
-	30, // 56: assessd.v1.QuestionTypeService.ListQuestionTypes:input_type -> assessd.v1.ListQuestionTypesRequest
-	33, // 57: assessd.v1.QuestionTypeService.CreateQuestionType:input_type -> assessd.v1.CreateQuestionTypeRequest
-	31, // 58: assessd.v1.QuestionTypeService.DiscoverQuestionTypes:input_type -> assessd.v1.DiscoverQuestionTypesRequest
-	34, // 59: assessd.v1.QuestionTypeService.GetQuestionType:input_type -> assessd.v1.GetQuestionTypeRequest
-	35, // 60: assessd.v1.QuestionTypeService.UpdateQuestionType:input_type -> assessd.v1.UpdateQuestionTypeRequest
-	38, // 61: assessd.v1.QuestionTypeService.EnableQuestionType:input_type -> assessd.v1.EnableQuestionTypeRequest
-	39, // 62: assessd.v1.QuestionTypeService.DisableQuestionType:input_type -> assessd.v1.DisableQuestionTypeRequest
-	42, // 63: assessd.v1.ResultService.SubmitResult:input_type -> assessd.v1.SubmitResultRequest
-	44, // 64: assessd.v1.ResultService.ListResults:input_type -> assessd.v1.ListResultsRequest
-	48, // 65: assessd.v1.ResultService.GetResultsSummary:input_type -> assessd.v1.GetResultsSummaryRequest
-	46, // 66: assessd.v1.ResultService.GetResult:input_type -> assessd.v1.GetResultRequest
-	47, // 67: assessd.v1.ResultService.GetExamResult:input_type -> assessd.v1.GetExamResultRequest
-	2,  // 68: assessd.v1.FolderService.ListFolders:output_type -> assessd.v1.ListFoldersResponse
-	0,  // 69: assessd.v1.FolderService.CreateFolder:output_type -> assessd.v1.Folder
-	0,  // 70: assessd.v1.FolderService.GetFolder:output_type -> assessd.v1.Folder
-	0,  // 71: assessd.v1.FolderService.UpdateFolder:output_type -> assessd.v1.Folder
-	55, // 72: assessd.v1.FolderService.DeleteFolder:output_type -> google.protobuf.Empty
-	9,  // 73: assessd.v1.ExamService.ListExams:output_type -> assessd.v1.ListExamsResponse
-	7,  // 74: assessd.v1.ExamService.CreateExam:output_type -> assessd.v1.Exam
-	7,  // 75: assessd.v1.ExamService.GetExam:output_type -> assessd.v1.Exam
-	7,  // 76: assessd.v1.ExamService.UpdateExam:output_type -> assessd.v1.Exam
-	55, // 77: assessd.v1.ExamService.DeleteExam:output_type -> google.protobuf.Empty
-	17, // 78: assessd.v1.QuestionService.ListQuestions:output_type -> assessd.v1.ListQuestionsResponse
-	14, // 79: assessd.v1.QuestionService.CreateQuestion:output_type -> assessd.v1.Question
-	17, // 80: assessd.v1.QuestionService.ReorderQuestions:output_type -> assessd.v1.ListQuestionsResponse
-	14, // 81: assessd.v1.QuestionService.GetQuestion:output_type -> assessd.v1.Question
-	14, // 82: assessd.v1.QuestionService.UpdateQuestion:output_type -> assessd.v1.Question
-	55, // 83: assessd.v1.QuestionService.DeleteQuestion:output_type -> google.protobuf.Empty
-	24, // 84: assessd.v1.QuestionService.GetQuestionQuality:output_type -> assessd.v1.QuestionQuality
-	32, // 85: assessd.v1.QuestionTypeService.ListQuestionTypes:output_type -> assessd.v1.ListQuestionTypesResponse
-	27, // 86: assessd.v1.QuestionTypeService.CreateQuestionType:output_type -> assessd.v1.QuestionType
-	32, // 87: assessd.v1.QuestionTypeService.DiscoverQuestionTypes:output_type -> assessd.v1.ListQuestionTypesResponse
-	27, // 88: assessd.v1.QuestionTypeService.GetQuestionType:output_type -> assessd.v1.QuestionType
-	27, // 89: assessd.v1.QuestionTypeService.UpdateQuestionType:output_type -> assessd.v1.QuestionType
-	27, // 90: assessd.v1.QuestionTypeService.EnableQuestionType:output_type -> assessd.v1.QuestionType
-	27, // 91: assessd.v1.QuestionTypeService.DisableQuestionType:output_type -> assessd.v1.QuestionType
-	40, // 92: assessd.v1.ResultService.SubmitResult:output_type -> assessd.v1.Result
-	45, // 93: assessd.v1.ResultService.ListResults:output_type -> assessd.v1.ListResultsResponse
-	49, // 94: assessd.v1.ResultService.GetResultsSummary:output_type -> assessd.v1.ResultsSummary
-	40, // 95: assessd.v1.ResultService.GetResult:output_type -> assessd.v1.Result
-	40, // 96: assessd.v1.ResultService.GetExamResult:output_type -> assessd.v1.Result
-	68, // [68:97] is the sub-list for method output_type
-	39, // [39:68] is the sub-list for method input_type
-	39, // [39:39] is the sub-list for extension type_name
-	39, // [39:39] is the sub-list for extension extendee
-	0,  // [0:39] is the sub-list for field type_name
+	55, // 37: assessd.v1.GetResultRequest.wait:type_name -> google.protobuf.Duration
+	55, // 38: assessd.v1.GetExamResultRequest.wait:type_name -> google.protobuf.Duration
+	50, // 39: assessd.v1.ResultsSummary.histogram:type_name -> assessd.v1.HistogramBucket
+	51, // 40: assessd.v1.ResultsSummary.questions:type_name -> assessd.v1.QuestionSummary
+	1,  // 41: assessd.v1.FolderService.ListFolders:input_type -> assessd.v1.ListFoldersRequest
+	3,  // 42: assessd.v1.FolderService.CreateFolder:input_type -> assessd.v1.CreateFolderRequest
+	4,  // 43: assessd.v1.FolderService.GetFolder:input_type -> assessd.v1.GetFolderRequest
+	5,  // 44: assessd.v1.FolderService.UpdateFolder:input_type -> assessd.v1.UpdateFolderRequest
+	6,  // 45: assessd.v1.FolderService.DeleteFolder:input_type -> assessd.v1.DeleteFolderRequest
+	8,  // 46: assessd.v1.ExamService.ListExams:input_type -> assessd.v1.ListExamsRequest
+	10, // 47: assessd.v1.ExamService.CreateExam:input_type -> assessd.v1.CreateExamRequest
+	11, // 48: assessd.v1.ExamService.GetExam:input_type -> assessd.v1.GetExamRequest
+	12, // 49: assessd.v1.ExamService.UpdateExam:input_type -> assessd.v1.UpdateExamRequest
+	13, // 50: assessd.v1.ExamService.DeleteExam:input_type -> assessd.v1.DeleteExamRequest
+	16, // 51: assessd.v1.QuestionService.ListQuestions:input_type -> assessd.v1.ListQuestionsRequest
+	18, // 52: assessd.v1.QuestionService.CreateQuestion:input_type -> assessd.v1.CreateQuestionRequest
+	19, // 53: assessd.v1.QuestionService.ReorderQuestions:input_type -> assessd.v1.ReorderQuestionsRequest
+	20, // 54: assessd.v1.QuestionService.GetQuestion:input_type -> assessd.v1.GetQuestionRequest
+	21, // 55: assessd.v1.QuestionService.UpdateQuestion:input_type -> assessd.v1.UpdateQuestionRequest
+	22, // 56: assessd.v1.QuestionService.DeleteQuestion:input_type -> assessd.v1.DeleteQuestionRequest
+	23, // 57: assessd.v1.QuestionService.GetQuestionQuality:input_type -> assessd.v1.GetQuestionQualityRequest
+	30, // 58: assessd.v1.QuestionTypeService.ListQuestionTypes:input_type -> assessd.v1.ListQuestionTypesRequest
+	33, // 59: assessd.v1.QuestionTypeService.CreateQuestionType:input_type -> assessd.v1.CreateQuestionTypeRequest
+	31, // 60: assessd.v1.QuestionTypeService.DiscoverQuestionTypes:input_type -> assessd.v1.DiscoverQuestionTypesRequest
+	34, // 61: assessd.v1.QuestionTypeService.GetQuestionType:input_type -> assessd.v1.GetQuestionTypeRequest
+	35, // 62: assessd.v1.QuestionTypeService.UpdateQuestionType:input_type -> assessd.v1.UpdateQuestionTypeRequest
+	38, // 63: assessd.v1.QuestionTypeService.EnableQuestionType:input_type -> assessd.v1.EnableQuestionTypeRequest
+	39, // 64: assessd.v1.QuestionTypeService.DisableQuestionType:input_type -> assessd.v1.DisableQuestionTypeRequest
+	42, // 65: assessd.v1.ResultService.SubmitResult:input_type -> assessd.v1.SubmitResultRequest
+	44, // 66: assessd.v1.ResultService.ListResults:input_type -> assessd.v1.ListResultsRequest
+	48, // 67: assessd.v1.ResultService.GetResultsSummary:input_type -> assessd.v1.GetResultsSummaryRequest
+	46, // 68: assessd.v1.ResultService.GetResult:input_type -> assessd.v1.GetResultRequest
+	47, // 69: assessd.v1.ResultService.GetExamResult:input_type -> assessd.v1.GetExamResultRequest
+	2,  // 70: assessd.v1.FolderService.ListFolders:output_type -> assessd.v1.ListFoldersResponse
+	0,  // 71: assessd.v1.FolderService.CreateFolder:output_type -> assessd.v1.Folder
+	0,  // 72: assessd.v1.FolderService.GetFolder:output_type -> assessd.v1.Folder
+	0,  // 73: assessd.v1.FolderService.UpdateFolder:output_type -> assessd.v1.Folder
+	56, // 74: assessd.v1.FolderService.DeleteFolder:output_type -> google.protobuf.Empty
+	9,  // 75: assessd.v1.ExamService.ListExams:output_type -> assessd.v1.ListExamsResponse
+	7,  // 76: assessd.v1.ExamService.CreateExam:output_type -> assessd.v1.Exam
+	7,  // 77: assessd.v1.ExamService.GetExam:output_type -> assessd.v1.Exam
+	7,  // 78: assessd.v1.ExamService.UpdateExam:output_type -> assessd.v1.Exam
+	56, // 79: assessd.v1.ExamService.DeleteExam:output_type -> google.protobuf.Empty
+	17, // 80: assessd.v1.QuestionService.ListQuestions:output_type -> assessd.v1.ListQuestionsResponse
+	14, // 81: assessd.v1.QuestionService.CreateQuestion:output_type -> assessd.v1.Question
+	17, // 82: assessd.v1.QuestionService.ReorderQuestions:output_type -> assessd.v1.ListQuestionsResponse
+	14, // 83: assessd.v1.QuestionService.GetQuestion:output_type -> assessd.v1.Question
+	14, // 84: assessd.v1.QuestionService.UpdateQuestion:output_type -> assessd.v1.Question
+	56, // 85: assessd.v1.QuestionService.DeleteQuestion:output_type -> google.protobuf.Empty
+	24, // 86: assessd.v1.QuestionService.GetQuestionQuality:output_type -> assessd.v1.QuestionQuality
+	32, // 87: assessd.v1.QuestionTypeService.ListQuestionTypes:output_type -> assessd.v1.ListQuestionTypesResponse
+	27, // 88: assessd.v1.QuestionTypeService.CreateQuestionType:output_type -> assessd.v1.QuestionType
+	32, // 89: assessd.v1.QuestionTypeService.DiscoverQuestionTypes:output_type -> assessd.v1.ListQuestionTypesResponse
+	27, // 90: assessd.v1.QuestionTypeService.GetQuestionType:output_type -> assessd.v1.QuestionType
+	27, // 91: assessd.v1.QuestionTypeService.UpdateQuestionType:output_type -> assessd.v1.QuestionType
+	27, // 92: assessd.v1.QuestionTypeService.EnableQuestionType:output_type -> assessd.v1.QuestionType
+	27, // 93: assessd.v1.QuestionTypeService.DisableQuestionType:output_type -> assessd.v1.QuestionType
+	40, // 94: assessd.v1.ResultService.SubmitResult:output_type -> assessd.v1.Result
+	45, // 95: assessd.v1.ResultService.ListResults:output_type -> assessd.v1.ListResultsResponse
+	49, // 96: assessd.v1.ResultService.GetResultsSummary:output_type -> assessd.v1.ResultsSummary
+	40, // 97: assessd.v1.ResultService.GetResult:output_type -> assessd.v1.Result
+	40, // 98: assessd.v1.ResultService.GetExamResult:output_type -> assessd.v1.Result
+	70, // [70:99] is the sub-list for method output_type
+	41, // [41:70] is the sub-list for method input_type
+	41, // [41:41] is the sub-list for extension type_name
+	41, // [41:41] is the sub-list for extension extendee
+	0,  // [0:41] is the sub-list for field type_name
 }
 
 func init() { file_assessd_v1_assessment_proto_init() }

@@ -980,9 +980,12 @@ type ResultServiceClient interface {
 	ListResults(context.Context, *connect.Request[v1.ListResultsRequest]) (*connect.Response[v1.ListResultsResponse], error)
 	// Summarizes an exam's results: score statistics, distribution and item statistics.
 	GetResultsSummary(context.Context, *connect.Request[v1.GetResultsSummaryRequest]) (*connect.Response[v1.ResultsSummary], error)
-	// Returns one result with its answers.
+	// Returns one result with its answers. With wait, a result still grading
+	// is returned once grading finishes, or as it is when the wait (at most
+	// 30s) has passed: a long poll, instead of polling.
 	GetResult(context.Context, *connect.Request[v1.GetResultRequest]) (*connect.Response[v1.Result], error)
-	// Returns one result of an exam with its answers; 404 when the result belongs to another exam.
+	// Returns one result of an exam with its answers; 404 when the result belongs to another exam. It
+	// takes wait as GetResult does.
 	GetExamResult(context.Context, *connect.Request[v1.GetExamResultRequest]) (*connect.Response[v1.Result], error)
 }
 
@@ -1072,9 +1075,12 @@ type ResultServiceHandler interface {
 	ListResults(context.Context, *connect.Request[v1.ListResultsRequest]) (*connect.Response[v1.ListResultsResponse], error)
 	// Summarizes an exam's results: score statistics, distribution and item statistics.
 	GetResultsSummary(context.Context, *connect.Request[v1.GetResultsSummaryRequest]) (*connect.Response[v1.ResultsSummary], error)
-	// Returns one result with its answers.
+	// Returns one result with its answers. With wait, a result still grading
+	// is returned once grading finishes, or as it is when the wait (at most
+	// 30s) has passed: a long poll, instead of polling.
 	GetResult(context.Context, *connect.Request[v1.GetResultRequest]) (*connect.Response[v1.Result], error)
-	// Returns one result of an exam with its answers; 404 when the result belongs to another exam.
+	// Returns one result of an exam with its answers; 404 when the result belongs to another exam. It
+	// takes wait as GetResult does.
 	GetExamResult(context.Context, *connect.Request[v1.GetExamResultRequest]) (*connect.Response[v1.Result], error)
 }
 
