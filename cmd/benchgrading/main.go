@@ -109,6 +109,9 @@ func run(ctx context.Context) (err error) {
 	if _, _, err := g.grade(ctx, *n/4, ""); err != nil {
 		return err
 	}
+	if err := env.Analyze(ctx); err != nil {
+		return err
+	}
 	fmt.Printf("%d results per round, %d submitters each waiting for its result to be graded, builtin provider, one global worker,\n"+
 		"dev server on loopback; %d rounds, the baseline and assessd taking turns at going first\n\n", *n, *clients, *rounds)
 	fmt.Printf("%-6s %-28s %10s %11s %11s %11s\n", "round", "target", "per second", "cpu go µs", "cpu pg µs", "cpu tmprl µs")
