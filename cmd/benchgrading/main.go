@@ -53,7 +53,7 @@ func main() {
 func noop(workflow.Context) error { return nil }
 
 func run(ctx context.Context) (err error) {
-	n := flag.Int("n", 200, "results to grade")
+	n := flag.Int("n", 800, "results to grade per round (a quarter more to warm up)")
 	clients := flag.Int("c", 16, "concurrent submitting clients")
 	rounds := flag.Int("rounds", 3, "rounds of the throughput comparison; the baseline and assessd take turns at going first")
 	regenerations := flag.Int("r", 100, "question regenerations to time")
