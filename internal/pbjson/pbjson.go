@@ -10,9 +10,9 @@
 //
 // It covers what the API's messages use: scalars, enums, bytes, repeated
 // and map fields, oneofs and proto3 optional fields, and the well-known
-// types Timestamp, Struct, Value and ListValue. Anything else (Any,
-// Duration, wrappers, FieldMask, extensions), and any value protojson
-// refuses (invalid UTF-8, a NaN in a Value, a timestamp out of range),
+// types Timestamp, Duration, Struct, Value and ListValue. Anything else
+// (Any, wrappers, FieldMask, extensions), and any value protojson refuses
+// (invalid UTF-8, a NaN in a Value, a timestamp or duration out of range),
 // makes Append decline, so that the caller lets protojson write the
 // message, or report the error, exactly as before. The differential tests
 // hold the output to protojson's byte for byte.
@@ -59,6 +59,7 @@ type shape uint8
 const (
 	fieldsShape shape = iota // an object of its fields
 	timestampShape
+	durationShape
 	valueShape
 	structShape
 	listValueShape
@@ -135,6 +136,8 @@ func shapeOf(md protoreflect.MessageDescriptor) shape {
 	switch md.Name() {
 	case "Timestamp":
 		return timestampShape
+	case "Duration":
+		return durationShape
 	case "Value":
 		return valueShape
 	case "Struct":
@@ -144,13 +147,15 @@ func shapeOf(md protoreflect.MessageDescriptor) shape {
 	case "Empty":
 		return fieldsShape // no special mapping: {}
 	}
-	return declined // Any, Duration, wrappers, FieldMask, descriptors
+	return declined // Any, wrappers, FieldMask, descriptors
 }
 
 func appendMessage(b []byte, m protoreflect.Message, p *plan) ([]byte, bool) {
 	switch p.shape {
 	case timestampShape:
 		return appendTimestamp(b, m.Get(p.fields[0].fd).Int(), m.Get(p.fields[1].fd).Int())
+	case durationShape:
+		return appendDuration(b, m.Get(p.fields[0].fd).Int(), m.Get(p.fields[1].fd).Int())
 	case valueShape:
 		return appendValue(b, m, p)
 	case structShape:
@@ -402,15 +407,41 @@ func appendTimestamp(b []byte, secs, nanos int64) ([]byte, bool) {
 	b = appendDigits(append(b, 'T'), int64(hour), 2)
 	b = appendDigits(append(b, ':'), int64(minute), 2)
 	b = appendDigits(append(b, ':'), int64(second), 2)
-	if nanos != 0 {
-		digits := 9
-		for digits > 3 && nanos%1000 == 0 {
-			nanos /= 1000
-			digits -= 3
-		}
-		b = appendDigits(append(b, '.'), nanos, digits)
+	return append(appendFraction(b, nanos), 'Z', '"'), true
+}
+
+// appendFraction writes nanos (0 to 999,999,999) as a fraction of a
+// second with 0, 3, 6 or 9 digits, the fewest that keep the value.
+func appendFraction(b []byte, nanos int64) []byte {
+	if nanos == 0 {
+		return b
 	}
-	return append(b, 'Z', '"'), true
+	digits := 9
+	for digits > 3 && nanos%1000 == 0 {
+		nanos /= 1000
+		digits -= 3
+	}
+	return appendDigits(append(b, '.'), nanos, digits)
+}
+
+// maxDurationSeconds is the range of a Duration: about 10,000 years either
+// way.
+const maxDurationSeconds = 315_576_000_000
+
+// appendDuration writes seconds with a fraction and the suffix s, e.g.
+// "-1.500s"; protojson refuses seconds out of range and nanos out of range
+// or of the other sign.
+func appendDuration(b []byte, secs, nanos int64) ([]byte, bool) {
+	if secs < -maxDurationSeconds || secs > maxDurationSeconds || nanos <= -1e9 || nanos >= 1e9 ||
+		(secs > 0 && nanos < 0) || (secs < 0 && nanos > 0) {
+		return b, false
+	}
+	b = append(b, '"')
+	if secs < 0 || nanos < 0 {
+		b, secs, nanos = append(b, '-'), -secs, -nanos
+	}
+	b = strconv.AppendInt(b, secs, 10)
+	return append(appendFraction(b, nanos), 's', '"'), true
 }
 
 // appendDigits writes v, which is not negative, in exactly width digits.

@@ -167,6 +167,12 @@ func TestRefusalsAndDeclines(t *testing.T) {
 		&timestamppb.Timestamp{Seconds: minTimestampSeconds - 1},
 		&timestamppb.Timestamp{Nanos: -1},
 		&timestamppb.Timestamp{Nanos: 1_000_000_000},
+		&durationpb.Duration{Seconds: maxDurationSeconds + 1},
+		&durationpb.Duration{Seconds: -maxDurationSeconds - 1},
+		&durationpb.Duration{Seconds: 1, Nanos: -1},
+		&durationpb.Duration{Seconds: -1, Nanos: 1},
+		&durationpb.Duration{Nanos: 1_000_000_000},
+		&durationpb.Duration{Nanos: -1_000_000_000},
 	}
 	for _, m := range refused {
 		if _, err := want(m); err == nil {
@@ -180,7 +186,7 @@ func TestRefusalsAndDeclines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range []proto.Message{durationpb.New(1500), wrapperspb.String("x"), any} {
+	for _, m := range []proto.Message{wrapperspb.String("x"), any} {
 		if got, ok := Append(nil, m); ok {
 			t.Errorf("Append wrote %s for %T, which it leaves to protojson", got, m)
 		}
@@ -188,6 +194,10 @@ func TestRefusalsAndDeclines(t *testing.T) {
 	for _, ts := range []*timestamppb.Timestamp{{}, {Seconds: maxTimestampSeconds, Nanos: 999_999_999}, {Seconds: minTimestampSeconds},
 		{Seconds: 1, Nanos: 5_000_000}, {Seconds: 1, Nanos: 120_000}, {Seconds: 1, Nanos: 7}} {
 		check(t, ts)
+	}
+	for _, d := range []*durationpb.Duration{{}, {Seconds: 30}, {Nanos: -1}, {Seconds: -3, Nanos: -500_000_000}, {Seconds: 1, Nanos: 120_000},
+		{Seconds: maxDurationSeconds, Nanos: 999_999_999}, {Seconds: -maxDurationSeconds, Nanos: -999_999_999}} {
+		check(t, d)
 	}
 }
 
@@ -221,6 +231,15 @@ func (g generator) fill(m protoreflect.Message, depth int) {
 		m.Set(md.Fields().ByName("seconds"), protoreflect.ValueOfInt64(g.rnd.Int64N(maxTimestampSeconds-minTimestampSeconds)+minTimestampSeconds))
 		nanos := []int32{0, 1, 999_999_999, 5_000_000, 120_000, g.rnd.Int32N(1_000_000_000)}
 		m.Set(md.Fields().ByName("nanos"), protoreflect.ValueOfInt32(nanos[g.rnd.IntN(len(nanos))]))
+		return
+	case "google.protobuf.Duration":
+		secs := g.rnd.Int64N(2*maxDurationSeconds+1) - maxDurationSeconds
+		nanos := []int32{0, 1, 999_999_999, 500_000_000, 120_000, g.rnd.Int32N(1_000_000_000)}[g.rnd.IntN(6)]
+		if secs < 0 || secs == 0 && g.rnd.IntN(2) == 0 {
+			nanos = -nanos // the sign of the seconds, or either when they are 0
+		}
+		m.Set(md.Fields().ByName("seconds"), protoreflect.ValueOfInt64(secs))
+		m.Set(md.Fields().ByName("nanos"), protoreflect.ValueOfInt32(nanos))
 		return
 	case "google.protobuf.Value":
 		g.fillValue(m, depth)
