@@ -520,8 +520,13 @@ func correctText(q assessment.Question, words Strings) string {
 	return ""
 }
 
+// resultPollWait is how long the result page's poll waits for grading to
+// finish before it answers and asks again.
+const resultPollWait = 20 * time.Second
+
 // studentResult shows a result with per-question feedback; while grading
-// runs, the page polls itself (htmx) until the result is graded.
+// runs, the page asks for itself again (htmx) with ?wait, which the server
+// holds until grading finishes (a long poll, decision 0135).
 func (s *Service) studentResult(w http.ResponseWriter, r *http.Request, sess Session) {
 	caller, err := s.Caller(r.Context(), sess)
 	if err != nil {
@@ -529,7 +534,11 @@ func (s *Service) studentResult(w http.ResponseWriter, r *http.Request, sess Ses
 		return
 	}
 	ctx := tenancy.WithCaller(r.Context(), caller)
-	result, err := s.resources.Result(ctx, "", sess.ResultID)
+	var wait time.Duration
+	if r.URL.Query().Has("wait") {
+		wait = resultPollWait
+	}
+	result, err := s.resources.AwaitResult(ctx, "", sess.ResultID, wait)
 	if err != nil {
 		http.Error(w, pageError(err), http.StatusNotFound)
 		return

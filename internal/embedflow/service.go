@@ -31,7 +31,9 @@ type Content interface {
 	Authoring
 	AnswerSheet(ctx context.Context, examID string) (assessment.Exam, []assessment.SheetQuestion, error)
 	SubmitResult(ctx context.Context, examID string, in assessment.NewResult) (assessment.Result, error)
-	Result(ctx context.Context, examID, id string) (assessment.Result, error)
+	// AwaitResult reads a result, waiting up to wait for its grading to
+	// finish (decision 0135).
+	AwaitResult(ctx context.Context, examID, id string, wait time.Duration) (assessment.Result, error)
 }
 
 // Actors resolves the role of a user of the caller's organization and

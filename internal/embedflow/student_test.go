@@ -259,3 +259,61 @@ func TestStudentExamPaged(t *testing.T) {
 	}
 	browsertest.CheckPage(t, chrome, base+"?q=2", "embed-student-exam-paged-last")
 }
+
+// TestResultPageShowsTheGradeWhenGradingFinishes opens the results flow in
+// Chromium while the result is grading (no worker runs) and finishes it
+// 2.5 seconds later: the page, which has held one long poll since it
+// loaded, shows the grade within a second of the finish, without a reload.
+func TestResultPageShowsTheGradeWhenGradingFinishes(t *testing.T) {
+	db := storetest.New(t)
+	content := assessment.NewService(db)
+	watch, stop := context.WithCancel(context.Background())
+	defer stop()
+	go content.WatchFinishedResults(watch)
+	f := newFixtureWith(t, redistest.Client(t), db, func(*store.DB) embedflow.Generator { return nil })
+	f.svc = embedflow.NewService(embedflow.NewStore(redistest.Client(t)), tenancy.NewService(db), content, nil, nil, "https://assessd.example", prometheus.NewRegistry(), func(s string) string { return s })
+	srv := serve(t, f)
+
+	exam, err := content.CreateExam(f.teacher, assessment.NewExam{Name: "Plants", Language: "en"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	essay, err := content.CreateQuestion(f.teacher, exam.ID, assessment.NewQuestion{Type: assessment.TypeEssay, Prompt: "Describe photosynthesis.", Points: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	student := f.users[tenancy.RoleStudent].ID
+	result, err := content.SubmitResult(f.teacher, exam.ID, assessment.NewResult{UserID: student, Answers: []assessment.NewAnswer{{QuestionID: essay.ID, Value: "Light becomes sugar."}}})
+	if err != nil || result.Status != assessment.StatusGrading {
+		t.Fatalf("submitted %+v, %v", result, err)
+	}
+	review, err := f.svc.Create(f.teacher, embedflow.NewSession{Flow: "student-results", ActorID: student, ResultID: result.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chrome := browsertest.NewChrome(t)
+	var status string
+	if err := chromedp.Run(chrome, chromedp.Navigate(srv.URL+"/embed/"+review.ID), chromedp.Text(`#status`, &status, chromedp.ByQuery)); err != nil || status != "(grading)" {
+		t.Fatalf("the page while grading: %q, %v", status, err)
+	}
+	time.Sleep(2500 * time.Millisecond)
+	if err := content.RecordGrade(f.teacher, result.ID, essay.ID, 3, "Good.", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := content.FinishResult(f.teacher, result.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	finished := time.Now()
+	ctx, cancel := context.WithTimeout(chrome, 10*time.Second)
+	defer cancel()
+	var total string
+	if err := chromedp.Run(ctx, chromedp.WaitVisible(`//span[@id="status" and text()="(graded)"]`, chromedp.BySearch),
+		chromedp.Text(`#total`, &total, chromedp.ByQuery)); err != nil {
+		t.Fatalf("the page did not show the grade: %v", err)
+	}
+	since := time.Since(finished)
+	if since > time.Second || total != "3 / 4" {
+		t.Fatalf("the page showed %q %s after grading finished", total, since)
+	}
+	t.Logf("the page showed the grade %s after grading finished", since)
+}

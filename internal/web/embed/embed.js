@@ -47,11 +47,19 @@
   if (window.ResizeObserver) new ResizeObserver(resize).observe(document.documentElement);
 
   document.body.addEventListener("htmx:afterSettle", function (e) { announce(e.target); });
+  // A long poll (data-long-poll) that failed asks again: its element
+  // listens for "retry" with a delay.
+  function retry(e) {
+    var el = e.detail.elt;
+    if (el && el.hasAttribute("data-long-poll")) htmx.trigger(el, "retry");
+  }
   document.body.addEventListener("htmx:responseError", function (e) {
     post("error", { status: e.detail.xhr.status, message: "request failed" });
+    retry(e);
   });
-  document.body.addEventListener("htmx:sendError", function () {
+  document.body.addEventListener("htmx:sendError", function (e) {
     post("error", { message: "network error" });
+    retry(e);
   });
 
   // Forms marked data-guard warn before their unsaved changes are lost.
