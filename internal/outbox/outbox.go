@@ -112,9 +112,14 @@ func (s *Store) Claim(ctx context.Context, f Filter, limit int, lease time.Durat
 		limit, lease.Seconds(), region, f.Grace.Seconds())
 }
 
-// Dispatched records that its workflow was started or joined.
-func (s *Store) Dispatched(ctx context.Context, it Item) error {
-	return s.exec(ctx, `SELECT outbox_dispatched($1, $2)`, string(it.Kind), it.SubjectID)
+// Dispatched records that the items' workflows were started or joined, in
+// one statement.
+func (s *Store) Dispatched(ctx context.Context, items ...Item) error {
+	kinds, subjects := make([]string, len(items)), make([]string, len(items))
+	for i, it := range items {
+		kinds[i], subjects[i] = string(it.Kind), it.SubjectID
+	}
+	return s.exec(ctx, `SELECT outbox_dispatched($1::text[], $2::text[])`, kinds, subjects)
 }
 
 // Retry makes it due again after delay, remembering why the start failed.

@@ -126,6 +126,40 @@ func TestRetryDispatchedAndRearm(t *testing.T) {
 	}
 }
 
+func TestDispatchedRecordsABatchInOneCall(t *testing.T) {
+	ctx := context.Background()
+	db := storetest.New(t)
+	org, err := tenancy.NewService(db).CreateOrg(ctx, tenancy.NewOrg{Name: "X", Country: "FR"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"res_1", "res_2", "res_3"} {
+		add(t, db, org.ID, outbox.KindGrading, id, "global")
+	}
+	add(t, db, org.ID, outbox.KindGeneration, "res_1", "global") // same subject, other kind
+	s := outbox.NewStore(db)
+	items, err := s.Claim(ctx, outbox.Filter{}, 10, time.Minute)
+	if err != nil || len(items) != 4 {
+		t.Fatalf("claim: %v, %v", items, err)
+	}
+	var started []outbox.Item
+	for _, it := range items {
+		if it.Kind == outbox.KindGrading && it.SubjectID != "res_3" {
+			started = append(started, it)
+		}
+	}
+	if err := s.Dispatched(ctx, started...); err != nil {
+		t.Fatal(err)
+	}
+	backlog, err := s.Backlog(ctx)
+	if err != nil || backlog[outbox.KindGrading].Pending != 1 || backlog[outbox.KindGeneration].Pending != 1 {
+		t.Fatalf("backlog after dispatching res_1 and res_2's grading: %+v, %v", backlog, err)
+	}
+	if err := s.Dispatched(ctx); err != nil {
+		t.Fatalf("nothing dispatched: %v", err)
+	}
+}
+
 func TestClaimByRegionAndGrace(t *testing.T) {
 	ctx := context.Background()
 	db := storetest.New(t)
@@ -217,7 +251,7 @@ func TestOutboxCallsReadOnlyTheirRows(t *testing.T) {
 			b.Queue(`SELECT set_config('app.org_id', $1, true)`, org.ID)
 			b.Queue(`SELECT outbox_add('grading', $1, 'eu', false)`, subject)
 			b.Queue(`SELECT count(*) FROM outbox_claim(10, 60, 'eu', 0)`)
-			b.Queue(`SELECT outbox_dispatched('grading', $1)`, subject)
+			b.Queue(`SELECT outbox_dispatched('{grading}', ARRAY[$1])`, subject)
 			b.Queue(readSQL).QueryRow(func(row pgx.Row) error { return row.Scan(&after) })
 			return tx.SendBatch(ctx, b).Close()
 		})
