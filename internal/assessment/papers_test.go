@@ -11,6 +11,7 @@ import (
 	"github.com/assessd/assessd/internal/assessment"
 	"github.com/assessd/assessd/internal/platform/errs"
 	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/internal/testkit/storetest"
 	"github.com/assessd/assessd/tenancy"
 )
 
@@ -49,15 +50,15 @@ func (f fixture) answerTrue(ids ...string) (assessment.Result, error) {
 // its paper; the next ones send only the write, and store what a fresh
 // read would have scored.
 func TestACachedPaperCostsOneRoundTrip(t *testing.T) {
-	trips := &roundTrips{}
+	trips := &storetest.RoundTrips{}
 	f := newBuiltinFixture(t, store.WithTracer(trips))
 	for i, want := range []int64{2, 1, 1} {
-		before := trips.n.Load()
+		before := trips.Count()
 		r, err := f.answerTrue(f.qs[0].ID, f.qs[1].ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n := trips.n.Load() - before; n != want {
+		if n := trips.Count() - before; n != want {
 			t.Errorf("submission %d: %d round trips, want %d", i+1, n, want)
 		}
 		if r.Status != assessment.StatusGraded || r.Score != 1 || r.MaxScore != 2 || r.Region != tenancy.RegionEU {

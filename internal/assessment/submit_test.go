@@ -5,10 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/assessd/assessd/internal/assessment"
 	"github.com/assessd/assessd/internal/platform/errs"
@@ -16,26 +13,6 @@ import (
 	"github.com/assessd/assessd/internal/testkit/storetest"
 	"github.com/assessd/assessd/tenancy"
 )
-
-// roundTrips counts what the pool sends to PostgreSQL: every statement sent
-// on its own (BEGIN, COMMIT and set_config included) and every batch, which
-// pgx sends as one round trip however many statements it holds.
-type roundTrips struct{ n atomic.Int64 }
-
-func (c *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	c.n.Add(1)
-	return ctx
-}
-
-func (c *roundTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-
-func (c *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
-	c.n.Add(1)
-	return ctx
-}
-
-func (c *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
-func (c *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
 
 // fixture is an organization with a student and an exam whose questions
 // cover rule scoring (built-in and custom types) and AI grading.
@@ -125,16 +102,16 @@ func (f fixture) submitIn(t *testing.T, ctx context.Context, essay bool) assessm
 // to PostgreSQL, whether rules score every answer at once or an answer waits
 // for AI grading (which adds the outbox entry).
 func TestSubmitResultRoundTrips(t *testing.T) {
-	trips := &roundTrips{}
+	trips := &storetest.RoundTrips{}
 	f := newFixture(t, store.WithTracer(trips))
 	for _, c := range []struct {
 		name  string
 		essay bool
 		want  string
 	}{{"scored by rules", false, assessment.StatusGraded}, {"awaiting AI grading", true, assessment.StatusGrading}} {
-		before := trips.n.Load()
+		before := trips.Count()
 		r := f.submit(t, c.essay)
-		n := trips.n.Load() - before
+		n := trips.Count() - before
 		t.Logf("%s: %d round trips", c.name, n)
 		if n > 5 {
 			t.Errorf("%s: SubmitResult took %d round trips, want at most 5", c.name, n)
@@ -199,7 +176,7 @@ func TestScoringRulesCompileOncePerRevision(t *testing.T) {
 // subscriptions; its audit entry with its webhook event; COMMIT. The
 // finished result carries its answers as they ended.
 func TestFinishResultRoundTrips(t *testing.T) {
-	trips := &roundTrips{}
+	trips := &storetest.RoundTrips{}
 	f := newFixture(t, store.WithTracer(trips))
 	essay := f.qs[3].ID
 	for _, c := range []struct {
@@ -221,12 +198,12 @@ func TestFinishResultRoundTrips(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			before := trips.n.Load()
+			before := trips.Count()
 			finished, err := f.content.FinishResult(ctx, r.ID, c.failures)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n := trips.n.Load() - before; n > 4 {
+			if n := trips.Count() - before; n > 4 {
 				t.Errorf("FinishResult took %d round trips, want at most 4", n)
 			}
 			if finished.Status != c.status || finished.Score != c.score || len(finished.Answers) != len(f.qs) {
@@ -247,7 +224,7 @@ func TestFinishResultRoundTrips(t *testing.T) {
 // with the question as the student answered it, to one round trip, and
 // tells an answer whose question was deleted from one that is gone.
 func TestGradingInputIsOneRoundTrip(t *testing.T) {
-	trips := &roundTrips{}
+	trips := &storetest.RoundTrips{}
 	f := newFixture(t, store.WithTracer(trips))
 	essay := f.qs[3]
 	r := f.submit(t, true)
@@ -257,12 +234,12 @@ func TestGradingInputIsOneRoundTrip(t *testing.T) {
 	if _, err := f.content.UpdateQuestion(f.staff, f.exam.ID, essay.ID, assessment.QuestionPatch{Prompt: &prompt}); err != nil {
 		t.Fatal(err)
 	}
-	before := trips.n.Load()
+	before := trips.Count()
 	in, err := f.content.GradingInput(f.staff, r.ID, essay.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := trips.n.Load() - before; n != 1 {
+	if n := trips.Count() - before; n != 1 {
 		t.Errorf("GradingInput took %d round trips, want 1", n)
 	}
 	if in.QuestionType != assessment.TypeEssay || in.Prompt != essay.Prompt || in.Answer != "Because." || in.Points != essay.Points {
@@ -283,15 +260,15 @@ func TestGradingInputIsOneRoundTrip(t *testing.T) {
 // TestReadingAResultIsOneRoundTrip holds reading a result with its answers
 // to one round trip (the result and its answers in one batch).
 func TestReadingAResultIsOneRoundTrip(t *testing.T) {
-	trips := &roundTrips{}
+	trips := &storetest.RoundTrips{}
 	f := newFixture(t, store.WithTracer(trips))
 	r := f.submit(t, true)
-	before := trips.n.Load()
+	before := trips.Count()
 	got, err := f.content.Result(f.staff, f.exam.ID, r.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := trips.n.Load() - before; n != 1 {
+	if n := trips.Count() - before; n != 1 {
 		t.Errorf("reading a result took %d round trips, want 1", n)
 	}
 	if got.ID != r.ID || got.Status != assessment.StatusGrading || len(got.Answers) != len(f.qs) {

@@ -131,7 +131,7 @@ func OrgID(ctx context.Context) (string, bool) {
 
 // InTx reports whether ctx carries a transaction opened by Tx.
 func InTx(ctx context.Context) bool {
-	_, ok := ctx.Value(txKey{}).(pgx.Tx)
+	_, ok := ctx.Value(txKey{}).(*tx)
 	return ok
 }
 
@@ -141,8 +141,8 @@ func InTx(ctx context.Context) bool {
 // statement fails with ErrNoTenant. Either reports constraint errors as
 // the store's sentinels (ErrUniqueViolation, ...).
 func (db *DB) Q(ctx context.Context) Querier {
-	if tx, ok := ctx.Value(txKey{}).(pgx.Tx); ok {
-		return translating{tx}
+	if t, ok := ctx.Value(txKey{}).(*tx); ok {
+		return translating{t}
 	}
 	org, ok := OrgID(ctx)
 	if !ok {
@@ -153,50 +153,103 @@ func (db *DB) Q(ctx context.Context) Querier {
 
 // Tx runs fn in one transaction scoped to ctx's organization; fn's context
 // carries the transaction, so nested Tx calls and Q join it. The transaction
-// commits when fn returns nil and rolls back otherwise.
+// commits when fn returns nil and rolls back otherwise. Its BEGIN and scope
+// travel with its first statement, so a transaction costs one round trip
+// more than its statements: the COMMIT.
 func (db *DB) Tx(ctx context.Context, fn func(ctx context.Context) error) error {
-	if _, ok := ctx.Value(txKey{}).(pgx.Tx); ok {
+	if InTx(ctx) {
 		return fn(ctx)
 	}
 	org, ok := OrgID(ctx)
 	if !ok {
 		return ErrNoTenant
 	}
-	begin, scopeNow := db.beginScoped(org)
-	return translate(pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{BeginQuery: begin}, func(tx pgx.Tx) error {
-		if scopeNow {
-			if _, err := tx.Exec(ctx, scopeSQL, db.role, org); err != nil {
-				return err
-			}
-		}
-		return fn(context.WithValue(ctx, txKey{}, tx))
-	}))
+	conn, err := db.pool.Acquire(ctx)
+	if err != nil {
+		return translate(err)
+	}
+	// Release closes, rather than pools, a connection whose transaction
+	// did not end (fn panicked, ROLLBACK failed).
+	defer conn.Release()
+	t := &tx{conn: conn, role: db.role, org: org}
+	if err := fn(context.WithValue(ctx, txKey{}, t)); err != nil {
+		t.rollback(ctx)
+		return translate(err)
+	}
+	return translate(t.commit(ctx))
 }
 
-// beginScoped is the statement that begins a transaction for org: BEGIN and
-// the scope together, one round trip, when the role and the organization
-// are plain tokens (as ids are) that can be written into the SQL as
-// literals; otherwise a plain BEGIN, and scopeNow says the scope must
-// follow as a statement with parameters.
-func (db *DB) beginScoped(org string) (sql string, scopeNow bool) {
-	if !plainToken(db.role) || !plainToken(org) {
-		return "BEGIN", true
-	}
-	return "BEGIN; SELECT set_config('role', '" + db.role + "', true), set_config('app.org_id', '" + org + "', true)", false
+// tx is a transaction of Tx on its connection. It begins with its first
+// statement: BEGIN, the scope and that statement are sent as one batch, so
+// beginning costs no round trip of its own, and a transaction that runs no
+// statement sends nothing.
+type tx struct {
+	conn      *pgxpool.Conn
+	role, org string
+	begun     bool
 }
 
-// plainToken reports whether s is non-empty and only letters, digits, '_'
-// and '-': nothing in it can end an SQL string literal.
-func plainToken(s string) bool {
-	if s == "" {
-		return false
+// first returns b preceded by BEGIN and the scope when nothing was sent
+// yet, and how many statements precede b's.
+func (t *tx) first(b *pgx.Batch) (*pgx.Batch, int) {
+	if t.begun {
+		return b, 0
 	}
-	for _, r := range s {
-		if !(r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
-			return false
-		}
+	t.begun = true
+	begin := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(b.QueuedQueries)+2)}
+	begin.Queue("BEGIN")
+	begin.Queue(scopeSQL, t.role, t.org)
+	begin.QueuedQueries = append(begin.QueuedQueries, b.QueuedQueries...)
+	return begin, 2
+}
+
+func (t *tx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if t.begun {
+		return t.conn.Exec(ctx, sql, args...)
 	}
-	return true
+	return execRows(t.Query(ctx, sql, args...))
+}
+
+func (t *tx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if t.begun {
+		return t.conn.Query(ctx, sql, args...)
+	}
+	b, skip := t.first(statement(sql, args))
+	return batchRows(t.conn.SendBatch(ctx, b), skip, nil)
+}
+
+func (t *tx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if t.begun {
+		return t.conn.QueryRow(ctx, sql, args...)
+	}
+	return queryRow(t.Query(ctx, sql, args...))
+}
+
+func (t *tx) sendBatch(ctx context.Context, b *pgx.Batch) error {
+	b, _ = t.first(b)
+	return t.conn.SendBatch(ctx, b).Close()
+}
+
+// commit commits what was sent. PostgreSQL answers the COMMIT of a
+// transaction that a failed statement aborted with a rollback, not an
+// error; that is reported as pgx reports it.
+func (t *tx) commit(ctx context.Context) error {
+	if !t.begun {
+		return nil
+	}
+	tag, err := t.conn.Exec(ctx, "COMMIT")
+	if err == nil && tag.String() == "ROLLBACK" {
+		return pgx.ErrTxCommitRollback
+	}
+	return err
+}
+
+// rollback ends what was sent. Should it fail, the connection is left in
+// its transaction and Release closes it, which ends it too.
+func (t *tx) rollback(ctx context.Context) {
+	if t.begun {
+		_, _ = t.conn.Exec(ctx, "ROLLBACK")
+	}
 }
 
 // SendBatch sends b's statements in one round trip: inside ctx's
@@ -206,8 +259,8 @@ func plainToken(s string) bool {
 // run before it returns; the first error is returned, translated as Q's
 // are.
 func (db *DB) SendBatch(ctx context.Context, b *pgx.Batch) error {
-	if tx, ok := ctx.Value(txKey{}).(pgx.Tx); ok {
-		return translate(tx.SendBatch(ctx, b).Close())
+	if t, ok := ctx.Value(txKey{}).(*tx); ok {
+		return translate(t.sendBatch(ctx, b))
 	}
 	org, ok := OrgID(ctx)
 	if !ok {
@@ -235,12 +288,7 @@ type scoped struct {
 }
 
 func (s scoped) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	rows, err := s.Query(ctx, sql, args...)
-	if err != nil {
-		return pgconn.CommandTag{}, err
-	}
-	rows.Close()
-	return rows.CommandTag(), rows.Err()
+	return execRows(s.Query(ctx, sql, args...))
 }
 
 func (s scoped) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
@@ -251,9 +299,33 @@ func (s scoped) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, e
 	b := &pgx.Batch{}
 	b.Queue(scopeSQL, s.db.role, s.org)
 	b.Queue(sql, args...)
-	r := &scopedRows{conn: conn, batch: conn.SendBatch(ctx, b)}
-	if _, err = r.batch.Exec(); err == nil {
-		r.Rows, err = r.batch.Query()
+	return batchRows(conn.SendBatch(ctx, b), 1, conn.Release)
+}
+
+func (s scoped) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	return queryRow(s.Query(ctx, sql, args...))
+}
+
+// statement is a batch of one statement.
+func statement(sql string, args []any) *pgx.Batch {
+	b := &pgx.Batch{}
+	b.Queue(sql, args...)
+	return b
+}
+
+// batchRows returns the rows of the statement of br that follows skip
+// others (which return no rows), closing br when they are closed and then
+// calling release, if set.
+func batchRows(br pgx.BatchResults, skip int, release func()) (pgx.Rows, error) {
+	r := &batchedRows{batch: br, release: release}
+	var err error
+	for range skip {
+		if _, err = br.Exec(); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		r.Rows, err = br.Query()
 	}
 	if err != nil {
 		r.Rows = nil
@@ -263,24 +335,33 @@ func (s scoped) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, e
 	return r, nil
 }
 
-func (s scoped) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	rows, err := s.Query(ctx, sql, args...)
+// execRows is Exec done with Query's rows.
+func execRows(rows pgx.Rows, err error) (pgconn.CommandTag, error) {
+	if err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	rows.Close()
+	return rows.CommandTag(), rows.Err()
+}
+
+// queryRow is QueryRow done with Query's rows.
+func queryRow(rows pgx.Rows, err error) pgx.Row {
 	if err != nil {
 		return failedRow{err}
 	}
 	return rowOf{rows}
 }
 
-// scopedRows closes its batch and releases its connection when closed.
-type scopedRows struct {
+// batchedRows closes its batch, then calls release, when closed.
+type batchedRows struct {
 	pgx.Rows
-	conn   *pgxpool.Conn
-	batch  pgx.BatchResults
-	closed bool
-	err    error
+	batch   pgx.BatchResults
+	release func()
+	closed  bool
+	err     error
 }
 
-func (r *scopedRows) Close() {
+func (r *batchedRows) Close() {
 	if r.closed {
 		return
 	}
@@ -294,10 +375,12 @@ func (r *scopedRows) Close() {
 	if err := r.batch.Close(); err != nil && r.err == nil {
 		r.err = err
 	}
-	r.conn.Release()
+	if r.release != nil {
+		r.release()
+	}
 }
 
-func (r *scopedRows) Err() error {
+func (r *batchedRows) Err() error {
 	if r.Rows != nil {
 		if err := r.Rows.Err(); err != nil {
 			return err

@@ -14,7 +14,7 @@ import (
 )
 
 // seed inserts an organization with two users through the tenant scope.
-func seed(t *testing.T, db *store.DB, org string) {
+func seed(t testing.TB, db *store.DB, org string) {
 	t.Helper()
 	ctx := store.WithOrg(context.Background(), org)
 	err := db.Tx(ctx, func(ctx context.Context) error {

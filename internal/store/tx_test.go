@@ -2,7 +2,7 @@ package store_test
 
 import (
 	"context"
-	"sync/atomic"
+	"errors"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -11,45 +11,106 @@ import (
 	"github.com/assessd/assessd/internal/testkit/storetest"
 )
 
-// statements counts the statements the pool sends, one per round trip.
-type statements struct{ n atomic.Int64 }
-
-func (s *statements) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	s.n.Add(1)
-	return ctx
-}
-
-func (s *statements) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-
-// TestTxBeginsScopedInOneRoundTrip: a transaction's BEGIN carries its
-// tenant scope (BEGIN, one statement, COMMIT: three round trips), and an
-// organization that is not a plain id, which cannot be written into SQL as
-// it is, is scoped by a parameter instead, exactly.
-func TestTxBeginsScopedInOneRoundTrip(t *testing.T) {
-	trips := &statements{}
+// TestTxBeginsWithItsFirstStatement: a transaction's BEGIN and tenant scope
+// travel with its first statement, whichever way it is sent, so a
+// transaction costs its statements and the COMMIT; one that sends nothing
+// costs nothing. The scope is a parameter, so an organization id that is
+// not a plain token scopes exactly as well.
+func TestTxBeginsWithItsFirstStatement(t *testing.T) {
+	trips := &storetest.RoundTrips{}
 	db, err := store.Open(context.Background(), storetest.NewURL(t), store.WithTracer(trips))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	for _, c := range []struct {
-		org  string
-		want int64
-	}{{"org_01PLAIN", 3}, {"org_x'; SET ROLE postgres; --", 4}} {
-		ctx := store.WithOrg(context.Background(), c.org)
-		before := trips.n.Load()
+	check := func(name, orgID string, want int64, body func(ctx context.Context) (org, role string, err error)) {
+		t.Helper()
+		before := trips.Count()
 		var org, role string
-		err := db.Tx(ctx, func(ctx context.Context) error {
-			return db.Q(ctx).QueryRow(ctx, `SELECT app_org_id(), current_user`).Scan(&org, &role)
+		err := db.Tx(store.WithOrg(context.Background(), orgID), func(ctx context.Context) (err error) {
+			org, role, err = body(ctx)
+			return err
 		})
 		if err != nil {
-			t.Fatalf("%q: %v", c.org, err)
+			t.Fatalf("%s: %v", name, err)
 		}
-		if org != c.org || role != store.AppRole {
-			t.Fatalf("scoped to %q as %s, want %q as %s", org, role, c.org, store.AppRole)
+		if want > 0 && (org != orgID || role != store.AppRole) {
+			t.Fatalf("%s: scoped to %q as %s, want %q as %s", name, org, role, orgID, store.AppRole)
 		}
-		if n := trips.n.Load() - before; n != c.want {
-			t.Errorf("%q: %d round trips, want %d", c.org, n, c.want)
+		if n := trips.Count() - before; n != want {
+			t.Errorf("%s: %d round trips, want %d", name, n, want)
+		}
+	}
+	whoAmI := `SELECT app_org_id(), current_user`
+	for _, orgID := range []string{"org_01PLAIN", "org_x'; SET ROLE postgres; --"} {
+		check("QueryRow then Exec in "+orgID, orgID, 3, func(ctx context.Context) (org, role string, err error) {
+			if err = db.Q(ctx).QueryRow(ctx, whoAmI).Scan(&org, &role); err != nil {
+				return
+			}
+			_, err = db.Q(ctx).Exec(ctx, `SELECT 1`)
+			return
+		})
+		check("a batch in "+orgID, orgID, 2, func(ctx context.Context) (org, role string, err error) {
+			b := &pgx.Batch{}
+			b.Queue(whoAmI).QueryRow(func(row pgx.Row) error { return row.Scan(&org, &role) })
+			return org, role, db.SendBatch(ctx, b)
+		})
+		check("Exec in "+orgID, orgID, 3, func(ctx context.Context) (org, role string, err error) {
+			if _, err = db.Q(ctx).Exec(ctx, `SELECT 1`); err != nil {
+				return
+			}
+			err = db.Q(ctx).QueryRow(ctx, whoAmI).Scan(&org, &role)
+			return
+		})
+	}
+	check("nothing", "org_01PLAIN", 0, func(context.Context) (string, string, error) { return "", "", nil })
+}
+
+// TestTxRollsBackFromEveryStatement: a transaction whose first or later
+// statement fails, or whose function fails after writing, leaves nothing,
+// and its connection serves the next transaction normally. A failure the
+// function ignores still aborts the transaction: the commit says so.
+func TestTxRollsBackFromEveryStatement(t *testing.T) {
+	db := storetest.New(t)
+	seed(t, db, "org_a")
+	ctx := store.WithOrg(context.Background(), "org_a")
+	rename := `UPDATE users SET name = 'changed' WHERE id = 'org_a-a'`
+	duplicate := `INSERT INTO users (id, org_id, email, name, role) VALUES ('org_a-c', 'org_a', 'a@example.com', 'n', 'student')`
+	errLater := errors.New("later")
+	for _, c := range []struct {
+		name string
+		fn   func(ctx context.Context) error
+		want error
+	}{
+		{"the first statement fails", func(ctx context.Context) error {
+			_, err := db.Q(ctx).Exec(ctx, duplicate)
+			return err
+		}, store.ErrUniqueViolation},
+		{"a later statement fails", func(ctx context.Context) error {
+			if _, err := db.Q(ctx).Exec(ctx, rename); err != nil {
+				return err
+			}
+			_, err := db.Q(ctx).Exec(ctx, duplicate)
+			return err
+		}, store.ErrUniqueViolation},
+		{"the function fails", func(ctx context.Context) error {
+			if _, err := db.Q(ctx).Exec(ctx, rename); err != nil {
+				return err
+			}
+			return errLater
+		}, errLater},
+		{"a failure is ignored", func(ctx context.Context) error {
+			_, _ = db.Q(ctx).Exec(ctx, rename)
+			_, _ = db.Q(ctx).Exec(ctx, duplicate)
+			return nil
+		}, pgx.ErrTxCommitRollback},
+	} {
+		if err := db.Tx(ctx, c.fn); !errors.Is(err, c.want) {
+			t.Fatalf("%s: err = %v, want %v", c.name, err, c.want)
+		}
+		var name string
+		if err := db.Q(ctx).QueryRow(ctx, `SELECT name FROM users WHERE id = 'org_a-a'`).Scan(&name); err != nil || name == "changed" {
+			t.Fatalf("%s: the name is %q (%v) afterwards: the transaction was not rolled back", c.name, name, err)
 		}
 	}
 }
