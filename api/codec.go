@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"connectrpc.com/connect"
 	"connectrpc.com/vanguard"
@@ -31,11 +32,19 @@ type restJSON struct {
 	*vanguard.JSONCodec
 }
 
+// restCodecs holds the REST codec of each type resolver: Vanguard asks for
+// a codec on every request, and the codec holds nothing but its options.
+var restCodecs sync.Map // vanguard.TypeResolver → vanguard.Codec
+
 func newRESTJSON(res vanguard.TypeResolver) vanguard.Codec {
+	if c, ok := restCodecs.Load(res); ok {
+		return c.(vanguard.Codec)
+	}
 	c := vanguard.NewJSONCodec(res)
 	c.MarshalOptions.EmitUnpopulated = marshalJSON.EmitUnpopulated
 	c.UnmarshalOptions.DiscardUnknown = unmarshalJSON.DiscardUnknown
-	return restJSON{c}
+	codec, _ := restCodecs.LoadOrStore(res, restJSON{c})
+	return codec.(vanguard.Codec)
 }
 
 func (c restJSON) MarshalAppend(base []byte, msg proto.Message) ([]byte, error) {

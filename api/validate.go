@@ -48,11 +48,20 @@ func messageProblem(m protoreflect.Message, path string, depth int) (field, prob
 	case "google.protobuf.Struct", "google.protobuf.Value", "google.protobuf.ListValue":
 		return valueProblem(m, path, depth)
 	}
-	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		field, problem = fieldProblem(fd, v, join(path, fd.JSONName()), depth)
-		return problem == ""
-	})
-	return field, problem
+	// A loop rather than m.Range, whose callback costs allocations on
+	// every message of every request; it also reports the first problem
+	// in declaration order, where Range's order is unspecified.
+	fields := m.Descriptor().Fields()
+	for i := range fields.Len() {
+		fd := fields.Get(i)
+		if !m.Has(fd) {
+			continue
+		}
+		if field, problem = fieldProblem(fd, m.Get(fd), join(path, fd.JSONName()), depth); problem != "" {
+			return field, problem
+		}
+	}
+	return "", ""
 }
 
 func fieldProblem(fd protoreflect.FieldDescriptor, v protoreflect.Value, path string, depth int) (string, string) {
