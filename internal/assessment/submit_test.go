@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/assessd/assessd/internal/assessment"
+	"github.com/assessd/assessd/internal/outbox"
 	"github.com/assessd/assessd/internal/platform/errs"
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/internal/testkit/storetest"
@@ -203,8 +206,10 @@ func TestFinishResultRoundTrips(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n := trips.Count() - before; n > 4 {
-				t.Errorf("FinishResult took %d round trips, want at most 4", n)
+			// The batch that begins the transaction, the audit entry, the
+			// COMMIT (decision 0137).
+			if n := trips.Count() - before; n > 3 {
+				t.Errorf("FinishResult took %d round trips, want at most 3", n)
 			}
 			if finished.Status != c.status || finished.Score != c.score || len(finished.Answers) != len(f.qs) {
 				t.Fatalf("finished result %+v", finished)
@@ -217,6 +222,22 @@ func TestFinishResultRoundTrips(t *testing.T) {
 				t.Errorf("finishing again: %+v, %v", again, err)
 			}
 		})
+	}
+}
+
+// TestClaimCarriesTheAnswersToGrade: the outbox claim of a submitted
+// result lists the answers awaiting AI grading, in exam order, for the
+// workflow's input (decision 0138); rule-scored answers are not among
+// them.
+func TestClaimCarriesTheAnswersToGrade(t *testing.T) {
+	f := newFixture(t)
+	r := f.submit(t, true)
+	items, err := outbox.NewStore(f.db).Claim(context.Background(), outbox.Filter{}, 10, time.Minute)
+	if err != nil || len(items) != 1 || items[0].SubjectID != r.ID {
+		t.Fatalf("claimed %+v, %v; want the result's row", items, err)
+	}
+	if want := []string{f.qs[3].ID}; !slices.Equal(items[0].Answers, want) {
+		t.Fatalf("the claim's answers %v, want the essay's %v", items[0].Answers, want)
 	}
 }
 

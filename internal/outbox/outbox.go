@@ -51,6 +51,10 @@ type Item struct {
 	Attempts int
 	// Restarts counts how often the reconciler re-armed the row.
 	Restarts int
+	// Answers are, for a claimed grading row, the question ids of the
+	// result's answers awaiting AI grading, in exam order, read with the
+	// claim (decision 0138); nil for other kinds and unclaimed rows.
+	Answers []string
 }
 
 // Add writes the outbox row of subjectID in q, which must be the caller's
@@ -108,8 +112,9 @@ func (s *Store) Claim(ctx context.Context, f Filter, limit int, lease time.Durat
 	if f.Region == "" {
 		region = nil
 	}
-	return s.items(ctx, `SELECT kind, subject_id, org_id, region, attempts, restarts FROM outbox_claim($1, $2, $3, $4)`,
+	rows, err := s.db.Unscoped().Query(ctx, `SELECT kind, subject_id, org_id, region, attempts, restarts, answers FROM outbox_claim($1, $2, $3, $4)`,
 		limit, lease.Seconds(), region, f.Grace.Seconds())
+	return collectItems(rows, err, true)
 }
 
 // Dispatched records that the items' workflows were started or joined, in
@@ -187,13 +192,23 @@ func (s *Store) Listen(ctx context.Context, wake func()) {
 
 func (s *Store) items(ctx context.Context, sql string, args ...any) ([]Item, error) {
 	rows, err := s.db.Unscoped().Query(ctx, sql, args...)
+	return collectItems(rows, err, false)
+}
+
+// collectItems scans rows of kind, subject_id, org_id, region, attempts
+// and restarts, and answers when withAnswers is set.
+func collectItems(rows pgx.Rows, err error, withAnswers bool) ([]Item, error) {
 	if err != nil {
 		return nil, fmt.Errorf("outbox: %w", err)
 	}
 	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Item, error) {
 		var it Item
 		var kind string
-		err := r.Scan(&kind, &it.SubjectID, &it.OrgID, &it.Region, &it.Attempts, &it.Restarts)
+		dest := []any{&kind, &it.SubjectID, &it.OrgID, &it.Region, &it.Attempts, &it.Restarts}
+		if withAnswers {
+			dest = append(dest, &it.Answers)
+		}
+		err := r.Scan(dest...)
 		it.Kind = Kind(kind)
 		return it, err
 	})

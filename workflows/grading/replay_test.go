@@ -2,6 +2,7 @@ package grading
 
 import (
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -16,7 +17,8 @@ import (
 // first: before localActivities, with every activity an activity task;
 // since, with PendingAnswers and FinishResult local; since localFirstGrade,
 // with each first grading attempt local too; since versionInInput, the
-// same without a version marker. Record the newest with
+// same without a version marker; since answersInInput, without
+// PendingAnswers, the answers being in the input. Record the newest with
 // UPDATE_HISTORIES=1 go test ./workflows/grading -run TestRecordGradeResultHistory.
 var histories = []struct {
 	file    string
@@ -26,6 +28,7 @@ var histories = []struct {
 	{filepath.Join("testdata", "grade_result_history_local.json"), localActivities},
 	{filepath.Join("testdata", "grade_result_history_local_first.json"), localFirstGrade},
 	{filepath.Join("testdata", "grade_result_history_version_in_input.json"), versionInInput},
+	{filepath.Join("testdata", "grade_result_history_answers_in_input.json"), answersInInput},
 }
 
 // TestReplayGradeResult checks that each recorded history is the one it
@@ -47,7 +50,10 @@ func replayHistory(t *testing.T, file string, version int) {
 	if version >= versionInInput {
 		want.Version = workflow.Version(version)
 	}
-	if in != want {
+	if version >= answersInInput {
+		want.Answers = recordedAnswers
+	}
+	if !reflect.DeepEqual(in, want) {
 		t.Errorf("input %+v, want %+v", in, want)
 	}
 	// A version marker upserts the TemporalChangeVersion search attribute;
@@ -62,6 +68,12 @@ func replayHistory(t *testing.T, file string, version int) {
 	rejected := "the AI provider rejected the request"
 	grades := []string{ActivityGradeAnswer, ActivityGradeAnswer, ActivityGradeAnswer}
 	switch version {
+	case answersInInput:
+		// The answers come with the input: no PendingAnswers.
+		local := append(slices.Clone(grades), ActivityFinishResult)
+		if !slices.Equal(h.LocalActivities, local) || !slices.Equal(h.Activities, grades[:1]) {
+			t.Errorf("local activities %v and activity tasks %v, want %v and %v", h.LocalActivities, h.Activities, local, grades[:1])
+		}
 	case localFirstGrade, versionInInput:
 		// Every answer's first attempt is local; only a2's retry is a task.
 		local := append(append([]string{ActivityPendingAnswers}, grades...), ActivityFinishResult)
@@ -104,9 +116,12 @@ func TestReplayAVersionedRunAnOlderWorkerTook(t *testing.T) {
 	h.Replay(GradeResult)
 }
 
+// recordedAnswers are the answers of the recorded result.
+var recordedAnswers = []string{"a1", "a2", "a3"}
+
 func TestRecordGradeResultHistory(t *testing.T) {
-	f := &fakeGrading{pending: []string{"a1", "a2", "a3"}, failOnce: map[string]bool{"a2": true}, invalid: map[string]bool{"a3": true}}
+	f := &fakeGrading{pending: recordedAnswers, failOnce: map[string]bool{"a2": true}, invalid: map[string]bool{"a3": true}}
 	replaytest.Record(t, histories[len(histories)-1].file, Route(nil),
-		outbox.Item{Kind: outbox.KindGrading, OrgID: "org_1", SubjectID: "res_recorded", Region: "eu"},
+		outbox.Item{Kind: outbox.KindGrading, OrgID: "org_1", SubjectID: "res_recorded", Region: "eu", Answers: recordedAnswers},
 		map[string]any{ActivityPendingAnswers: f.PendingAnswers, ActivityGradeAnswer: f.GradeAnswer, ActivityFinishResult: f.FinishResult})
 }

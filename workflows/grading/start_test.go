@@ -41,7 +41,7 @@ func TestStartGradingTwiceGradesOnce(t *testing.T) {
 	}
 
 	route := Route(nil)
-	it := outbox.Item{Kind: outbox.KindGrading, OrgID: "org_1", SubjectID: "res_twice", Region: "eu"}
+	it := outbox.Item{Kind: outbox.KindGrading, OrgID: "org_1", SubjectID: "res_twice", Region: "eu", Answers: []string{"a1"}}
 	for range 2 {
 		if err := workflows.Start(ctx, c, route, it); err != nil {
 			t.Fatal(err)

@@ -4,9 +4,11 @@
 //
 // Path of a result: POST /exams/{examId}/results stores the result, its
 // pending answers and its outbox row in one transaction; the dispatcher
-// starts GradeResult on the region's task queue; PendingAnswers, one
-// GradeAnswer per answer (CDN files, the region's AI provider, the recorded
-// grade) and FinishResult run on that region's worker.
+// claims the row with the pending answers' ids and starts GradeResult with
+// them on the region's task queue; one GradeAnswer per answer (CDN files,
+// the region's AI provider, the recorded grade) and FinishResult run on
+// that region's worker (runs of earlier versions list the answers with
+// PendingAnswers first).
 package grading
 
 import (
@@ -44,6 +46,10 @@ type Input struct {
 	// starter (Route): 0 in runs started before the input carried it,
 	// which take theirs from a version marker.
 	Version workflow.Version `json:",omitempty"`
+	// Answers are the question ids of the answers awaiting AI grading, in
+	// exam order, as the outbox claim read them (answersInInput); before
+	// that version the run reads them with PendingAnswers.
+	Answers []string `json:",omitempty"`
 }
 
 // AnswerInput identifies one answer to grade with AI (GradeAnswer).
@@ -81,7 +87,7 @@ type Outcome struct {
 // a result whose grading cannot run.
 func Route(abandon func(ctx context.Context, resultID, reason string) error) workflows.Route {
 	return workflows.Route{Workflow: GradeResult, IDPrefix: "grade-", Abandon: abandon, Input: func(it outbox.Item) any {
-		return Input{OrgID: it.OrgID, ResultID: it.SubjectID, Region: it.Region, Version: versionInInput}
+		return Input{OrgID: it.OrgID, ResultID: it.SubjectID, Region: it.Region, Version: answersInInput, Answers: it.Answers}
 	}}
 }
 
@@ -104,6 +110,11 @@ const (
 	// attribute cost every run an upsert event and a visibility write
 	// (decision 0133).
 	versionInInput = 3
+	// answersInInput: as versionInInput, with the answers to grade in the
+	// input, read by the outbox claim, instead of a PendingAnswers local
+	// activity: one database round trip and one history marker less per
+	// result (decision 0138).
+	answersInInput = 4
 )
 
 // firstGradeAttempt runs one grading attempt as long as an activity task's
@@ -122,10 +133,10 @@ func GradeResult(ctx workflow.Context, in Input) (Outcome, error) {
 	switch {
 	case version == 0: // not in the input
 		version = workflow.GetVersion(ctx, "local-result-activities", workflow.DefaultVersion, localFirstGrade)
-	case version > versionInInput:
+	case version > answersInInput:
 		// Started by a newer release: fail the task until a worker that
 		// knows the version takes it, as GetVersion would.
-		panic(fmt.Sprintf("GradeResult version %d is newer than this worker's %d", version, versionInInput)) //nolint:forbidigo // a workflow task failure, retried
+		panic(fmt.Sprintf("GradeResult version %d is newer than this worker's %d", version, answersInInput)) //nolint:forbidigo // a workflow task failure, retried
 	}
 	execute := func(ctx workflow.Context, name string, arg any) workflow.Future {
 		if version >= localActivities {
@@ -133,9 +144,11 @@ func GradeResult(ctx workflow.Context, in Input) (Outcome, error) {
 		}
 		return workflow.ExecuteActivity(ctx, name, arg)
 	}
-	var pending []string
-	if err := execute(ctx, ActivityPendingAnswers, in).Get(ctx, &pending); err != nil {
-		return Outcome{}, err
+	pending := in.Answers
+	if version < answersInInput {
+		if err := execute(ctx, ActivityPendingAnswers, in).Get(ctx, &pending); err != nil {
+			return Outcome{}, err
+		}
 	}
 	failed := workflows.ForEach(ctx, pending, MaxParallelAnswers, func(ctx workflow.Context, answerID string) error {
 		answer := AnswerInput{OrgID: in.OrgID, ResultID: in.ResultID, AnswerID: answerID, Region: in.Region}

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/assessd/assessd/internal/outbox"
 	"github.com/assessd/assessd/workflows"
 )
 
@@ -21,12 +22,14 @@ type fakeGrading struct {
 	failed      sync.Map        // answers whose first call failed
 	invalid     map[string]bool // non-retryable failure
 	calls       atomic.Int32
+	listed      atomic.Int32 // PendingAnswers calls
 	inFlight    atomic.Int32
 	maxInFlight atomic.Int32
 	finished    FinishInput
 }
 
 func (f *fakeGrading) PendingAnswers(context.Context, Input) ([]string, error) {
+	f.listed.Add(1)
 	return f.pending, nil
 }
 
@@ -57,10 +60,17 @@ func (f *fakeGrading) FinishResult(_ context.Context, in FinishInput) (Outcome, 
 	return Outcome{Status: "graded", Score: 7}, nil
 }
 
+// run grades f.pending as the dispatcher starts it: with the input Route
+// makes of the claimed row, which carries the answers.
 func run(t *testing.T, f *fakeGrading) (Outcome, error) {
 	t.Helper()
+	return runWith(t, f, Route(nil).Input(outbox.Item{Kind: outbox.KindGrading, OrgID: "org_1", SubjectID: "res_1", Region: "eu", Answers: f.pending}).(Input))
+}
+
+func runWith(t *testing.T, f *fakeGrading, in Input) (Outcome, error) {
+	t.Helper()
 	env := newEnv(f)
-	env.ExecuteWorkflow(GradeResult, Input{OrgID: "org_1", ResultID: "res_1", Region: "eu"})
+	env.ExecuteWorkflow(GradeResult, in)
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("workflow did not complete")
 	}
@@ -85,12 +95,31 @@ func newEnv(f *fakeGrading) *testsuite.TestWorkflowEnvironment {
 func TestGradeResultRefusesAVersionItDoesNotKnow(t *testing.T) {
 	f := &fakeGrading{pending: []string{"a1"}}
 	env := newEnv(f)
-	env.ExecuteWorkflow(GradeResult, Input{OrgID: "org_1", ResultID: "res_1", Region: "eu", Version: versionInInput + 1})
+	env.ExecuteWorkflow(GradeResult, Input{OrgID: "org_1", ResultID: "res_1", Region: "eu", Version: answersInInput + 1})
 	if _, panicked := errors.AsType[*temporal.PanicError](env.GetWorkflowError()); !panicked {
 		t.Fatalf("workflow error %v, want the task's panic", env.GetWorkflowError())
 	}
 	if f.calls.Load() != 0 || f.finished.ResultID != "" {
 		t.Fatalf("graded %d answers and finished %q", f.calls.Load(), f.finished.ResultID)
+	}
+}
+
+// Today's runs take their answers from the input; a run started before
+// the input carried them (no version in it: the version marker's) lists
+// them with PendingAnswers.
+func TestGradeResultReadsItsAnswersFromTheInput(t *testing.T) {
+	f := &fakeGrading{pending: []string{"a1", "a2"}}
+	if out, err := run(t, f); err != nil || out.Status != "graded" || f.calls.Load() != 2 || f.listed.Load() != 0 {
+		t.Fatalf("outcome %+v, %v: graded %d answers, listed them %d times; want 2 and 0", out, err, f.calls.Load(), f.listed.Load())
+	}
+	f = &fakeGrading{pending: []string{"a1", "a2"}}
+	if out, err := runWith(t, f, Input{OrgID: "org_1", ResultID: "res_1", Region: "eu"}); err != nil || out.Status != "graded" || f.calls.Load() != 2 || f.listed.Load() != 1 {
+		t.Fatalf("older input: outcome %+v, %v: graded %d answers, listed them %d times; want 2 and 1", out, err, f.calls.Load(), f.listed.Load())
+	}
+	// A claimed result with no answer left to grade is finished at once.
+	f = &fakeGrading{}
+	if out, err := run(t, f); err != nil || out.Status != "graded" || f.calls.Load() != 0 || f.finished.ResultID != "res_1" {
+		t.Fatalf("nothing to grade: outcome %+v, %v, graded %d, finished %q", out, err, f.calls.Load(), f.finished.ResultID)
 	}
 }
 
