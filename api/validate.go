@@ -28,7 +28,7 @@ func textInterceptor() connect.UnaryInterceptorFunc {
 	return func(next connect.UnaryFunc) connect.UnaryFunc {
 		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
 			if msg, ok := req.Any().(proto.Message); ok {
-				if field, problem := messageProblem(msg.ProtoReflect(), "", 0); problem != "" {
+				if field, problem := requestProblem(msg.ProtoReflect()); problem != "" {
 					return nil, invalidField(field, problem)
 				}
 			}
@@ -41,12 +41,21 @@ func invalidField(field, problem string) *connect.Error {
 	return NewError(connect.CodeInvalidArgument, "INVALID_ARGUMENT", field+": "+problem, field, nil)
 }
 
+// requestProblem returns the first field of a request that breaks the
+// rule, and what is wrong with it.
+func requestProblem(m protoreflect.Message) (field, problem string) {
+	field, problem = messageProblem(m, 0)
+	return strings.TrimPrefix(field, "."), problem
+}
+
 // messageProblem returns the first field of m that breaks the rule, and
-// what is wrong with it.
-func messageProblem(m protoreflect.Message, path string, depth int) (field, problem string) {
+// what is wrong with it. The field is a path relative to m (".name",
+// "[2].name"), built only once a problem is found: a request that keeps
+// the rule allocates no path.
+func messageProblem(m protoreflect.Message, depth int) (field, problem string) {
 	switch m.Descriptor().FullName() {
 	case "google.protobuf.Struct", "google.protobuf.Value", "google.protobuf.ListValue":
-		return valueProblem(m, path, depth)
+		return valueProblem(m, depth)
 	}
 	// A loop rather than m.Range, whose callback costs allocations on
 	// every message of every request; it also reports the first problem
@@ -57,20 +66,20 @@ func messageProblem(m protoreflect.Message, path string, depth int) (field, prob
 		if !m.Has(fd) {
 			continue
 		}
-		if field, problem = fieldProblem(fd, m.Get(fd), join(path, fd.JSONName()), depth); problem != "" {
-			return field, problem
+		if field, problem = fieldProblem(fd, m.Get(fd), depth); problem != "" {
+			return "." + fd.JSONName() + field, problem
 		}
 	}
 	return "", ""
 }
 
-func fieldProblem(fd protoreflect.FieldDescriptor, v protoreflect.Value, path string, depth int) (string, string) {
+func fieldProblem(fd protoreflect.FieldDescriptor, v protoreflect.Value, depth int) (string, string) {
 	switch {
 	case fd.IsList():
 		l := v.List()
 		for i := range l.Len() {
-			if f, p := scalarProblem(fd, l.Get(i), path+"["+strconv.Itoa(i)+"]", depth); p != "" {
-				return f, p
+			if f, p := scalarProblem(fd, l.Get(i), depth); p != "" {
+				return index(i) + f, p
 			}
 		}
 	case fd.IsMap():
@@ -78,40 +87,42 @@ func fieldProblem(fd protoreflect.FieldDescriptor, v protoreflect.Value, path st
 		v.Map().Range(func(k protoreflect.MapKey, mv protoreflect.Value) bool {
 			key := k.String()
 			if problem = textcheck.Problem(key); problem != "" {
-				field, problem = path, "keys "+problem
+				field, problem = "", "keys "+problem
 				return false
 			}
-			field, problem = scalarProblem(fd.MapValue(), mv, join(path, key), depth)
+			if field, problem = scalarProblem(fd.MapValue(), mv, depth); problem != "" {
+				field = "." + key + field
+			}
 			return problem == ""
 		})
 		return field, problem
 	default:
-		return scalarProblem(fd, v, path, depth)
+		return scalarProblem(fd, v, depth)
 	}
 	return "", ""
 }
 
-func scalarProblem(fd protoreflect.FieldDescriptor, v protoreflect.Value, path string, depth int) (string, string) {
+func scalarProblem(fd protoreflect.FieldDescriptor, v protoreflect.Value, depth int) (string, string) {
 	switch fd.Kind() {
 	case protoreflect.StringKind:
 		if p := textcheck.Problem(v.String()); p != "" {
-			return path, p
+			return "", p
 		}
 	case protoreflect.DoubleKind, protoreflect.FloatKind:
 		if f := v.Float(); math.IsNaN(f) || math.IsInf(f, 0) {
-			return path, "must be a finite number"
+			return "", "must be a finite number"
 		}
 	case protoreflect.MessageKind, protoreflect.GroupKind:
-		return messageProblem(v.Message(), path, depth)
+		return messageProblem(v.Message(), depth)
 	}
 	return "", ""
 }
 
 // valueProblem walks free-form JSON, naming its paths as the client wrote
 // them (config.choices[1]) rather than through Struct's inner fields.
-func valueProblem(m protoreflect.Message, path string, depth int) (string, string) {
+func valueProblem(m protoreflect.Message, depth int) (string, string) {
 	if depth > maxValueDepth {
-		return path, "must be nested at most " + strconv.Itoa(maxValueDepth) + " levels deep"
+		return "", "must be nested at most " + strconv.Itoa(maxValueDepth) + " levels deep"
 	}
 	fields := m.Descriptor().Fields()
 	switch m.Descriptor().FullName() {
@@ -120,18 +131,20 @@ func valueProblem(m protoreflect.Message, path string, depth int) (string, strin
 		m.Get(fields.ByName("fields")).Map().Range(func(k protoreflect.MapKey, v protoreflect.Value) bool {
 			key := k.String()
 			if problem = textcheck.Problem(key); problem != "" {
-				field, problem = path, "keys "+problem
+				field, problem = "", "keys "+problem
 				return false
 			}
-			field, problem = valueProblem(v.Message(), join(path, key), depth+1)
+			if field, problem = valueProblem(v.Message(), depth+1); problem != "" {
+				field = "." + key + field
+			}
 			return problem == ""
 		})
 		return field, problem
 	case "google.protobuf.ListValue":
 		l := m.Get(fields.ByName("values")).List()
 		for i := range l.Len() {
-			if f, p := valueProblem(l.Get(i).Message(), path+"["+strconv.Itoa(i)+"]", depth+1); p != "" {
-				return f, p
+			if f, p := valueProblem(l.Get(i).Message(), depth+1); p != "" {
+				return index(i) + f, p
 			}
 		}
 		return "", ""
@@ -145,17 +158,15 @@ func valueProblem(m protoreflect.Message, path string, depth int) (string, strin
 	v := m.Get(fd)
 	switch fd.Kind() {
 	case protoreflect.MessageKind:
-		return valueProblem(v.Message(), path, depth)
+		return valueProblem(v.Message(), depth)
 	default:
-		return scalarProblem(fd, v, path, depth)
+		return scalarProblem(fd, v, depth)
 	}
 }
 
-func join(path, name string) string {
-	if path == "" {
-		return name
-	}
-	return path + "." + name
+// index is a list element's path: "[i]".
+func index(i int) string {
+	return "[" + strconv.Itoa(i) + "]"
 }
 
 // checkURL applies textcheck's rule to the path and query before the

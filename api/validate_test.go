@@ -39,9 +39,9 @@ func TestMessageProblemNamesPublicFields(t *testing.T) {
 		{"too deep", &v1.SubmitResultRequest{Answers: []*v1.SubmittedAnswer{{Value: nested}}}, "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			field, problem := messageProblem(tc.msg.ProtoReflect(), "", 0)
+			field, problem := requestProblem(tc.msg.ProtoReflect())
 			if (problem == "") != tc.wantClean || (tc.field != "" && field != tc.field) {
-				t.Fatalf("messageProblem = %q, %q; want field %q", field, problem, tc.field)
+				t.Fatalf("requestProblem = %q, %q; want field %q", field, problem, tc.field)
 			}
 		})
 	}
@@ -62,7 +62,7 @@ func FuzzMessageProblem(f *testing.F) {
 		if err := (protojson.UnmarshalOptions{}).Unmarshal(data, msg); err != nil {
 			return
 		}
-		if _, problem := messageProblem(msg.ProtoReflect(), "", 0); problem != "" {
+		if _, problem := requestProblem(msg.ProtoReflect()); problem != "" {
 			return
 		}
 		out, err := protojson.Marshal(msg)

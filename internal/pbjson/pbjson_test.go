@@ -82,7 +82,7 @@ func TestAPIMessagesMatchProtojson(t *testing.T) {
 
 // allKinds is a message type with a field of every kind and shape, built
 // from a descriptor because the API has no float, 64-bit or bytes field.
-func allKinds(t *testing.T) protoreflect.MessageDescriptor {
+func allKinds(t testing.TB) protoreflect.MessageDescriptor {
 	t.Helper()
 	field := func(name string, n int32, typ descriptorpb.FieldDescriptorProto_Type, label descriptorpb.FieldDescriptorProto_Label) *descriptorpb.FieldDescriptorProto {
 		return &descriptorpb.FieldDescriptorProto{Name: proto.String(name), Number: proto.Int32(n), Type: typ.Enum(), Label: label.Enum()}
