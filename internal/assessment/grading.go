@@ -168,7 +168,7 @@ func (s *Service) FinishResult(ctx context.Context, resultID string, failures ma
 			UPDATE results r SET score = a.total, graded_at = now(),
 			       status = CASE WHEN a.failed > 0 THEN 'failed' ELSE 'graded' END,
 			       reason = CASE WHEN a.failed > 0 THEN a.failed || ' answer(s) could not be graded' ELSE '' END
-			  FROM (SELECT coalesce(sum(score), 0) AS total, count(*) FILTER (WHERE status <> 'graded') AS failed
+			  FROM (SELECT round(coalesce(sum(score), 0)::numeric, 9)::float8 AS total, count(*) FILTER (WHERE status <> 'graded') AS failed
 			          FROM result_answers WHERE org_id = app_org_id() AND result_id = $1) a
 			 WHERE r.org_id = app_org_id() AND r.id = $1 AND r.status = 'grading'
 			RETURNING `+resultColumns, resultID).

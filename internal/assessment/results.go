@@ -163,11 +163,20 @@ func (s *Service) submit(ctx context.Context, caller *tenancy.Caller, examID str
 		r.Score += a.Score
 		r.MaxScore += a.MaxScore
 	}
+	r.Score, r.MaxScore = roundTotal(r.Score), roundTotal(r.MaxScore)
 	r.Status, r.Reason = resultStatus(r.Answers)
 	if err := s.insertResult(ctx, caller, &r, sub, given); err != nil {
 		return Result{}, sub.cached, err
 	}
 	return r, sub.cached, nil
+}
+
+// roundTotal rounds a sum of scores to 9 decimal places, as the SQL that
+// finishes grading does (round(sum(score)::numeric, 9)): a total is what a
+// person adds up, 0.1 + 0.2 = 0.3, not the float 0.30000000000000004
+// (decision 0140).
+func roundTotal(sum float64) float64 {
+	return math.Round(sum*1e9) / 1e9
 }
 
 // gradedEntry records that grading finished a result: result.graded, or

@@ -95,7 +95,7 @@ func (s *Service) CorrectAnswer(ctx context.Context, resultID, questionID string
 			       status = CASE WHEN a.pending > 0 THEN 'grading' WHEN a.failed > 0 THEN 'failed' ELSE 'graded' END,
 			       reason = CASE WHEN a.pending = 0 AND a.failed > 0 THEN r.reason ELSE '' END,
 			       graded_at = CASE WHEN a.pending > 0 THEN NULL ELSE r.graded_at END
-			  FROM (SELECT coalesce(sum(score), 0) AS score, count(*) FILTER (WHERE status = 'pending') AS pending,
+			  FROM (SELECT round(coalesce(sum(score), 0)::numeric, 9)::float8 AS score, count(*) FILTER (WHERE status = 'pending') AS pending,
 			               count(*) FILTER (WHERE status = 'failed') AS failed
 			          FROM result_answers WHERE org_id = app_org_id() AND result_id = $1) a
 			 WHERE r.org_id = app_org_id() AND r.id = $1`, resultID); err != nil {
