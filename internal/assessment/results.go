@@ -191,7 +191,7 @@ func gradedEntry(r Result) audit.Entry {
 }
 
 // auditGraded appends gradedEntry(r) and, when an endpoint receives it,
-// its webhook event inside ctx's transaction, both in one round trip.
+// its webhook event, sent with the COMMIT of ctx's transaction.
 func (s *Service) auditGraded(ctx context.Context, r Result, webhooks event.Subscriptions) error {
 	b := &pgx.Batch{}
 	if err := audit.Queue(ctx, b, gradedEntry(r)); err != nil {
@@ -202,7 +202,8 @@ func (s *Service) auditGraded(ctx context.Context, r Result, webhooks event.Subs
 			return err
 		}
 	}
-	return s.db.SendBatch(ctx, b)
+	// Nothing reads them back: they go with the COMMIT (decision 0141).
+	return s.db.SendAtCommit(ctx, b)
 }
 
 // gradedEvent is the webhook event of a finished result.

@@ -155,7 +155,8 @@ func (db *DB) Q(ctx context.Context) Querier {
 // carries the transaction, so nested Tx calls and Q join it. The transaction
 // commits when fn returns nil and rolls back otherwise. Its BEGIN and scope
 // travel with its first statement, so a transaction costs one round trip
-// more than its statements: the COMMIT.
+// more than its statements: the COMMIT, which carries what SendAtCommit
+// queued.
 func (db *DB) Tx(ctx context.Context, fn func(ctx context.Context) error) error {
 	if InTx(ctx) {
 		return fn(ctx)
@@ -187,6 +188,9 @@ type tx struct {
 	conn      *pgxpool.Conn
 	role, org string
 	begun     bool
+	// atCommit are the statements SendAtCommit queued to go with the
+	// COMMIT.
+	atCommit []*pgx.QueuedQuery
 }
 
 // first returns b preceded by BEGIN and the scope when nothing was sent
@@ -230,16 +234,26 @@ func (t *tx) sendBatch(ctx context.Context, b *pgx.Batch) error {
 	return t.conn.SendBatch(ctx, b).Close()
 }
 
-// commit commits what was sent. PostgreSQL answers the COMMIT of a
-// transaction that a failed statement aborted with a rollback, not an
-// error; that is reported as pgx reports it.
+// commit sends the statements queued for the COMMIT and the COMMIT in one
+// batch. PostgreSQL answers the COMMIT of a transaction that a failed
+// statement aborted with a rollback, not an error; that is reported as pgx
+// reports it. When a queued statement fails, PostgreSQL skips the COMMIT
+// and the transaction is rolled back here.
 func (t *tx) commit(ctx context.Context) error {
-	if !t.begun {
+	if !t.begun && len(t.atCommit) == 0 {
 		return nil
 	}
-	tag, err := t.conn.Exec(ctx, "COMMIT")
-	if err == nil && tag.String() == "ROLLBACK" {
-		return pgx.ErrTxCommitRollback
+	b := &pgx.Batch{QueuedQueries: t.atCommit}
+	b.Queue("COMMIT").Exec(func(tag pgconn.CommandTag) error {
+		if tag.String() == "ROLLBACK" {
+			return pgx.ErrTxCommitRollback
+		}
+		return nil
+	})
+	b, _ = t.first(b)
+	err := t.conn.SendBatch(ctx, b).Close()
+	if err != nil && t.conn.Conn().PgConn().TxStatus() != 'I' {
+		t.rollback(ctx)
 	}
 	return err
 }
@@ -250,6 +264,21 @@ func (t *tx) rollback(ctx context.Context) {
 	if t.begun {
 		_, _ = t.conn.Exec(ctx, "ROLLBACK")
 	}
+}
+
+// SendAtCommit queues b's statements to go with the COMMIT of ctx's
+// transaction, in its round trip: for writes that record a change and
+// whose results the transaction does not read, such as audit entries and
+// events. Their callbacks run at commit, and should one fail the
+// transaction rolls back and Tx returns its error. Outside a transaction
+// it is SendBatch.
+func (db *DB) SendAtCommit(ctx context.Context, b *pgx.Batch) error {
+	t, ok := ctx.Value(txKey{}).(*tx)
+	if !ok {
+		return db.SendBatch(ctx, b)
+	}
+	t.atCommit = append(t.atCommit, b.QueuedQueries...)
+	return nil
 }
 
 // SendBatch sends b's statements in one round trip: inside ctx's

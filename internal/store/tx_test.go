@@ -99,6 +99,14 @@ func TestTxRollsBackFromEveryStatement(t *testing.T) {
 			}
 			return errLater
 		}, errLater},
+		{"a statement sent at commit fails", func(ctx context.Context) error {
+			if _, err := db.Q(ctx).Exec(ctx, rename); err != nil {
+				return err
+			}
+			b := &pgx.Batch{}
+			b.Queue(duplicate)
+			return db.SendAtCommit(ctx, b)
+		}, store.ErrUniqueViolation},
 		{"a failure is ignored", func(ctx context.Context) error {
 			_, _ = db.Q(ctx).Exec(ctx, rename)
 			_, _ = db.Q(ctx).Exec(ctx, duplicate)
@@ -111,6 +119,60 @@ func TestTxRollsBackFromEveryStatement(t *testing.T) {
 		var name string
 		if err := db.Q(ctx).QueryRow(ctx, `SELECT name FROM users WHERE id = 'org_a-a'`).Scan(&name); err != nil || name == "changed" {
 			t.Fatalf("%s: the name is %q (%v) afterwards: the transaction was not rolled back", c.name, name, err)
+		}
+	}
+}
+
+// TestSendAtCommitGoesWithTheCommit: statements queued for the commit
+// travel in the COMMIT's round trip, in the transaction's scope, and their
+// callbacks have run when Tx returns; a transaction of nothing else is one
+// round trip. Outside a transaction they are sent at once.
+func TestSendAtCommitGoesWithTheCommit(t *testing.T) {
+	trips := &storetest.RoundTrips{}
+	db, err := store.Open(context.Background(), storetest.NewURL(t), store.WithTracer(trips))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := store.WithOrg(context.Background(), "org_01PLAIN")
+	whoAmI := `SELECT app_org_id(), current_user`
+	for _, c := range []struct {
+		name    string
+		first   bool // a statement before the queued one
+		inTx    bool
+		wantRTs int64
+	}{{"after a statement", true, true, 2}, {"alone", false, true, 1}, {"outside a transaction", false, false, 1}} {
+		before := trips.Count()
+		var org, role string
+		body := func(ctx context.Context) error {
+			if c.first {
+				if _, err := db.Q(ctx).Exec(ctx, `SELECT 1`); err != nil {
+					return err
+				}
+			}
+			b := &pgx.Batch{}
+			b.Queue(whoAmI).QueryRow(func(row pgx.Row) error { return row.Scan(&org, &role) })
+			if err := db.SendAtCommit(ctx, b); err != nil {
+				return err
+			}
+			if c.inTx && org != "" {
+				t.Errorf("%s: the queued statement ran before the commit", c.name)
+			}
+			return nil
+		}
+		if c.inTx {
+			err = db.Tx(ctx, body)
+		} else {
+			err = body(ctx)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if org != "org_01PLAIN" || role != store.AppRole {
+			t.Errorf("%s: ran as %q, %q; want the organization's scope", c.name, org, role)
+		}
+		if n := trips.Count() - before; n != c.wantRTs {
+			t.Errorf("%s: %d round trips, want %d", c.name, n, c.wantRTs)
 		}
 	}
 }
