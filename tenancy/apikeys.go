@@ -89,7 +89,7 @@ func (s *Service) CreateAPIKey(ctx context.Context, userID, name string) (APIKey
 			id, userID, name, hash[:]).Scan(&k.CreatedAt); err != nil {
 			return fmt.Errorf("create api key: %w", err)
 		}
-		_, err := audit.Append(ctx, q, audit.Entry{
+		err := audit.Record(ctx, s.db, audit.Entry{
 			Action: "api_key.created", Actor: ActorOf(caller), Target: audit.Target{Type: "api_key", ID: id},
 			After: map[string]any{"userId": userID, "name": name},
 		})
@@ -123,10 +123,10 @@ func (s *Service) RevokeAPIKey(ctx context.Context, id string) error {
 		if _, err := q.Exec(ctx, `UPDATE api_keys SET revoked_at = now() WHERE org_id = app_org_id() AND id = $1 AND revoked_at IS NULL`, id); err != nil {
 			return fmt.Errorf("revoke api key: %w", err)
 		}
-		if err := NotifyCredentialsChanged(ctx, q); err != nil {
+		if err := NotifyCredentialsChanged(ctx, s.db); err != nil {
 			return err
 		}
-		_, err = audit.Append(ctx, q, audit.Entry{
+		err = audit.Record(ctx, s.db, audit.Entry{
 			Action: "api_key.revoked", Actor: ActorOf(caller), Target: audit.Target{Type: "api_key", ID: id},
 		})
 		return err

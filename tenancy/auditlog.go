@@ -43,6 +43,6 @@ func (s *Service) RecordAction(ctx context.Context, action string, target audit.
 	if !ok {
 		return errs.Unauthenticated("authentication required")
 	}
-	_, err := audit.Append(ctx, s.db.Q(ctx), audit.Entry{Action: action, Actor: ActorOf(caller), Target: target, After: after})
+	err := audit.Record(ctx, s.db, audit.Entry{Action: action, Actor: ActorOf(caller), Target: target, After: after})
 	return err
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/golang-lru/v2/expirable"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/assessd/assessd/internal/store"
 )
@@ -103,10 +104,12 @@ func (s *Service) PurgeCredentials() { s.creds.purge() }
 const credentialsChannel = "assessd_credentials" //nolint:gosec // G101: a LISTEN channel's name, not a secret
 
 // NotifyCredentialsChanged tells every instance, on commit, to drop its
-// cached credentials.
-func NotifyCredentialsChanged(ctx context.Context, q store.Querier) error {
-	_, err := q.Exec(ctx, `SELECT pg_notify('`+credentialsChannel+`', '')`)
-	return err
+// cached credentials. PostgreSQL delivers a notification at commit anyway,
+// so it goes with the COMMIT of ctx's transaction (store.DB.SendAtCommit).
+func NotifyCredentialsChanged(ctx context.Context, db *store.DB) error {
+	b := &pgx.Batch{}
+	b.Queue(`SELECT pg_notify('` + credentialsChannel + `', '')`)
+	return db.SendAtCommit(ctx, b)
 }
 
 // WatchCredentialChanges keeps this instance's credential cache consistent

@@ -125,7 +125,7 @@ func (s *Service) CreateOrg(ctx context.Context, in NewOrg) (Org, error) {
 		if err != nil {
 			return fmt.Errorf("create org: %w", err)
 		}
-		_, err = audit.Append(ctx, q, audit.Entry{
+		err = audit.Record(ctx, s.db, audit.Entry{
 			Action: "org.created", Actor: ActorOf(SystemCaller(id)), Target: audit.Target{Type: "org", ID: id},
 			After: orgSnapshot(org),
 		})
@@ -211,7 +211,7 @@ func (s *Service) UpdateOrg(ctx context.Context, p OrgPatch) (Org, error) {
 			return fmt.Errorf("update org: %w", err)
 		}
 		if regionChanged {
-			if _, err := audit.Append(ctx, q, audit.Entry{
+			if err := audit.Record(ctx, s.db, audit.Entry{
 				Action: ActionAIRegionChanged, Actor: ActorOf(caller), Target: audit.Target{Type: "org", ID: org.ID},
 				Before: map[string]any{"settings": map[string]any{"aiRegion": before.AIRegion}},
 				After:  map[string]any{"settings": map[string]any{"aiRegion": org.AIRegion}},
@@ -220,7 +220,7 @@ func (s *Service) UpdateOrg(ctx context.Context, p OrgPatch) (Org, error) {
 			}
 		}
 		if org.Name != before.Name {
-			if _, err := audit.Append(ctx, q, audit.Entry{
+			if err := audit.Record(ctx, s.db, audit.Entry{
 				Action: "org.updated", Actor: ActorOf(caller), Target: audit.Target{Type: "org", ID: org.ID},
 				Before: map[string]any{"name": before.Name}, After: map[string]any{"name": org.Name},
 			}); err != nil {

@@ -195,13 +195,13 @@ func (s *Service) CreateUser(ctx context.Context, in NewUser) (User, error) {
 		if err != nil {
 			return fmt.Errorf("create user: %w", err)
 		}
-		if _, err = audit.Append(ctx, q, audit.Entry{
+		if err = audit.Record(ctx, s.db, audit.Entry{
 			Action: "user.created", Actor: ActorOf(caller), Target: audit.Target{Type: "user", ID: u.ID},
 			After: userSnapshot(u),
 		}); err != nil {
 			return err
 		}
-		return s.Events.Record(ctx, q, event.UserCreated, u)
+		return s.Events.Record(ctx, s.db, event.UserCreated, u)
 	})
 	return u, err
 }
@@ -268,17 +268,17 @@ func (s *Service) updateUser(ctx context.Context, caller *Caller, id string, p U
 		// Cached credentials hold the user's role and nothing else a
 		// patch changes, so only a role change purges them everywhere.
 		if roleChanged = u.Role != before.Role; roleChanged {
-			if err := NotifyCredentialsChanged(ctx, q); err != nil {
+			if err := NotifyCredentialsChanged(ctx, s.db); err != nil {
 				return err
 			}
 		}
-		if _, err = audit.Append(ctx, q, audit.Entry{
+		if err = audit.Record(ctx, s.db, audit.Entry{
 			Action: "user.updated", Actor: ActorOf(caller), Target: audit.Target{Type: "user", ID: u.ID},
 			Before: userSnapshot(before), After: userSnapshot(u),
 		}); err != nil {
 			return err
 		}
-		return s.Events.Record(ctx, q, event.UserUpdated, u)
+		return s.Events.Record(ctx, s.db, event.UserUpdated, u)
 	})
 	if err == nil && roleChanged {
 		s.creds.purge() // a role change alters what the user's keys may do
@@ -309,17 +309,17 @@ func (s *Service) DeleteUser(ctx context.Context, id string) error {
 		if _, err := q.Exec(ctx, `DELETE FROM users WHERE org_id = app_org_id() AND id = $1`, id); err != nil {
 			return fmt.Errorf("delete user: %w", err)
 		}
-		if err := NotifyCredentialsChanged(ctx, q); err != nil {
+		if err := NotifyCredentialsChanged(ctx, s.db); err != nil {
 			return err
 		}
-		if _, err = audit.Append(ctx, q, audit.Entry{
+		if err = audit.Record(ctx, s.db, audit.Entry{
 			Action: "user.deleted", Actor: ActorOf(caller), Target: audit.Target{Type: "user", ID: id},
 			Before: userSnapshot(u),
 		}); err != nil {
 			return err
 		}
 		// The deleted user as it last was.
-		return s.Events.Record(ctx, q, event.UserDeleted, u)
+		return s.Events.Record(ctx, s.db, event.UserDeleted, u)
 	})
 	if err == nil {
 		s.creds.purge()

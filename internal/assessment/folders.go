@@ -258,7 +258,7 @@ var gradingActor = audit.Actor{Kind: audit.ActorSystem, ID: "grading"}
 
 // auditAs appends an entry performed by actor inside ctx's transaction.
 func (s *Service) auditAs(ctx context.Context, actor audit.Actor, action, targetType, id string, before, after map[string]any) error {
-	_, err := audit.Append(ctx, s.db.Q(ctx), audit.Entry{
+	err := audit.Record(ctx, s.db, audit.Entry{
 		Action: action, Actor: actor, Target: audit.Target{Type: targetType, ID: id},
 		Before: before, After: after,
 	})

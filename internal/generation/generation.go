@@ -121,7 +121,7 @@ func (s *Service) Create(ctx context.Context, p Params) (Generation, error) {
 			g.ID, caller.UserID, string(params)).Scan(&g.Region, &g.CreatedAt, &g.UpdatedAt); err != nil {
 			return err
 		}
-		if _, err := audit.Append(ctx, q, audit.Entry{Action: "exam_generation.requested", Actor: tenancy.ActorOf(caller),
+		if err := audit.Record(ctx, s.db, audit.Entry{Action: "exam_generation.requested", Actor: tenancy.ActorOf(caller),
 			Target: audit.Target{Type: "exam_generation", ID: g.ID}, After: map[string]any{"region": g.Region, "subject": p.Subject}}); err != nil {
 			return err
 		}
@@ -278,7 +278,7 @@ func (s *Service) Finish(ctx context.Context, id, failure string) error {
 		if examID != nil {
 			after["examId"] = *examID
 		}
-		if _, err = audit.Append(ctx, q, audit.Entry{Action: action, Actor: generationActor,
+		if err = audit.Record(ctx, s.db, audit.Entry{Action: action, Actor: generationActor,
 			Target: audit.Target{Type: "exam_generation", ID: id}, After: after}); err != nil {
 			return err
 		}
@@ -286,7 +286,7 @@ func (s *Service) Finish(ctx context.Context, id, failure string) error {
 		if err != nil {
 			return err
 		}
-		return s.content.Events.Record(ctx, q, event.Type(action), g)
+		return s.content.Events.Record(ctx, s.db, event.Type(action), g)
 	})
 	if err != nil {
 		return fmt.Errorf("finish generation: %w", err)

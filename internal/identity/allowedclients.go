@@ -103,7 +103,7 @@ func (p *Provider) AllowClient(ctx context.Context, clientID string, scopes []st
 		if tag.RowsAffected() == 0 {
 			return nil
 		}
-		_, err = audit.Append(ctx, q, audit.Entry{Action: "org.client_allowed", Actor: tenancy.ActorOf(caller),
+		err = audit.Record(ctx, p.db, audit.Entry{Action: "org.client_allowed", Actor: tenancy.ActorOf(caller),
 			Target: audit.Target{Type: "oauth_client", ID: clientID}, After: map[string]any{"scopes": []any{allowableScopes[0]}}})
 		return err
 	})
@@ -127,10 +127,10 @@ func (p *Provider) RemoveAllowedClient(ctx context.Context, clientID string) err
 		if tag.RowsAffected() == 0 {
 			return errs.NotFound("allowed client")
 		}
-		if err := stripAllowableScopes(ctx, q, clientID); err != nil {
+		if err := stripAllowableScopes(ctx, p.db, clientID); err != nil {
 			return err
 		}
-		_, err = audit.Append(ctx, q, audit.Entry{Action: "org.client_disallowed", Actor: tenancy.ActorOf(caller),
+		err = audit.Record(ctx, p.db, audit.Entry{Action: "org.client_disallowed", Actor: tenancy.ActorOf(caller),
 			Target: audit.Target{Type: "oauth_client", ID: clientID}, Before: map[string]any{"scopes": []any{allowableScopes[0]}}})
 		return err
 	})
@@ -139,11 +139,11 @@ func (p *Provider) RemoveAllowedClient(ctx context.Context, clientID string) err
 // stripAllowableScopes removes the scopes that need allowing from
 // clientID's grants in the current organization, and has every instance
 // forget the access tokens it verified with them.
-func stripAllowableScopes(ctx context.Context, q store.Querier, clientID string) error {
-	_, err := q.Exec(ctx, `UPDATE oauth_grants SET scopes = array(SELECT s FROM unnest(scopes) s WHERE s <> ALL($2))
+func stripAllowableScopes(ctx context.Context, db *store.DB, clientID string) error {
+	_, err := db.Q(ctx).Exec(ctx, `UPDATE oauth_grants SET scopes = array(SELECT s FROM unnest(scopes) s WHERE s <> ALL($2))
 		WHERE org_id = app_org_id() AND client_id = $1`, clientID, allowableScopes)
 	if err != nil {
 		return fmt.Errorf("remove allowed scopes from grants: %w", err)
 	}
-	return tenancy.NotifyCredentialsChanged(ctx, q)
+	return tenancy.NotifyCredentialsChanged(ctx, db)
 }

@@ -129,7 +129,7 @@ func (p *Provider) CreateClient(ctx context.Context, in ClientInput) (Client, st
 			return err
 		}
 		c.AuditLogsWrite = in.AllowAuditLogsWrite
-		_, err := audit.Append(ctx, q, audit.Entry{Action: "oauth_client.created", Actor: tenancy.ActorOf(caller),
+		err := audit.Record(ctx, p.db, audit.Entry{Action: "oauth_client.created", Actor: tenancy.ActorOf(caller),
 			Target: audit.Target{Type: "oauth_client", ID: c.ID}, After: clientSnapshot(c)})
 		return err
 	})
@@ -156,7 +156,7 @@ func (p *Provider) setAuditAllowance(ctx context.Context, caller *tenancy.Caller
 			VALUES (app_org_id(), $1, $2) ON CONFLICT DO NOTHING`, clientID, caller.UserID)
 	} else {
 		if _, err = q.Exec(ctx, `DELETE FROM oauth_client_audit_allowances WHERE org_id = app_org_id() AND client_id = $1`, clientID); err == nil {
-			err = stripAllowableScopes(ctx, q, clientID)
+			err = stripAllowableScopes(ctx, p.db, clientID)
 		}
 	}
 	return err
@@ -223,7 +223,7 @@ func (p *Provider) UpdateClient(ctx context.Context, id string, in ClientInput) 
 		if c, err = scanClient(q.QueryRow(ctx, `SELECT `+clientColumns+` FROM oauth_clients c WHERE c.org_id = app_org_id() AND c.id = $1`, id)); err != nil {
 			return err
 		}
-		_, err = audit.Append(ctx, q, audit.Entry{Action: "oauth_client.updated", Actor: tenancy.ActorOf(caller),
+		err = audit.Record(ctx, p.db, audit.Entry{Action: "oauth_client.updated", Actor: tenancy.ActorOf(caller),
 			Target: audit.Target{Type: "oauth_client", ID: id}, After: clientSnapshot(c)})
 		return err
 	})
@@ -248,7 +248,7 @@ func (p *Provider) RotateClientSecret(ctx context.Context, id string) (string, e
 		if tag.RowsAffected() == 0 {
 			return errs.NotFound("oauth client")
 		}
-		_, err = audit.Append(ctx, q, audit.Entry{Action: "oauth_client.secret_rotated", Actor: tenancy.ActorOf(caller),
+		err = audit.Record(ctx, p.db, audit.Entry{Action: "oauth_client.secret_rotated", Actor: tenancy.ActorOf(caller),
 			Target: audit.Target{Type: "oauth_client", ID: id}})
 		return err
 	})
@@ -270,10 +270,10 @@ func (p *Provider) DeleteClient(ctx context.Context, id string) error {
 		if tag.RowsAffected() == 0 {
 			return errs.NotFound("oauth client")
 		}
-		if err := tenancy.NotifyCredentialsChanged(ctx, q); err != nil {
+		if err := tenancy.NotifyCredentialsChanged(ctx, p.db); err != nil {
 			return err
 		}
-		_, err = audit.Append(ctx, q, audit.Entry{Action: "oauth_client.deleted", Actor: tenancy.ActorOf(caller),
+		err = audit.Record(ctx, p.db, audit.Entry{Action: "oauth_client.deleted", Actor: tenancy.ActorOf(caller),
 			Target: audit.Target{Type: "oauth_client", ID: id}})
 		return err
 	})

@@ -144,7 +144,7 @@ var loginActor = audit.Actor{Kind: audit.ActorSystem, ID: "login"}
 // entry could not be written, and the failure is logged.
 func (p *Provider) auditSignIn(ctx context.Context, action, orgID, userID string, actor audit.Actor, addr string) {
 	ctx = store.WithOrg(ctx, orgID)
-	if _, err := audit.Append(ctx, p.db.Q(ctx), audit.Entry{Action: action, Actor: actor,
+	if err := audit.Record(ctx, p.db, audit.Entry{Action: action, Actor: actor,
 		Target: audit.Target{Type: "user", ID: userID}, After: map[string]any{"address": addr}}); err != nil {
 		slog.ErrorContext(ctx, "audit sign-in", "action", action, "err", err)
 	}
@@ -298,7 +298,7 @@ func (p *Provider) consent(w http.ResponseWriter, r *http.Request) {
 	}
 	if err == nil {
 		ctx := store.WithOrg(r.Context(), caller.OrgID)
-		_, err = audit.Append(ctx, p.db.Q(ctx), audit.Entry{Action: "oauth_consent.granted", Actor: tenancy.ActorOf(caller),
+		err = audit.Record(ctx, p.db, audit.Entry{Action: "oauth_consent.granted", Actor: tenancy.ActorOf(caller),
 			Target: audit.Target{Type: "oauth_client", ID: c.id}, After: map[string]any{"scopes": anySlice(scopes)}})
 	}
 	if err != nil {

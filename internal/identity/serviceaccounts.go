@@ -48,7 +48,7 @@ func (p *Provider) CreateServiceAccount(ctx context.Context, name string, role t
 			sa.ID, name, role).Scan(&sa.CreatedAt); err != nil {
 			return fmt.Errorf("create service account: %w", err)
 		}
-		_, err := audit.Append(ctx, q, audit.Entry{Action: "service_account.created", Actor: tenancy.ActorOf(caller),
+		err := audit.Record(ctx, p.db, audit.Entry{Action: "service_account.created", Actor: tenancy.ActorOf(caller),
 			Target: audit.Target{Type: "service_account", ID: sa.ID}, After: map[string]any{"name": name, "role": string(role)}})
 		return err
 	})
@@ -77,7 +77,7 @@ func (p *Provider) AddServiceAccountKey(ctx context.Context, serviceAccountID, p
 		if tag.RowsAffected() == 0 {
 			return errs.NotFound("service account")
 		}
-		_, err = audit.Append(ctx, q, audit.Entry{Action: "service_account.key_added", Actor: tenancy.ActorOf(caller),
+		err = audit.Record(ctx, p.db, audit.Entry{Action: "service_account.key_added", Actor: tenancy.ActorOf(caller),
 			Target: audit.Target{Type: "service_account", ID: serviceAccountID}, After: map[string]any{"keyId": keyID}})
 		return err
 	})

@@ -454,13 +454,13 @@ func (s *storage) revokeGrant(ctx context.Context, grantID string, actor audit.A
 		if !fresh {
 			return nil
 		}
-		if err := tenancy.NotifyCredentialsChanged(ctx, q); err != nil {
+		if err := tenancy.NotifyCredentialsChanged(ctx, s.db); err != nil {
 			return err
 		}
 		if actor.Kind == "" {
 			actor.Kind, actor.ID = audit.ActorUser, userID
 		}
-		_, err = audit.Append(ctx, q, audit.Entry{Action: "oauth_grant.revoked", Actor: actor, Reason: reason,
+		err = audit.Record(ctx, s.db, audit.Entry{Action: "oauth_grant.revoked", Actor: actor, Reason: reason,
 			Target: audit.Target{Type: "oauth_client", ID: clientID}, Before: map[string]any{"grantId": grantID, "userId": userID}})
 		return err
 	})

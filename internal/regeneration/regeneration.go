@@ -106,7 +106,7 @@ func (s *Service) Create(ctx context.Context, examID, questionID, instructions s
 			g.ID, examID, questionID, g.BaseRevision, caller.UserID, instructions).Scan(&g.Region, &g.CreatedAt, &g.UpdatedAt); err != nil {
 			return err
 		}
-		if _, err := audit.Append(ctx, q, audit.Entry{Action: "question_regeneration.requested", Actor: tenancy.ActorOf(caller),
+		if err := audit.Record(ctx, s.db, audit.Entry{Action: "question_regeneration.requested", Actor: tenancy.ActorOf(caller),
 			Target: audit.Target{Type: "question_regeneration", ID: g.ID},
 			After:  map[string]any{"questionId": questionID, "revision": g.BaseRevision, "region": g.Region}}); err != nil {
 			return err
@@ -198,7 +198,7 @@ func (s *Service) Accept(ctx context.Context, id string) (Regeneration, assessme
 			return err
 		}
 		g.AcceptedRevision = qu.Revision
-		_, err = audit.Append(ctx, q, audit.Entry{Action: "question_regeneration.accepted", Actor: tenancy.ActorOf(caller),
+		err = audit.Record(ctx, s.db, audit.Entry{Action: "question_regeneration.accepted", Actor: tenancy.ActorOf(caller),
 			Target: audit.Target{Type: "question_regeneration", ID: id},
 			After:  map[string]any{"questionId": g.QuestionID, "revision": qu.Revision}})
 		return err
@@ -313,7 +313,7 @@ func (s *Service) finish(ctx context.Context, id string, p *assessment.Proposal,
 		if failure != "" {
 			after["error"] = failure
 		}
-		if _, err = audit.Append(ctx, q, audit.Entry{Action: action, Actor: regenerationActor,
+		if err = audit.Record(ctx, s.db, audit.Entry{Action: action, Actor: regenerationActor,
 			Target: audit.Target{Type: "question_regeneration", ID: id}, After: after}); err != nil {
 			return err
 		}
@@ -324,7 +324,7 @@ func (s *Service) finish(ctx context.Context, id string, p *assessment.Proposal,
 		if err != nil {
 			return err
 		}
-		return s.content.Events.Record(ctx, q, event.QuestionRegenerationCompleted, g)
+		return s.content.Events.Record(ctx, s.db, event.QuestionRegenerationCompleted, g)
 	})
 	if err != nil {
 		return Outcome{}, fmt.Errorf("finish regeneration: %w", err)

@@ -301,7 +301,7 @@ func (s *Service) Finish(ctx context.Context, scanID string, failures map[int]st
 			WHERE org_id = app_org_id() AND id = $1`, scanID); err != nil {
 			return fmt.Errorf("finish scan: %w", err)
 		}
-		if _, err = audit.Append(ctx, q, audit.Entry{Action: "answer_sheet_scan.completed", Actor: actor,
+		if err = audit.Record(ctx, s.db, audit.Entry{Action: "answer_sheet_scan.completed", Actor: actor,
 			Target: audit.Target{Type: "answer_sheet_scan", ID: scanID}, After: map[string]any{"examId": examID, "results": results}}); err != nil {
 			return err
 		}
@@ -309,7 +309,7 @@ func (s *Service) Finish(ctx context.Context, scanID string, failures map[int]st
 		if err != nil {
 			return err
 		}
-		return s.content.Events.Record(ctx, q, event.AnswerSheetScanCompleted, sc)
+		return s.content.Events.Record(ctx, s.db, event.AnswerSheetScanCompleted, sc)
 	})
 	if err != nil {
 		return Scan{}, err
@@ -412,7 +412,7 @@ func (s *Service) Fail(ctx context.Context, scanID, reason string) error {
 		if err != nil || tag.RowsAffected() == 0 {
 			return err
 		}
-		_, err = audit.Append(ctx, q, audit.Entry{Action: "answer_sheet_scan.failed", Actor: actor,
+		err = audit.Record(ctx, s.db, audit.Entry{Action: "answer_sheet_scan.failed", Actor: actor,
 			Target: audit.Target{Type: "answer_sheet_scan", ID: scanID}, After: map[string]any{"error": reason}})
 		return err
 	})

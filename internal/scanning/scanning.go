@@ -201,7 +201,7 @@ func (s *Service) Create(ctx context.Context, examID string, files []File) (Scan
 				return err
 			}
 		}
-		if _, err := audit.Append(ctx, q, audit.Entry{Action: "answer_sheet_scan.requested", Actor: tenancy.ActorOf(caller),
+		if err := audit.Record(ctx, s.db, audit.Entry{Action: "answer_sheet_scan.requested", Actor: tenancy.ActorOf(caller),
 			Target: audit.Target{Type: "answer_sheet_scan", ID: sc.ID},
 			After:  map[string]any{"examId": examID, "region": sc.Region, "files": len(files)}}); err != nil {
 			return err

@@ -58,7 +58,7 @@ func (s *Service) Export(ctx context.Context, examID, format string) (exchange.D
 			return err
 		}
 		doc = exchange.NewDocument(exam, qs)
-		_, err = audit.Append(ctx, s.db.Q(ctx), audit.Entry{Action: "exam.exported", Actor: tenancy.ActorOf(caller),
+		err = audit.Record(ctx, s.db, audit.Entry{Action: "exam.exported", Actor: tenancy.ActorOf(caller),
 			Target: audit.Target{Type: "exam", ID: examID},
 			After:  map[string]any{"format": format, "questions": len(qs)}})
 		return err
@@ -124,7 +124,7 @@ func (s *Service) Import(ctx context.Context, r io.Reader) (Imported, error) {
 				return err
 			}
 		}
-		_, err = audit.Append(ctx, s.db.Q(ctx), audit.Entry{Action: "exam.imported", Actor: tenancy.ActorOf(caller),
+		err = audit.Record(ctx, s.db, audit.Entry{Action: "exam.imported", Actor: tenancy.ActorOf(caller),
 			Target: audit.Target{Type: "exam", ID: exam.ID},
 			After: map[string]any{"importId": out.ID, "questions": len(plan.Questions), "typesCreated": len(created(actions)),
 				"warnings": len(out.Warnings)}})

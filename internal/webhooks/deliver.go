@@ -256,7 +256,7 @@ func (d *Deliverer) GiveUp(ctx context.Context, eventID, endpointID, reason stri
 		if tag.RowsAffected() == 0 {
 			return nil
 		}
-		_, err = audit.Append(ctx, q, audit.Entry{Action: "webhook_endpoint.disabled",
+		err = audit.Record(ctx, d.db, audit.Entry{Action: "webhook_endpoint.disabled",
 			Actor: audit.Actor{Kind: audit.ActorSystem, ID: "webhooks"}, Target: audit.Target{Type: "webhook_endpoint", ID: endpointID},
 			Reason: why, After: map[string]any{"enabled": false, "eventId": eventID}})
 		return err

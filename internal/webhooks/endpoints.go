@@ -298,7 +298,7 @@ func (s *Service) RotateSecret(ctx context.Context, id string) (Endpoint, error)
 }
 
 func (s *Service) audit(ctx context.Context, q store.Querier, caller *tenancy.Caller, action, id string, before, after map[string]any) error {
-	_, err := audit.Append(ctx, q, audit.Entry{Action: action, Actor: tenancy.ActorOf(caller),
+	err := audit.Record(ctx, s.db, audit.Entry{Action: action, Actor: tenancy.ActorOf(caller),
 		Target: audit.Target{Type: "webhook_endpoint", ID: id}, Before: before, After: after})
 	return err
 }

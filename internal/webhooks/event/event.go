@@ -81,21 +81,16 @@ func (r *Recorder) message(t Type, resource any) (id, body string, err error) {
 
 const addSQL = `SELECT webhook_event_add($1, $2, $3)`
 
-// Record writes event t about resource in q, which must be the tenant
-// transaction of the change: the event commits or rolls back with it. An
-// organization without an endpoint subscribed to t gets no row.
-func (r *Recorder) Record(ctx context.Context, q store.Querier, t Type, resource any) error {
-	if r == nil {
-		return nil
-	}
-	id, body, err := r.message(t, resource)
-	if err != nil {
+// Record writes event t about resource with the COMMIT of ctx's tenant
+// transaction (store.DB.SendAtCommit): the event commits or rolls back with
+// the change, and costs no round trip of its own. An organization without
+// an endpoint subscribed to t gets no row.
+func (r *Recorder) Record(ctx context.Context, db *store.DB, t Type, resource any) error {
+	b := &pgx.Batch{}
+	if err := r.Queue(b, t, resource); err != nil || len(b.QueuedQueries) == 0 {
 		return err
 	}
-	if _, err := q.Exec(ctx, addSQL, id, string(t), body); err != nil {
-		return fmt.Errorf("event %s: %w", t, err)
-	}
-	return nil
+	return db.SendAtCommit(ctx, b)
 }
 
 // Queue is Record as a statement of b, sent with the writes it belongs to.
