@@ -27,6 +27,15 @@ func result() *v1.Result {
 	return r
 }
 
+// user is GET /users/{id}'s response for a user with eight metadata keys.
+func user() *v1.User {
+	at := timestamppb.New(time.Date(2026, 11, 26, 16, 4, 5, 123_000_000, time.UTC))
+	meta, _ := structpb.NewStruct(map[string]any{"grade": "7", "class": "7b", "house": "red", "sis_id": "S-20931",
+		"year": 2026.0, "active": true, "locale": "nb-NO", "homeroom": "Ms. Berg"})
+	return &v1.User{Id: "usr_01JDQ4Z9V6S8K2M3N4P5Q6R7S8", OrgId: "org_01JDQ4Z9V6S8K2M3N4P5Q6R7S8", Email: "ada@school.example",
+		Name: "Ada", Role: "student", Metadata: meta, CreatedAt: at, UpdatedAt: at}
+}
+
 func page() *v1.ListResultsResponse {
 	l := &v1.ListResultsResponse{NextPageToken: "v1:01JDQ4Z9V6S8K2M3N4P5Q6R7S8"}
 	for range 100 {
@@ -36,12 +45,12 @@ func page() *v1.ListResultsResponse {
 }
 
 // BenchmarkJSON compares Append with protojson (the baseline) on a
-// submission's response and on a page of 100 results.
+// submission's response, a user with metadata and a page of 100 results.
 func BenchmarkJSON(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		msg  proto.Message
-	}{{"result", result()}, {"page100", page()}} {
+	}{{"result", result()}, {"user", user()}, {"page100", page()}} {
 		b.Run(c.name+"/protojson", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

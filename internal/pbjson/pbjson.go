@@ -32,6 +32,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // Append appends m's JSON to b. ok is false when m holds a type or a value
@@ -167,10 +168,19 @@ func appendMessage(b []byte, m protoreflect.Message, p *plan) ([]byte, bool) {
 	case durationShape:
 		return appendDuration(b, m.Get(p.fields[0].fd).Int(), m.Get(p.fields[1].fd).Int())
 	case valueShape:
+		if v, ok := m.Interface().(*structpb.Value); ok {
+			return appendStructValue(b, v)
+		}
 		return appendValue(b, m, p)
 	case structShape:
+		if s, ok := m.Interface().(*structpb.Struct); ok {
+			return appendStructFields(b, s.GetFields())
+		}
 		return appendMap(b, m.Get(p.fields[0].fd).Map(), &p.fields[0])
 	case listValueShape:
+		if l, ok := m.Interface().(*structpb.ListValue); ok {
+			return appendStructList(b, l.GetValues())
+		}
 		return appendList(b, m.Get(p.fields[0].fd).List(), &p.fields[0])
 	case declined:
 		return b, false
@@ -235,44 +245,57 @@ func appendList(b []byte, l protoreflect.List, f *field) ([]byte, bool) {
 // appendMap writes the entries ordered by key, as protojson does: false
 // before true, numbers by value, strings bytewise.
 func appendMap(b []byte, mp protoreflect.Map, f *field) ([]byte, bool) {
-	keys := make([]protoreflect.MapKey, 0, mp.Len())
-	mp.Range(func(k protoreflect.MapKey, _ protoreflect.Value) bool {
-		keys = append(keys, k)
+	// One Range collects the entries with their values, so that writing
+	// them in key order needs no lookup, and keys compare as the kind the
+	// map declares, without boxing them.
+	type entry struct {
+		k protoreflect.MapKey
+		v protoreflect.Value
+	}
+	entries := make([]entry, 0, mp.Len())
+	mp.Range(func(k protoreflect.MapKey, v protoreflect.Value) bool {
+		entries = append(entries, entry{k, v})
 		return true
 	})
-	slices.SortFunc(keys, compareKeys)
+	kind := f.fd.MapKey().Kind()
+	slices.SortFunc(entries, func(x, y entry) int { return compareKeys(kind, x.k, y.k) })
 	b = append(b, '{')
-	for i, k := range keys {
+	for i, e := range entries {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		var ok bool
-		if b, ok = appendString(b, k.String()); !ok {
+		if b, ok = appendString(b, e.k.String()); !ok {
 			return b, false
 		}
 		b = append(b, ':')
-		if b, ok = appendSingular(b, mp.Get(k), f.mapValue); !ok {
+		if b, ok = appendSingular(b, e.v, f.mapValue); !ok {
 			return b, false
 		}
 	}
 	return append(b, '}'), true
 }
 
-func compareKeys(x, y protoreflect.MapKey) int {
-	switch v := x.Interface().(type) {
-	case bool:
-		if v == y.Bool() {
-			return 0
-		} else if v {
-			return 1
-		}
-		return -1
-	case int32, int64:
+// compareKeys orders map keys of the given kind as protojson does.
+func compareKeys(kind protoreflect.Kind, x, y protoreflect.MapKey) int {
+	switch kind {
+	case protoreflect.BoolKind:
+		return cmpOrdered(boolOrder(x.Bool()), boolOrder(y.Bool()))
+	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind,
+		protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
 		return cmpOrdered(x.Int(), y.Int())
-	case uint32, uint64:
+	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind, protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
 		return cmpOrdered(x.Uint(), y.Uint())
 	}
 	return cmpOrdered(x.String(), y.String())
+}
+
+// boolOrder puts false before true.
+func boolOrder(v bool) int64 {
+	if v {
+		return 1
+	}
+	return 0
 }
 
 func cmpOrdered[T int64 | uint64 | string](x, y T) int {
@@ -462,6 +485,77 @@ func appendDigits(b []byte, v int64, width int) []byte {
 		v /= 10
 	}
 	return append(b, d[:width]...)
+}
+
+// The generated Struct, Value and ListValue, the API's free-form JSON
+// (metadata, question configs, answers), are written from their Go fields:
+// through protoreflect every key and string would be boxed on the way.
+// Other implementations of them (dynamic messages) take the reflective path.
+
+// appendStructValue writes v as the JSON value it holds.
+func appendStructValue(b []byte, v *structpb.Value) ([]byte, bool) {
+	switch k := v.GetKind().(type) {
+	case *structpb.Value_NullValue:
+		return append(b, "null"...), true
+	case *structpb.Value_NumberValue:
+		if math.IsNaN(k.NumberValue) || math.IsInf(k.NumberValue, 0) {
+			return b, false // JSON cannot hold them; protojson refuses
+		}
+		return appendFloat(b, k.NumberValue, 64), true
+	case *structpb.Value_StringValue:
+		return appendString(b, k.StringValue)
+	case *structpb.Value_BoolValue:
+		return strconv.AppendBool(b, k.BoolValue), true
+	case *structpb.Value_StructValue:
+		if k.StructValue != nil {
+			return appendStructFields(b, k.StructValue.GetFields())
+		}
+	case *structpb.Value_ListValue:
+		if k.ListValue != nil {
+			return appendStructList(b, k.ListValue.GetValues())
+		}
+	}
+	return b, false // no kind, which protojson refuses, or a nil one: left to protojson
+}
+
+// appendStructFields writes a Struct's fields as an object, keys in
+// protojson's order.
+func appendStructFields(b []byte, fields map[string]*structpb.Value) ([]byte, bool) {
+	keys := make([]string, 0, len(fields))
+	for k := range fields {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var ok bool
+		if b, ok = appendString(b, k); !ok {
+			return b, false
+		}
+		b = append(b, ':')
+		if b, ok = appendStructValue(b, fields[k]); !ok {
+			return b, false
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendStructList writes a ListValue's values as an array.
+func appendStructList(b []byte, values []*structpb.Value) ([]byte, bool) {
+	b = append(b, '[')
+	for i, v := range values {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var ok bool
+		if b, ok = appendStructValue(b, v); !ok {
+			return b, false
+		}
+	}
+	return append(b, ']'), true
 }
 
 // appendValue writes a google.protobuf.Value as the JSON value it holds.
