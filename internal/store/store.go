@@ -325,7 +325,7 @@ func (s scoped) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, e
 	if err != nil {
 		return nil, err
 	}
-	b := &pgx.Batch{}
+	b := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, 2)}
 	b.Queue(scopeSQL, s.db.role, s.org)
 	b.Queue(sql, args...)
 	return batchRows(conn.SendBatch(ctx, b), 1, conn.Release)

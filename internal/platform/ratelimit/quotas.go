@@ -121,12 +121,30 @@ func (e *quota) take(ctx context.Context, l *Limiter) Decision {
 // `RateLimit-Policy: "pro";q=1200;w=60` and `RateLimit: "pro";r=1199;t=1`,
 // and Retry-After when d refused the request.
 func (d Decision) SetHeaders(h http.Header) {
-	name := strconv.Quote(d.Limit.Name)
-	h.Set("RateLimit-Policy", name+";q="+strconv.Itoa(d.Limit.Rate)+";w="+strconv.Itoa(seconds(d.Limit.Period)))
-	h.Set("RateLimit", name+";r="+strconv.Itoa(d.Remaining)+";t="+strconv.Itoa(seconds(d.ResetAfter)))
+	// Every API response carries them: both values are built in one buffer
+	// and sliced from one string, under the names as Header.Set would
+	// canonicalize them (which it does without allocating when they already
+	// are).
+	var buf [128]byte
+	b := strconv.AppendQuote(buf[:0], d.Limit.Name)
+	name := len(b)
+	b = appendParam(b, ";q=", d.Limit.Rate)
+	b = appendParam(b, ";w=", seconds(d.Limit.Period))
+	policy := len(b)
+	b = append(b, b[:name]...)
+	b = appendParam(b, ";r=", d.Remaining)
+	b = appendParam(b, ";t=", seconds(d.ResetAfter))
+	values := string(b)
+	h.Set("Ratelimit-Policy", values[:policy])
+	h.Set("Ratelimit", values[policy:])
 	if !d.Allowed {
 		h.Set("Retry-After", strconv.Itoa(RetryAfterSeconds(d.RetryAfter)))
 	}
+}
+
+// appendParam appends a structured field's parameter, such as ";q=1200".
+func appendParam(b []byte, key string, v int) []byte {
+	return strconv.AppendInt(append(b, key...), int64(v), 10)
 }
 
 // RetryAfterSeconds is the Retry-After value for a wait: whole seconds,
