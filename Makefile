@@ -87,6 +87,7 @@ bench: $(BIN)/temporal
 	$(GO) run ./cmd/benchexchange
 	$(GO) run ./cmd/benchwebhooks
 	$(GO) test ./internal/pbjson -run '^$$' -bench JSON -benchtime 2s
+	$(GO) test ./internal/assessment/expr -run '^$$' -bench ScoringRules -benchtime 2s
 
 # The OAuth rows compare with an Ory Hydra the operator runs (decision 0124):
 # make bench-oauth HYDRA_PUBLIC=http://127.0.0.1:4444 HYDRA_ADMIN=http://127.0.0.1:4445

@@ -102,11 +102,7 @@ func (s *Service) GradingInput(ctx context.Context, resultID, questionID string)
 	if err != nil {
 		return in, fmt.Errorf("%w: grading.fileInputs %s", ErrCannotGrade, err)
 	}
-	fileList := make([]any, len(files))
-	for i, f := range files {
-		fileList[i] = f
-	}
-	out, err := e.Eval(ctx, map[string]any{"answer": map[string]any{"value": in.Answer, "files": fileList}, "config": qu.Config})
+	out, err := e.Eval(ctx, ruleData(in.Answer, files, qu.Config))
 	switch {
 	case errors.Is(err, expr.ErrUndefined):
 		return in, nil

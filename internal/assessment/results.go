@@ -157,9 +157,8 @@ func (s *Service) submit(ctx context.Context, caller *tenancy.Caller, examID str
 		return Result{}, sub.cached, err
 	}
 	r = Result{ID: ids.New(ids.Result), ExamID: examID, UserID: in.UserID, Region: sub.region, Source: cmp.Or(in.Source, SourceAPI)}
-	for _, qu := range sub.questions {
-		a := s.score(ctx, qu, given[qu.ID])
-		r.Answers = append(r.Answers, a)
+	r.Answers = s.score(ctx, sub.questions, given)
+	for _, a := range r.Answers {
 		r.Score += a.Score
 		r.MaxScore += a.MaxScore
 	}
@@ -264,63 +263,78 @@ func indexAnswers(questions []Question, answers []NewAnswer) (map[string]givenAn
 	return given, nil
 }
 
-// score scores one question's answer (in.NewAnswer nil when unanswered).
-// The answer's value is the plain JSON form of what was submitted, as it
-// reads back from the database.
-func (s *Service) score(ctx context.Context, q Question, in givenAnswer) Answer {
-	a := Answer{QuestionID: q.ID, QuestionRevision: q.Revision, MaxScore: q.Points, Status: AnswerGraded, Files: []string{}}
-	if in.NewAnswer != nil {
-		if in.json != nil {
-			_ = json.Unmarshal(in.json, &a.Value) // it was just encoded
+// score scores each question's answer (given[q.ID].NewAnswer nil when
+// unanswered), evaluating the scoring rules in one batch. An answer's value
+// is the plain JSON form of what was submitted, as it reads back from the
+// database.
+func (s *Service) score(ctx context.Context, questions []Question, given map[string]givenAnswer) []Answer {
+	answers := make([]Answer, len(questions))
+	var tasks []expr.Task
+	var ruled []int // the answer each task scores
+	for i, q := range questions {
+		a := Answer{QuestionID: q.ID, QuestionRevision: q.Revision, MaxScore: q.Points, Status: AnswerGraded, Files: []string{}}
+		if in := given[q.ID]; in.NewAnswer != nil {
+			if in.json != nil {
+				_ = json.Unmarshal(in.json, &a.Value) // it was just encoded
+			}
+			if in.Files != nil {
+				a.Files = in.Files
+			}
 		}
-		if in.Files != nil {
-			a.Files = in.Files
+		switch {
+		case q.Def == nil:
+			a.Status, a.Feedback = AnswerFailed, Unresolved.Message
+		case a.Value == nil && len(a.Files) == 0:
+			a.Feedback = "not answered"
+		case q.Def.GradingEnabled:
+			a.Status = AnswerPending
+		default:
+			e, err := s.rules.Compile(q.Def.Condition)
+			if err != nil {
+				a.Feedback = "the answer could not be scored: " + err.Error()
+				break
+			}
+			tasks = append(tasks, expr.Task{Expr: e, Data: ruleData(a.Value, a.Files, q.Config)})
+			ruled = append(ruled, i)
 		}
+		answers[i] = a
 	}
-	switch {
-	case q.Def == nil:
-		a.Status, a.Feedback = AnswerFailed, Unresolved.Message
-	case a.Value == nil && len(a.Files) == 0:
-		a.Feedback = "not answered"
-	case q.Def.GradingEnabled:
-		a.Status = AnswerPending
-	default:
-		frac, err := s.evaluate(ctx, q.Def.Condition, a, q.Config)
+	for k, o := range expr.EvalAll(ctx, tasks) {
+		a := &answers[ruled[k]]
+		frac, err := fractionOf(o)
 		switch {
 		case errors.Is(err, expr.ErrTimeout):
 			a.Status, a.Feedback = AnswerFailed, "the scoring rule took too long to evaluate"
 		case err != nil:
 			a.Feedback = "the answer could not be scored: " + err.Error()
 		default:
-			a.Score = roundScore(frac * q.Points)
+			a.Score = roundScore(frac * a.MaxScore)
 		}
 	}
-	return a
+	return answers
 }
 
-// evaluate runs a condition with the answer and config (both plain JSON
-// values) in scope. true is full credit, false none, a number from 0 to 1
-// that fraction of the points.
-func (s *Service) evaluate(ctx context.Context, condition string, a Answer, config map[string]any) (float64, error) {
-	e, err := s.rules.Compile(condition)
-	if err != nil {
-		return 0, err
+// ruleData is what a question type's expressions read: the answer and the
+// question's config, as plain JSON values.
+func ruleData(value any, files []string, config map[string]any) map[string]any {
+	fileList := make([]any, len(files))
+	for i, f := range files {
+		fileList[i] = f
 	}
-	files := make([]any, len(a.Files))
-	for i, f := range a.Files {
-		files[i] = f
-	}
-	v, err := e.Eval(ctx, map[string]any{
-		"answer": map[string]any{"value": a.Value, "files": files},
-		"config": config,
-	})
-	if errors.Is(err, expr.ErrUndefined) {
+	return map[string]any{"answer": map[string]any{"value": value, "files": fileList}, "config": config}
+}
+
+// fractionOf is the share of the points a condition's outcome awards: true
+// is full credit, false or no value none, a number from 0 to 1 that
+// fraction.
+func fractionOf(o expr.Outcome) (float64, error) {
+	if errors.Is(o.Err, expr.ErrUndefined) {
 		return 0, nil
 	}
-	if err != nil {
-		return 0, err
+	if o.Err != nil {
+		return 0, o.Err
 	}
-	return Fraction(v)
+	return Fraction(o.Value)
 }
 
 // Fraction is the share of the points a condition's value awards: true is

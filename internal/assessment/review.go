@@ -78,7 +78,7 @@ func (s *Service) CorrectAnswer(ctx context.Context, resultID, questionID string
 		if value != nil {
 			given.json, _ = json.Marshal(value) // it encoded above
 		}
-		a := s.score(ctx, qu, given)
+		a := s.score(ctx, []Question{qu}, map[string]givenAnswer{questionID: given})[0]
 		var v *string
 		if given.json != nil {
 			v = new(string(given.json))

@@ -173,6 +173,27 @@ func TestScoringRulesCompileOncePerRevision(t *testing.T) {
 	}
 }
 
+// TestARuleScoresEverySubmissionAlike: a rule that applies a function with
+// ~> scores the tenth submission as it scored the first (the library
+// rewrites such a tree as it evaluates it, decision 0143).
+func TestARuleScoresEverySubmissionAlike(t *testing.T) {
+	f := newFixture(t)
+	rule := `=(answer.value ~> $lowercase()) = config.word`
+	if _, err := f.content.UpdateQuestionType(f.staff, f.custom.ID, assessment.TypeDefPatch{Condition: &rule}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		r, err := f.content.SubmitResult(f.staff, f.exam.ID, assessment.NewResult{UserID: f.student,
+			Answers: []assessment.NewAnswer{{QuestionID: f.qs[2].ID, Value: "HELLO"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Score != 1 {
+			t.Fatalf("submission %d scored %v: %+v", i+1, r.Score, r.Answers)
+		}
+	}
+}
+
 // TestFinishResultRoundTrips holds finishing a result, the last step of
 // every AI grading, to four round trips: BEGIN with the tenant scope; the
 // failed answers, the result's update, its answers and the webhook

@@ -11,9 +11,8 @@ import (
 // key: a question type revision that changes its rule brings a new source
 // and so a new compilation, and revisions that keep it share one. The cache
 // holds at most its size in expressions, dropping the least recently used.
-// A compiled Expr is immutable and Eval builds its state per call, so one
-// Expr serves concurrent evaluations; each keeps its own time bound.
-// A Cache is safe for concurrent use.
+// One Expr serves every caller: evaluations run one at a time and leave it
+// as it was (see the package comment). A Cache is safe for concurrent use.
 type Cache struct {
 	size     int
 	mu       sync.Mutex

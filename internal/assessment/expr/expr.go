@@ -16,6 +16,14 @@
 //     GOMAXPROCS evaluations run at once, so an expression that is slow on
 //     large data occupies a bounded share of the CPU and callers stop
 //     waiting for it at the deadline.
+//
+// jsonata-go is not safe for concurrent evaluation (blues/jsonata-go#16,
+// decision 0143): its built-in functions are process-wide values that each
+// call writes its input into before reading it back, so concurrent
+// evaluations could see each other's data, and applying a function with ~>
+// appends to the syntax tree on every evaluation. So each evaluation calls
+// copies of the built-ins its expression names, and an expression that
+// uses ~> is evaluated on a tree of its own.
 package expr
 
 import (
@@ -24,7 +32,9 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	jsonata "github.com/blues/jsonata-go"
@@ -51,6 +61,12 @@ var ErrUndefined = errors.New("expression yields no value")
 type Expr struct {
 	src  string
 	expr *jsonata.Expr
+	// builtins are the library's shared functions the expression names;
+	// each evaluation calls copies of them.
+	builtins []builtin
+	// perEval is set when evaluating changes the syntax tree (~> onto a
+	// function call): each evaluation compiles its own.
+	perEval bool
 }
 
 // String returns the source, with its leading "=".
@@ -92,7 +108,7 @@ func Compile(src string) (*Expr, error) {
 	if err != nil {
 		return nil, fmt.Errorf("is not valid JSONata: %s", parseMessage(err))
 	}
-	return &Expr{src: src, expr: e}, nil
+	return &Expr{src: src, expr: e, builtins: c.builtins, perEval: c.applies}, nil
 }
 
 func parseMessage(err error) string {
@@ -103,7 +119,11 @@ func parseMessage(err error) string {
 	return err.Error()
 }
 
-type checker struct{ nodes int }
+type checker struct {
+	nodes    int
+	builtins []builtin
+	applies  bool // a ~> onto a function call, which the library rewrites in place
+}
 
 var nodeType = reflect.TypeFor[jparse.Node]()
 
@@ -128,9 +148,16 @@ func (c *checker) check(v reflect.Value, depth int, callback bool) error {
 		if why, ok := deniedFuncs[n.Name]; ok {
 			return fmt.Errorf("may not use $%s: %s", n.Name, why)
 		}
+		if b, ok := sharedBuiltin(n.Name); ok && !slices.ContainsFunc(c.builtins, b.is) {
+			c.builtins = append(c.builtins, b)
+		}
 	case *jparse.AssignmentNode:
 		if _, ok := deniedFuncs[n.Name]; ok || callbackFuncs[n.Name] {
 			return fmt.Errorf("may not rebind the built-in function $%s", n.Name)
+		}
+	case *jparse.FunctionApplicationNode:
+		if _, ok := n.RHS.(*jparse.FunctionCallNode); ok {
+			c.applies = true
 		}
 	case *jparse.LambdaNode, *jparse.TypedLambdaNode:
 		if !callback {
@@ -194,40 +221,166 @@ var slots = make(chan struct{}, max(runtime.GOMAXPROCS(0), 2))
 // float64, bool, nil) and returns the result. It waits at most Timeout,
 // including the wait for a free evaluation slot.
 func (e *Expr) Eval(ctx context.Context, data map[string]any) (any, error) {
-	if depthOf(data, 0) > MaxDataDepth {
-		return nil, fmt.Errorf("input is nested more than %d levels", MaxDataDepth)
+	o := EvalAll(ctx, []Task{{Expr: e, Data: data}})[0]
+	return o.Value, o.Err
+}
+
+// Task is one evaluation of a batch: an expression and the data it reads.
+type Task struct {
+	Expr *Expr
+	Data map[string]any
+}
+
+// Outcome is what a Task evaluated to.
+type Outcome struct {
+	Value any
+	Err   error
+}
+
+// EvalAll evaluates the tasks in order and returns their outcomes. The
+// batch takes one evaluation slot and one goroutine, however many tasks it
+// has: a submission's scoring rules cost one hand-off, not one each. The
+// caller waits at most Timeout for each evaluation (the first one's wait
+// includes the wait for a slot); the evaluation it stopped waiting for and
+// those after it report ErrTimeout.
+func EvalAll(ctx context.Context, tasks []Task) []Outcome {
+	out := make([]Outcome, len(tasks))
+	if len(tasks) == 0 {
+		return out
 	}
-	ctx, cancel := context.WithTimeout(ctx, Timeout)
-	defer cancel()
+	timedOut := func(from int) []Outcome {
+		for i := from; i < len(out); i++ {
+			out[i].Err = ErrTimeout
+		}
+		return out
+	}
+	if ctx.Err() != nil {
+		return timedOut(0)
+	}
+	timer := time.NewTimer(Timeout)
+	defer timer.Stop()
 	select {
 	case slots <- struct{}{}:
+	case <-timer.C:
+		return timedOut(0)
 	case <-ctx.Done():
-		return nil, ErrTimeout
+		return timedOut(0)
 	}
-	type outcome struct {
-		v   any
-		err error
-	}
-	done := make(chan outcome, 1)
+	done := make(chan Outcome, len(tasks))
+	quit := make(chan struct{}) // closed when the caller stops waiting
 	go func() {
 		defer func() { <-slots }()
-		defer func() {
-			if r := recover(); r != nil {
-				done <- outcome{err: fmt.Errorf("expression failed: %v", r)}
+		for _, t := range tasks {
+			select {
+			case <-quit:
+				return
+			default:
 			}
-		}()
-		v, err := e.expr.Eval(data)
-		if errors.Is(err, jsonata.ErrUndefined) {
-			err = ErrUndefined
+			done <- t.eval()
 		}
-		done <- outcome{v, err}
 	}()
-	select {
-	case o := <-done:
-		return o.v, o.err
-	case <-ctx.Done():
-		return nil, ErrTimeout
+	for i := range out {
+		if i > 0 {
+			timer.Reset(Timeout)
+		}
+		select {
+		case out[i] = <-done:
+		case <-timer.C:
+			close(quit)
+			return timedOut(i)
+		case <-ctx.Done():
+			close(quit)
+			return timedOut(i)
+		}
 	}
+	return out
+}
+
+// eval runs one task; a panic in the library is the task's error.
+func (t Task) eval() (o Outcome) {
+	if depthOf(t.Data, 0) > MaxDataDepth {
+		return Outcome{Err: fmt.Errorf("input is nested more than %d levels", MaxDataDepth)}
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			o = Outcome{Err: fmt.Errorf("expression failed: %v", r)}
+		}
+	}()
+	e, err := t.Expr.forEval()
+	if err != nil {
+		return Outcome{Err: err}
+	}
+	v, err := e.Eval(t.Data)
+	if errors.Is(err, jsonata.ErrUndefined) {
+		err = ErrUndefined
+	}
+	return Outcome{v, err}
+}
+
+// forEval returns the expression for one evaluation: the compiled tree (a
+// tree of its own when evaluating changes it) with copies of the built-ins
+// it names registered over the shared ones.
+func (e *Expr) forEval() (*jsonata.Expr, error) {
+	var ev jsonata.Expr
+	if e.perEval {
+		fresh, err := jsonata.Compile(strings.TrimPrefix(e.src, "="))
+		if err != nil {
+			return nil, err
+		}
+		ev = *fresh
+	} else {
+		ev = *e.expr // the tree, and a registry of its own
+	}
+	if len(e.builtins) == 0 {
+		return &ev, nil
+	}
+	copies := make(map[string]any, len(e.builtins))
+	for _, b := range e.builtins {
+		c := reflect.New(b.fn.Type().Elem())
+		c.Elem().Set(b.fn.Elem())
+		copies[b.name] = c.Interface()
+	}
+	return &ev, ev.RegisterVars(copies)
+}
+
+// builtin is one of the library's functions that every evaluation shares.
+type builtin struct {
+	name string
+	fn   reflect.Value // a pointer to the library's callable
+}
+
+func (b builtin) is(o builtin) bool { return b.name == o.name }
+
+// builtins holds the shared functions found so far, by name. Only
+// functions are kept: the names customers give their own variables would
+// grow it without bound.
+var builtins sync.Map // name → builtin
+
+// sharedBuiltin reports whether $name is one of the library's shared
+// functions: evaluated on its own, it gives the same callable every time
+// (the time functions are made per evaluation and are not shared).
+func sharedBuiltin(name string) (builtin, bool) {
+	if b, ok := builtins.Load(name); ok {
+		return b.(builtin), true
+	}
+	lookUp := func() reflect.Value {
+		e, err := jsonata.Compile("$" + name)
+		if err != nil {
+			return reflect.Value{}
+		}
+		v, err := e.Eval(nil)
+		if err != nil {
+			return reflect.Value{}
+		}
+		return reflect.ValueOf(v)
+	}
+	first, second := lookUp(), lookUp()
+	if first.Kind() != reflect.Pointer || first.Elem().Kind() != reflect.Struct || first.Pointer() != second.Pointer() {
+		return builtin{}, false
+	}
+	b := builtin{name: name, fn: first}
+	builtins.Store(name, b)
+	return b, true
 }
 
 func depthOf(v any, d int) int {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/assessd/assessd/internal/assessment/expr"
@@ -73,6 +75,43 @@ func TestEval(t *testing.T) {
 	}
 }
 
+// The library keeps a call's input in process-wide function values and
+// rewrites the syntax tree of ~>: evaluations must not see each other's
+// data, and an expression must give the same answer every time.
+func TestEvaluationsAreIsolated(t *testing.T) {
+	upper, err := expr.Compile("=answer.value.$uppercase()")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wrong atomic.Int64
+	var wg sync.WaitGroup
+	for _, v := range []string{"alice", "bob"} {
+		wg.Go(func() {
+			for range 10000 {
+				got, err := upper.Eval(context.Background(), map[string]any{"answer": map[string]any{"value": v}})
+				if err != nil || got != strings.ToUpper(v) {
+					wrong.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := wrong.Load(); n > 0 {
+		t.Fatalf("%d of 20000 evaluations saw another's data", n)
+	}
+
+	apply, err := expr.Compile("=answer.value ~> $substring(0, 2)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		got, err := apply.Eval(context.Background(), map[string]any{"answer": map[string]any{"value": "hello"}})
+		if err != nil || got != "he" {
+			t.Fatalf("evaluation %d: %v, %v; want he", i, got, err)
+		}
+	}
+}
+
 func TestEvalBounds(t *testing.T) {
 	e, err := expr.Compile("=answer.value")
 	if err != nil {
@@ -103,4 +142,97 @@ func TestEvalBounds(t *testing.T) {
 	if !errors.Is(err, expr.ErrTimeout) {
 		t.Fatalf("slow expression: %v, want ErrTimeout", err)
 	}
+}
+
+func TestEvalAll(t *testing.T) {
+	compile := func(src string) *expr.Expr {
+		e, err := expr.Compile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	value := compile("=answer.value")
+	slow := compile(`=$count($map(answer.value, function($a){ $count(answer.value[$ = $a]) }))`)
+	data := func(v any) map[string]any { return map[string]any{"answer": map[string]any{"value": v}} }
+	var deep any = "x"
+	for range expr.MaxDataDepth + 2 {
+		deep = []any{deep}
+	}
+	big := make([]any, 20000)
+	for i := range big {
+		big[i] = float64(i)
+	}
+
+	// Each task has its own outcome, in order: one task's error is not
+	// another's.
+	out := expr.EvalAll(context.Background(), []expr.Task{
+		{Expr: value, Data: data(1.0)},
+		{Expr: value, Data: data(deep)},
+		{Expr: value, Data: map[string]any{}},
+		{Expr: value, Data: data("last")},
+	})
+	if len(out) != 4 || out[0].Value != 1.0 || out[0].Err != nil || out[3].Value != "last" || out[3].Err != nil {
+		t.Fatalf("outcomes %+v", out)
+	}
+	if out[1].Err == nil || errors.Is(out[2].Err, expr.ErrUndefined) == false {
+		t.Fatalf("deep data: %v, missing value: %v", out[1].Err, out[2].Err)
+	}
+
+	// A cancelled caller does not wait at all.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if out := expr.EvalAll(ctx, []expr.Task{{Expr: slow, Data: data(big)}}); !errors.Is(out[0].Err, expr.ErrTimeout) {
+		t.Fatalf("cancelled: %+v", out)
+	}
+	if out := expr.EvalAll(context.Background(), nil); len(out) != 0 {
+		t.Fatalf("no tasks: %+v", out)
+	}
+
+	// The caller stops waiting at the slow task: what came before it
+	// stands, it and what follows it time out.
+	out = expr.EvalAll(context.Background(), []expr.Task{
+		{Expr: value, Data: data(true)},
+		{Expr: slow, Data: data(big)},
+		{Expr: value, Data: data(true)},
+	})
+	if out[0].Value != true || !errors.Is(out[1].Err, expr.ErrTimeout) || !errors.Is(out[2].Err, expr.ErrTimeout) {
+		t.Fatalf("outcomes %+v", out)
+	}
+}
+
+// BenchmarkScoringRules evaluates a submission's ten rules one call each
+// and as one batch.
+func BenchmarkScoringRules(b *testing.B) {
+	rule, err := expr.Compile(`=$lowercase($string(answer.value)) = $lowercase($string(config.answer))`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tasks := make([]expr.Task, 10)
+	for i := range tasks {
+		tasks[i] = expr.Task{Expr: rule, Data: map[string]any{
+			"answer": map[string]any{"value": true, "files": []any{}},
+			"config": map[string]any{"answer": i%2 == 0},
+		}}
+	}
+	b.Run("each", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			for _, t := range tasks {
+				if _, err := t.Expr.Eval(context.Background(), t.Data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+	b.Run("batch", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			for _, o := range expr.EvalAll(context.Background(), tasks) {
+				if o.Err != nil {
+					b.Fatal(o.Err)
+				}
+			}
+		}
+	})
 }
