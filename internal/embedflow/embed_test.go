@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
@@ -156,22 +155,20 @@ func TestCreateRules(t *testing.T) {
 // the same address: creating a session is a clear 503 while it is down and
 // works again once it is back.
 func TestRedisOutage(t *testing.T) {
-	mr := miniredis.RunT(t)
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), MaxRetries: 1, DialTimeout: 500 * time.Millisecond})
+	srv := redistest.Start(t)
+	rdb := srv.Client(&redis.Options{MaxRetries: 1, DialTimeout: 500 * time.Millisecond})
 	defer rdb.Close()
 	f := newFixture(t, rdb)
 	in := embedflow.NewSession{Flow: "generate-exam", ActorID: f.users[tenancy.RoleTeacher].ID}
 	if _, err := f.svc.Create(f.teacher, in); err != nil {
 		t.Fatal(err)
 	}
-	mr.Close()
+	srv.Stop()
 	_, err := f.svc.Create(f.teacher, in)
 	if e, ok := errs.As(err); !ok || e.Kind != errs.KindUnavailable || !strings.Contains(e.Message, "temporarily unavailable") {
 		t.Fatalf("with Redis down: %v", err)
 	}
-	if err := mr.Restart(); err != nil {
-		t.Fatal(err)
-	}
+	srv.Restart()
 	if _, err := f.svc.Create(f.teacher, in); err != nil {
 		t.Fatalf("after Redis came back: %v", err)
 	}
