@@ -102,7 +102,8 @@ func (s *Service) GradingInput(ctx context.Context, resultID, questionID string)
 	if err != nil {
 		return in, fmt.Errorf("%w: grading.fileInputs %s", ErrCannotGrade, err)
 	}
-	out, err := e.Eval(ctx, ruleData(in.Answer, files, qu.Config))
+	org, _ := store.OrgID(ctx)
+	out, err := e.Eval(ctx, org, ruleData(in.Answer, files, qu.Config))
 	switch {
 	case errors.Is(err, expr.ErrUndefined):
 		return in, nil

@@ -299,7 +299,8 @@ func (s *Service) score(ctx context.Context, questions []Question, given map[str
 		}
 		answers[i] = a
 	}
-	for k, o := range expr.EvalAll(ctx, tasks) {
+	org, _ := store.OrgID(ctx)
+	for k, o := range expr.EvalAll(ctx, org, tasks) {
 		a := &answers[ruled[k]]
 		frac, err := fractionOf(o)
 		switch {

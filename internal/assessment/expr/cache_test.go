@@ -19,7 +19,7 @@ func TestCacheCompilesEachSourceOnce(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				if v, err := e.Eval(context.Background(), map[string]any{"answer": 1.0}); err != nil || v != true {
+				if v, err := e.Eval(context.Background(), "org_cache", map[string]any{"answer": 1.0}); err != nil || v != true {
 					t.Errorf("Eval = %v, %v", v, err)
 				}
 			}

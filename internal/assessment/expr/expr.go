@@ -12,10 +12,12 @@
 //     function, so no function can reach itself: without self-reference
 //     there is no recursion beyond the depth of the syntax tree;
 //   - on the data: the evaluated JSON is at most MaxDataDepth deep;
-//   - at run time: each evaluation has a deadline, and at most
-//     GOMAXPROCS evaluations run at once, so an expression that is slow on
-//     large data occupies a bounded share of the CPU and callers stop
-//     waiting for it at the deadline.
+//   - at run time: each evaluation has a deadline, at most GOMAXPROCS
+//     evaluations run at once, and one organization's take at most half of
+//     those places (at least one), so an expression that is slow on large
+//     data occupies a bounded share of the CPU and of its own
+//     organization's evaluations, never all of the others', and callers
+//     stop waiting for it at the deadline.
 //
 // jsonata-go is not safe for concurrent evaluation (blues/jsonata-go#16,
 // decision 0143): its built-in functions are process-wide values that each
@@ -217,11 +219,24 @@ func (c *checker) walk(f reflect.Value, depth int) error {
 // slots bounds concurrent evaluations (see the package comment).
 var slots = make(chan struct{}, max(runtime.GOMAXPROCS(0), 2))
 
-// Eval evaluates e against data (plain JSON values: maps, slices, strings,
-// float64, bool, nil) and returns the result. It waits at most Timeout,
-// including the wait for a free evaluation slot.
-func (e *Expr) Eval(ctx context.Context, data map[string]any) (any, error) {
-	o := EvalAll(ctx, []Task{{Expr: e, Data: data}})[0]
+// tenantSlots holds each organization's slots, a channel of half the
+// process's capacity, by organization id (see the package comment).
+var tenantSlots sync.Map
+
+func tenantSlot(tenant string) chan struct{} {
+	if c, ok := tenantSlots.Load(tenant); ok {
+		return c.(chan struct{})
+	}
+	c, _ := tenantSlots.LoadOrStore(tenant, make(chan struct{}, max(cap(slots)/2, 1)))
+	return c.(chan struct{})
+}
+
+// Eval evaluates e for the organization tenant against data (plain JSON
+// values: maps, slices, strings, float64, bool, nil) and returns the
+// result. It waits at most Timeout, including the wait for free
+// evaluation slots.
+func (e *Expr) Eval(ctx context.Context, tenant string, data map[string]any) (any, error) {
+	o := EvalAll(ctx, tenant, []Task{{Expr: e, Data: data}})[0]
 	return o.Value, o.Err
 }
 
@@ -237,13 +252,14 @@ type Outcome struct {
 	Err   error
 }
 
-// EvalAll evaluates the tasks in order and returns their outcomes. The
-// batch takes one evaluation slot and one goroutine, however many tasks it
-// has: a submission's scoring rules cost one hand-off, not one each. The
-// caller waits at most Timeout for each evaluation (the first one's wait
-// includes the wait for a slot); the evaluation it stopped waiting for and
-// those after it report ErrTimeout.
-func EvalAll(ctx context.Context, tasks []Task) []Outcome {
+// EvalAll evaluates the tasks of the organization tenant in order and
+// returns their outcomes. The batch takes one of the organization's slots,
+// one of the process's and one goroutine, however many tasks it has: a
+// submission's scoring rules cost one hand-off, not one each. The caller
+// waits at most Timeout for each evaluation (the first one's wait includes
+// the wait for the slots); the evaluation it stopped waiting for and those
+// after it report ErrTimeout.
+func EvalAll(ctx context.Context, tenant string, tasks []Task) []Outcome {
 	out := make([]Outcome, len(tasks))
 	if len(tasks) == 0 {
 		return out
@@ -259,17 +275,21 @@ func EvalAll(ctx context.Context, tasks []Task) []Outcome {
 	}
 	timer := time.NewTimer(Timeout)
 	defer timer.Stop()
-	select {
-	case slots <- struct{}{}:
-	case <-timer.C:
+	own := tenantSlot(tenant)
+	if !acquire(ctx, timer, own) {
 		return timedOut(0)
-	case <-ctx.Done():
+	}
+	if !acquire(ctx, timer, slots) {
+		<-own
 		return timedOut(0)
 	}
 	done := make(chan Outcome, len(tasks))
 	quit := make(chan struct{}) // closed when the caller stops waiting
 	go func() {
-		defer func() { <-slots }()
+		defer func() {
+			<-slots
+			<-own
+		}()
 		for _, t := range tasks {
 			select {
 			case <-quit:
@@ -294,6 +314,18 @@ func EvalAll(ctx context.Context, tasks []Task) []Outcome {
 		}
 	}
 	return out
+}
+
+// acquire takes a place in slot unless the timer fires or ctx ends first.
+func acquire(ctx context.Context, timer *time.Timer, slot chan struct{}) bool {
+	select {
+	case slot <- struct{}{}:
+		return true
+	case <-timer.C:
+		return false
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // eval runs one task; a panic in the library is the task's error.

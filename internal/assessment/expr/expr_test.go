@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -59,7 +60,7 @@ func TestEval(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Compile(%q): %v", tc.src, err)
 		}
-		got, err := e.Eval(context.Background(), data)
+		got, err := e.Eval(context.Background(), "org_eval", data)
 		if err != nil {
 			t.Fatalf("Eval(%q): %v", tc.src, err)
 		}
@@ -76,8 +77,9 @@ func TestEval(t *testing.T) {
 }
 
 // The library keeps a call's input in process-wide function values and
-// rewrites the syntax tree of ~>: evaluations must not see each other's
-// data, and an expression must give the same answer every time.
+// rewrites the syntax tree of ~>: two organizations' evaluations at once
+// must not see each other's data, and an expression must give the same
+// answer every time.
 func TestEvaluationsAreIsolated(t *testing.T) {
 	upper, err := expr.Compile("=answer.value.$uppercase()")
 	if err != nil {
@@ -88,7 +90,7 @@ func TestEvaluationsAreIsolated(t *testing.T) {
 	for _, v := range []string{"alice", "bob"} {
 		wg.Go(func() {
 			for range 10000 {
-				got, err := upper.Eval(context.Background(), map[string]any{"answer": map[string]any{"value": v}})
+				got, err := upper.Eval(context.Background(), "org_"+v, map[string]any{"answer": map[string]any{"value": v}})
 				if err != nil || got != strings.ToUpper(v) {
 					wrong.Add(1)
 				}
@@ -105,42 +107,10 @@ func TestEvaluationsAreIsolated(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 3 {
-		got, err := apply.Eval(context.Background(), map[string]any{"answer": map[string]any{"value": "hello"}})
+		got, err := apply.Eval(context.Background(), "org_apply", map[string]any{"answer": map[string]any{"value": "hello"}})
 		if err != nil || got != "he" {
 			t.Fatalf("evaluation %d: %v, %v; want he", i, got, err)
 		}
-	}
-}
-
-func TestEvalBounds(t *testing.T) {
-	e, err := expr.Compile("=answer.value")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var deep any = "x"
-	for range expr.MaxDataDepth + 2 {
-		deep = []any{deep}
-	}
-	if _, err := e.Eval(context.Background(), map[string]any{"answer": map[string]any{"value": deep}}); err == nil {
-		t.Fatal("evaluated data nested beyond MaxDataDepth")
-	}
-	if _, err := e.Eval(context.Background(), map[string]any{}); !errors.Is(err, expr.ErrUndefined) {
-		t.Fatalf("missing value: %v, want ErrUndefined", err)
-	}
-
-	// A quadratic expression over a large answer: the caller gets
-	// ErrTimeout at the deadline instead of waiting for it.
-	slow, err := expr.Compile(`=$count($map(answer.value, function($a){ $count(answer.value[$ = $a]) }))`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	big := make([]any, 20000)
-	for i := range big {
-		big[i] = float64(i)
-	}
-	_, err = slow.Eval(context.Background(), map[string]any{"answer": map[string]any{"value": big}})
-	if !errors.Is(err, expr.ErrTimeout) {
-		t.Fatalf("slow expression: %v, want ErrTimeout", err)
 	}
 }
 
@@ -166,7 +136,7 @@ func TestEvalAll(t *testing.T) {
 
 	// Each task has its own outcome, in order: one task's error is not
 	// another's.
-	out := expr.EvalAll(context.Background(), []expr.Task{
+	out := expr.EvalAll(context.Background(), "org_batch", []expr.Task{
 		{Expr: value, Data: data(1.0)},
 		{Expr: value, Data: data(deep)},
 		{Expr: value, Data: map[string]any{}},
@@ -182,22 +152,88 @@ func TestEvalAll(t *testing.T) {
 	// A cancelled caller does not wait at all.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if out := expr.EvalAll(ctx, []expr.Task{{Expr: slow, Data: data(big)}}); !errors.Is(out[0].Err, expr.ErrTimeout) {
+	if out := expr.EvalAll(ctx, "org_batch", []expr.Task{{Expr: slow, Data: data(big)}}); !errors.Is(out[0].Err, expr.ErrTimeout) {
 		t.Fatalf("cancelled: %+v", out)
 	}
-	if out := expr.EvalAll(context.Background(), nil); len(out) != 0 {
+	if out := expr.EvalAll(context.Background(), "org_batch", nil); len(out) != 0 {
 		t.Fatalf("no tasks: %+v", out)
 	}
 
 	// The caller stops waiting at the slow task: what came before it
 	// stands, it and what follows it time out.
-	out = expr.EvalAll(context.Background(), []expr.Task{
+	out = expr.EvalAll(context.Background(), slowTenant, []expr.Task{
 		{Expr: value, Data: data(true)},
 		{Expr: slow, Data: data(big)},
 		{Expr: value, Data: data(true)},
 	})
 	if out[0].Value != true || !errors.Is(out[1].Err, expr.ErrTimeout) || !errors.Is(out[2].Err, expr.ErrTimeout) {
 		t.Fatalf("outcomes %+v", out)
+	}
+}
+
+func TestEvalBounds(t *testing.T) {
+	e, err := expr.Compile("=answer.value")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var deep any = "x"
+	for range expr.MaxDataDepth + 2 {
+		deep = []any{deep}
+	}
+	if _, err := e.Eval(context.Background(), "org_bounds", map[string]any{"answer": map[string]any{"value": deep}}); err == nil {
+		t.Fatal("evaluated data nested beyond MaxDataDepth")
+	}
+	if _, err := e.Eval(context.Background(), "org_bounds", map[string]any{}); !errors.Is(err, expr.ErrUndefined) {
+		t.Fatalf("missing value: %v, want ErrUndefined", err)
+	}
+
+	// A quadratic expression over a large answer: the caller gets
+	// ErrTimeout at the deadline instead of waiting for it.
+	slow, err := expr.Compile(`=$count($map(answer.value, function($a){ $count(answer.value[$ = $a]) }))`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := make([]any, 20000)
+	for i := range big {
+		big[i] = float64(i)
+	}
+	_, err = slow.Eval(context.Background(), slowTenant, map[string]any{"answer": map[string]any{"value": big}})
+	if !errors.Is(err, expr.ErrTimeout) {
+		t.Fatalf("slow expression: %v, want ErrTimeout", err)
+	}
+}
+
+// slowTenant is the organization of every slow evaluation in these tests.
+// Each keeps running after its caller gave up (the library cannot be
+// stopped), holding one of this organization's slots and one of the
+// process's; once the organization's are taken, the next ones time out
+// waiting for them, so the other tests keep half of the process's slots.
+const slowTenant = "org_slow"
+
+// TestASlowExpressionHoldsOnlyItsOrganization: however many slow
+// evaluations one organization starts, another organization's evaluation
+// still runs at once.
+func TestASlowExpressionHoldsOnlyItsOrganization(t *testing.T) {
+	slow, err := expr.Compile(`=$count($map(answer.value, function($a){ $count(answer.value[$ = $a]) }))`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fast, err := expr.Compile("=answer.value")
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := make([]any, 20000)
+	for i := range big {
+		big[i] = float64(i)
+	}
+	// As many as the process has evaluation slots.
+	for range max(runtime.GOMAXPROCS(0), 2) {
+		if _, err := slow.Eval(context.Background(), slowTenant, map[string]any{"answer": map[string]any{"value": big}}); !errors.Is(err, expr.ErrTimeout) {
+			t.Fatalf("slow expression: %v, want ErrTimeout", err)
+		}
+	}
+	if v, err := fast.Eval(context.Background(), "org_other", map[string]any{"answer": map[string]any{"value": 1.0}}); err != nil || v != 1.0 {
+		t.Fatalf("another organization's evaluation: %v, %v", v, err)
 	}
 }
 
@@ -219,7 +255,7 @@ func BenchmarkScoringRules(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			for _, t := range tasks {
-				if _, err := t.Expr.Eval(context.Background(), t.Data); err != nil {
+				if _, err := t.Expr.Eval(context.Background(), "org_bench", t.Data); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -228,7 +264,7 @@ func BenchmarkScoringRules(b *testing.B) {
 	b.Run("batch", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			for _, o := range expr.EvalAll(context.Background(), tasks) {
+			for _, o := range expr.EvalAll(context.Background(), "org_bench", tasks) {
 				if o.Err != nil {
 					b.Fatal(o.Err)
 				}
