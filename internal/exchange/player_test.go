@@ -129,7 +129,7 @@ func assessdScore(t *testing.T, questions []assessment.Question, c playerCase) f
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := e.Eval(context.Background(), map[string]any{"answer": map[string]any{"value": value, "files": []any{}}, "config": q.Config})
+	v, err := e.Eval(context.Background(), "org_player", map[string]any{"answer": map[string]any{"value": value, "files": []any{}}, "config": q.Config})
 	if errors.Is(err, expr.ErrUndefined) || value == nil {
 		return 0
 	}
