@@ -72,6 +72,21 @@ func TestDenyAndRedirectMismatch(t *testing.T) {
 	if p.status < 400 || p.location != "" || strings.HasPrefix(p.url.String(), "https://evil.example") {
 		t.Fatalf("redirect mismatch: status %d, location %q, url %s", p.status, p.location, p.url)
 	}
+
+	// An unknown client, well formed or not, is the caller's mistake: a 400
+	// naming it, never a redirect or a server error.
+	for _, id := range []string{"cli_01M8F6J4FAQ9H8JPSCMAT749CQ", "../../etc/passwd", strings.Repeat("x", 300)} {
+		unknown := *a.conf
+		unknown.ClientID = id
+		p := e.newBrowser().get(unknown.AuthCodeURL("s", oauth2.S256ChallengeOption(oauth2.GenerateVerifier())))
+		if p.status != http.StatusBadRequest || p.location != "" || !strings.Contains(p.body, `"error":"invalid_client"`) {
+			t.Fatalf("unknown client %q: status %d, location %q\n%s", id, p.status, p.location, p.body)
+		}
+		out := e.newBrowser().get(e.srv.URL + "/oauth/logout?" + url.Values{"client_id": {id}}.Encode())
+		if out.status != http.StatusBadRequest || !strings.Contains(out.body, `"error":"invalid_client"`) {
+			t.Fatalf("sign-out for unknown client %q: status %d\n%s", id, out.status, out.body)
+		}
+	}
 }
 
 // token runs the browser flow with PKCE and exchanges the code.

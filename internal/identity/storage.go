@@ -91,8 +91,18 @@ func (s *storage) client(ctx context.Context, id string) (*client, error) {
 	return c, nil
 }
 
+// GetClientByClientID answers an unknown client with invalid_client: the
+// library turns any error that is not an OAuth error into server_error, a
+// 500, and /oauth/authorize is reached with whatever client_id a link holds.
 func (s *storage) GetClientByClientID(ctx context.Context, id string) (op.Client, error) {
-	return s.client(ctx, id)
+	c, err := s.client(ctx, id)
+	switch {
+	case errors.As(err, new(errNotFound)):
+		return nil, oidc.ErrInvalidClient().WithDescription("unknown client_id").WithParent(err)
+	case err != nil:
+		return nil, err
+	}
+	return c, nil
 }
 
 func (s *storage) AuthorizeClientIDSecret(ctx context.Context, id, secret string) error {
