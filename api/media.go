@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"strconv"
 
@@ -17,9 +18,15 @@ import (
 // MediaUploads serves POST /media: one multipart part named file, stored
 // for the caller's organization (results:write, any role) and answered
 // with its URL under /media/, to name in an answer's files (decision 0121).
+// The route has no JSON form, so any other body is a 415.
 func MediaUploads(files *media.Files) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
+		if mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "multipart/form-data" || params["boundary"] == "" {
+			WriteErrorStatus(w, http.StatusUnsupportedMediaType, NewError(connect.CodeInvalidArgument, "UNSUPPORTED_MEDIA_TYPE",
+				"send the file as multipart/form-data, in one part named file", "", nil))
+			return
+		}
 		// The file at its limit, with room for the part's headers.
 		r.Body = http.MaxBytesReader(w, r.Body, files.MaxBytes()+64<<10)
 		part, header, err := r.FormFile("file")

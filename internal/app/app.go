@@ -232,8 +232,9 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 			"/embed/":                           pages,
 			"GET /media/{id}/{name}":            api.MediaFiles(files),
 		},
-		Uploads: map[string]http.Handler{scanUploadRoute: api.ScanUploads(scans), "POST /media": api.MediaUploads(files)},
+		Uploads: map[string]http.Handler{scanUploadRoute: api.ScanUploads(scans)},
 		Streams: map[string]http.Handler{
+			"POST /media":                api.MediaUploads(files),
 			"GET /exams/{examId}/export": api.ExamExport(transfers),
 			"POST /exam-imports":         api.ExamImports(transfers),
 		},

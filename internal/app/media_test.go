@@ -107,4 +107,21 @@ func TestMediaUploadAPI(t *testing.T) {
 	if res := upload("", []byte("x")); res.StatusCode != http.StatusUnauthorized {
 		t.Errorf("anonymous upload: %d", res.StatusCode)
 	}
+	// The route takes nothing but multipart: any other body is a 415 that
+	// says so, not the 404 of a route that does not exist.
+	for _, ct := range []string{"application/json", "multipart/form-data", "multipart/form-data; boundary=", "text/plain"} {
+		req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/media", strings.NewReader(`{"file":"x"}`))
+		req.Header.Set("Content-Type", ct)
+		req.Header.Set("Authorization", "Bearer "+tn.keys[tenancy.RoleStudent])
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body struct{ Message string }
+		_ = json.NewDecoder(res.Body).Decode(&body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusUnsupportedMediaType || !strings.Contains(body.Message, "multipart/form-data") {
+			t.Errorf("%q body: %d %q", ct, res.StatusCode, body.Message)
+		}
+	}
 }
