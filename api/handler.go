@@ -160,6 +160,8 @@ func serviceOptions() []vanguard.ServiceOption {
 func newTranscoder(services []*vanguard.Service, c codecs) (*vanguard.Transcoder, error) {
 	return vanguard.NewTranscoder(services,
 		vanguard.WithCodec(c.rest),
+		vanguard.WithCodec(newProtoCodec),
+		vanguard.WithCompression("gzip", newGzip, newBoundedGunzip),
 		vanguard.WithUnknownHandler(http.HandlerFunc(notFound)),
 	)
 }

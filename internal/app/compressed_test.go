@@ -1,0 +1,112 @@
+package app_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/binary"
+	"net/http"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/assessd/assessd/tenancy"
+)
+
+// gzipped compresses data.
+func gzipped(t *testing.T, data ...[]byte) string {
+	t.Helper()
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	for _, d := range data {
+		if _, err := zw.Write(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// bomb is a gzip stream of under a megabyte that inflates to size bytes:
+// prefix, then zeros.
+func bomb(t *testing.T, prefix []byte, size int) string {
+	t.Helper()
+	zeros := make([]byte, 1<<20)
+	parts := [][]byte{prefix}
+	for n := len(prefix); n < size; n += len(zeros) {
+		parts = append(parts, zeros)
+	}
+	return gzipped(t, parts...)
+}
+
+// TestCompressedAndBinaryBodies holds compressed and protobuf request
+// bodies to the rules of plain JSON ones: bounded once inflated, and a
+// client's mistake when they cannot be decoded, never a server error.
+func TestCompressedAndBinaryBodies(t *testing.T) {
+	e := newEnv(t)
+	tn := e.newTenant("US", "pro")
+	key := tn.keys[tenancy.RoleOwner]
+	const inflated = 256 << 20 // what each bomb inflates to
+	gz := http.Header{"Content-Encoding": {"gzip"}}
+
+	t.Run("a gzipped JSON body is read", func(t *testing.T) {
+		r := e.doWith("POST", "/exams", key, gzipped(t, []byte(`{"name":"Gzipped","language":"en"}`)), gz).must(t, http.StatusOK)
+		if r.body["name"] != "Gzipped" {
+			t.Fatalf("created %s", r.raw)
+		}
+	})
+	for _, c := range []struct {
+		name, path, body, contentType, encoding string
+		status                                  int
+		reason                                  string
+	}{
+		{"REST, inflating beyond the body limit", "/exams", bomb(t, []byte(`{"name":"`), inflated), "application/json", "gzip", 413, "BODY_TOO_LARGE"},
+		{"REST, not gzip", "/exams", "not gzip at all", "application/json", "gzip", 400, "INVALID_BODY"},
+		{"REST, an unsupported encoding", "/exams", "x", "application/json", "br", 415, "UNSUPPORTED_MEDIA_TYPE"},
+		{"Connect, inflating beyond the body limit", "/assessd.v1.ExamService/CreateExam", bomb(t, []byte{0x0a}, inflated), "application/proto", "gzip", 413, "BODY_TOO_LARGE"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := http.Header{"Content-Type": {c.contentType}, "Content-Encoding": {c.encoding}}
+			if strings.HasPrefix(c.path, "/assessd.v1.") {
+				h.Set("Connect-Protocol-Version", "1")
+			}
+			r := e.doWith("POST", c.path, key, c.body, h).must(t, c.status)
+			if r.reason() != c.reason {
+				t.Fatalf("reason %q, want %q: %s", r.reason(), c.reason, r.raw)
+			}
+		})
+	}
+
+	t.Run("Connect, a malformed protobuf message", func(t *testing.T) {
+		h := http.Header{"Content-Type": {"application/proto"}, "Connect-Protocol-Version": {"1"}}
+		for _, msg := range []string{"\xff", "\x0a\x05ab", "\x0a\xff\xff\xff\xff\x0f"} {
+			r := e.doWith("POST", "/assessd.v1.ExamService/CreateExam", key, msg, h).must(t, http.StatusBadRequest)
+			if r.body["code"] != "invalid_argument" {
+				t.Fatalf("%q: %s", msg, r.raw)
+			}
+		}
+	})
+
+	// gRPC-Web compresses each message of the stream, inside the body: the
+	// transcoder inflates it, and stops at the body limit.
+	t.Run("gRPC-Web, a message inflating beyond the body limit", func(t *testing.T) {
+		// CreateExamRequest{name: 256 MiB}: tag 1, wire type 2, the length
+		// as a varint, then the bytes.
+		field := binary.AppendUvarint([]byte{0x0a}, inflated)
+		msg := bomb(t, field, inflated)
+		frame := append([]byte{1}, binary.BigEndian.AppendUint32(nil, uint32(len(msg)))...)
+		h := http.Header{"Content-Type": {"application/grpc-web+proto"}, "Grpc-Encoding": {"gzip"}}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		r := e.doWith("POST", "/assessd.v1.ExamService/CreateExam", key, string(frame)+msg, h)
+		runtime.ReadMemStats(&after)
+		if got := r.header.Get("Grpc-Status"); got != "8" { // resource exhausted
+			t.Fatalf("grpc-status %q (%s), want 8: %d %q", got, r.header.Get("Grpc-Message"), r.status, r.raw)
+		}
+		// Inflating it all would allocate the 256 MiB at least once.
+		if grown := after.TotalAlloc - before.TotalAlloc; grown > 128<<20 {
+			t.Fatalf("the request allocated %d MiB", grown>>20)
+		}
+	})
+}
