@@ -187,3 +187,35 @@ func TestDeveloperAreaWebhooks(t *testing.T) {
 		t.Fatalf("teacher in the webhooks pages: %d", p.status)
 	}
 }
+
+// TestPagesRefuseTextTheDatabaseCannotHold sends a NUL, which PostgreSQL
+// cannot store, and invalid UTF-8 through every kind of input the pages
+// take: a 400 that says what is wrong, not "try again later".
+func TestPagesRefuseTextTheDatabaseCannotHold(t *testing.T) {
+	e := newEnv(t)
+	tn := e.newTenant("US", "pro")
+	a := e.newOAuthApp(tn, tenancy.RoleOwner, identity.ClientInput{Name: "Gradebook"})
+	b := e.newBrowser()
+	csrf := e.signIn(b, a).field("csrf")
+	refused := func(what string, p page) {
+		t.Helper()
+		if p.status != http.StatusBadRequest || !strings.Contains(p.body, "Request refused") {
+			t.Errorf("%s: %d\n%s", what, p.status, p.body)
+		}
+	}
+	for _, bad := range []string{"a\x00b", "\xff"} {
+		refused("profile name", b.post(e.srv.URL+"/account/profile", url.Values{"csrf": {csrf}, "name": {bad}}))
+		refused("key name", b.post(e.srv.URL+"/account/api-keys", url.Values{"csrf": {csrf}, "name": {bad}}))
+		refused("allowed app", b.post(e.srv.URL+"/account/allowed-apps", url.Values{"csrf": {csrf}, "clientId": {bad}}))
+		refused("client", b.post(e.srv.URL+"/developer/clients", url.Values{"csrf": {csrf}, "name": {bad}, "redirectUris": {"https://app.example/cb"}}))
+		refused("field name", b.post(e.srv.URL+"/developer/clients", url.Values{"csrf": {csrf}, bad: {"x"}}))
+		refused("path", b.post(e.srv.URL+"/account/apps/"+url.PathEscape(bad)+"/revoke", url.Values{"csrf": {csrf}}))
+		refused("query", b.get(e.srv.URL+"/login?authRequestID="+url.QueryEscape(bad)))
+		login := e.newBrowser()
+		refused("login", login.post(e.srv.URL+"/login", url.Values{"csrf": {login.get(e.srv.URL + "/login").field("csrf")}, "email": {a.email + bad}, "password": {"x"}}))
+	}
+	// The page still works for text that keeps the rule.
+	if p := b.post(e.srv.URL+"/account/profile", url.Values{"csrf": {csrf}, "name": {"Zoë"}}); !strings.Contains(p.body, `value="Zoë"`) {
+		t.Fatalf("profile update after the refusals: %d", p.status)
+	}
+}

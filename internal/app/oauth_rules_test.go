@@ -75,7 +75,7 @@ func TestDenyAndRedirectMismatch(t *testing.T) {
 
 	// An unknown client, well formed or not, is the caller's mistake: a 400
 	// naming it, never a redirect or a server error.
-	for _, id := range []string{"cli_01M8F6J4FAQ9H8JPSCMAT749CQ", "../../etc/passwd", strings.Repeat("x", 300)} {
+	for _, id := range []string{"cli_01M8F6J4FAQ9H8JPSCMAT749CQ", "../../etc/passwd", strings.Repeat("x", 300), "cli_\x00"} {
 		unknown := *a.conf
 		unknown.ClientID = id
 		p := e.newBrowser().get(unknown.AuthCodeURL("s", oauth2.S256ChallengeOption(oauth2.GenerateVerifier())))

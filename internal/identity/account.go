@@ -19,7 +19,7 @@ import (
 )
 
 // accountRoutes registers the account settings and the developer area.
-func (p *Provider) accountRoutes(mux *http.ServeMux) {
+func (p *Provider) accountRoutes(mux textRoutes) {
 	mux.HandleFunc("GET /account", p.signedIn(p.accountPage))
 	mux.HandleFunc("POST /account/profile", p.signedIn(p.updateProfile))
 	mux.HandleFunc("POST /account/api-keys", p.signedIn(p.createKey))

@@ -17,6 +17,7 @@ import (
 	"github.com/assessd/assessd/internal/audit"
 	"github.com/assessd/assessd/internal/platform/clientaddr"
 	"github.com/assessd/assessd/internal/platform/ratelimit"
+	"github.com/assessd/assessd/internal/platform/textcheck"
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/internal/web"
 	"github.com/assessd/assessd/tenancy"
@@ -46,11 +47,50 @@ var scopeWords = map[tenancy.Scope]string{
 // Routes registers the login, consent, logout, account and developer
 // pages on mux.
 func (p *Provider) Routes(mux *http.ServeMux) {
-	mux.HandleFunc("GET /login", p.loginPage)
-	mux.HandleFunc("POST /login", p.login)
-	mux.HandleFunc("POST /consent", p.consent)
-	mux.HandleFunc("POST /logout", p.logout)
-	p.accountRoutes(mux)
+	r := textRoutes{mux}
+	r.HandleFunc("GET /login", p.loginPage)
+	r.HandleFunc("POST /login", p.login)
+	r.HandleFunc("POST /consent", p.consent)
+	r.HandleFunc("POST /logout", p.logout)
+	p.accountRoutes(r)
+}
+
+// textRoutes registers pages whose requests are first held to the API's
+// text rule (textcheck): the path, the query and the form. A NUL, which
+// PostgreSQL cannot store, would otherwise reach a query and be answered
+// as an outage.
+type textRoutes struct{ mux *http.ServeMux }
+
+func (t textRoutes) HandleFunc(pattern string, h http.HandlerFunc) {
+	t.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		if problem := textProblem(r); problem != "" {
+			web.Render(w, r, http.StatusBadRequest, "error.html", map[string]string{"Title": "Request refused", "Message": problem})
+			return
+		}
+		h(w, r)
+	})
+}
+
+// textProblem describes the first text of r that breaks the rule, or ""
+// when all of it keeps it.
+func textProblem(r *http.Request) string {
+	if problem := textcheck.Problem(r.URL.Path); problem != "" {
+		return "The address " + problem + "."
+	}
+	if err := r.ParseForm(); err != nil {
+		return "The form could not be read."
+	}
+	for name, values := range r.Form {
+		if problem := textcheck.Problem(name); problem != "" {
+			return "A field name " + problem + "."
+		}
+		for _, v := range values {
+			if problem := textcheck.Problem(v); problem != "" {
+				return "The field " + textcheck.Sanitize(name, 64) + " " + problem + "."
+			}
+		}
+	}
+	return ""
 }
 
 type loginView struct {

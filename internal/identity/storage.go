@@ -79,6 +79,11 @@ func (s *storage) Health(ctx context.Context) error { return s.db.Ping(ctx) }
 // --- clients ---
 
 func (s *storage) client(ctx context.Context, id string) (*client, error) {
+	if !ids.Valid(ids.Client, id) {
+		// A link or form can hold anything; what is not a client id names
+		// no client, and never reaches the database.
+		return nil, errNotFound{"client"}
+	}
 	c := &client{}
 	err := s.db.Unscoped().QueryRow(ctx, `SELECT id, org_id, name, description, redirect_uris, secret_hash, scopes FROM oauth_client_for_auth($1)`, id).
 		Scan(&c.id, &c.orgID, &c.name, &c.description, &c.redirectURIs, &c.secretHash, &c.scopes)

@@ -29,7 +29,7 @@ var _ Webhooks = (*webhooks.Service)(nil)
 
 // webhookRoutes registers the developer area's webhook pages, beside the
 // OAuth clients and shaped like them.
-func (p *Provider) webhookRoutes(mux *http.ServeMux) {
+func (p *Provider) webhookRoutes(mux textRoutes) {
 	mux.HandleFunc("GET /developer/webhooks", p.signedIn(p.webhooksPage))
 	mux.HandleFunc("POST /developer/webhooks", p.signedIn(p.createWebhook))
 	mux.HandleFunc("GET /developer/webhooks/{id}", p.signedIn(p.webhookPage))
