@@ -125,7 +125,9 @@ func newReceiver(t *testing.T) *receiver {
 		defer rc.mu.Unlock()
 		if rc.alwaysErr || rc.downFor > 0 {
 			rc.downFor--
-			http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+			// A receiver may answer anything, bytes PostgreSQL cannot
+			// store in text included.
+			http.Error(w, "down for maintenance\x00\xff", http.StatusServiceUnavailable)
 			return
 		}
 		rc.got = append(rc.got, delivery{Body: string(body), Headers: map[string]string{

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -206,7 +207,9 @@ func (d *Deliverer) send(ctx context.Context, m message, eventID string, keys []
 	excerpt, _ := io.ReadAll(io.LimitReader(resp.Body, excerptLimit))
 	rec.Duration = time.Since(start)
 	rec.ResponseCode = resp.StatusCode
-	rec.ResponseExcerpt = string(bytes.ToValidUTF8(excerpt, []byte("\uFFFD")))
+	// Kept as text: invalid UTF-8 and NUL, which PostgreSQL cannot store,
+	// become U+FFFD, or the attempt could not be recorded at all.
+	rec.ResponseExcerpt = strings.ReplaceAll(string(bytes.ToValidUTF8(excerpt, []byte("\uFFFD"))), "\x00", "\uFFFD")
 	rec.Succeeded = resp.StatusCode >= 200 && resp.StatusCode < 300
 	return rec
 }
