@@ -159,10 +159,36 @@ func (o *openAI) complete(ctx context.Context, system string, user []contentPart
 		// or model version; the caller's retry budget bounds it.
 		return fmt.Errorf("ai: openai: model refused: %s", truncate(msg.Refusal, 200))
 	}
-	if err := json.Unmarshal([]byte(msg.Content), out); err != nil {
+	if err := json.Unmarshal(withoutNUL([]byte(msg.Content)), out); err != nil {
 		return fmt.Errorf("ai: openai: malformed %s output: %w", format.Name, err)
 	}
 	return nil
+}
+
+// withoutNUL replaces every NUL character of a JSON document's strings and
+// keys with U+FFFD. What a model writes is stored as text and jsonb, which
+// cannot hold NUL: one in a feedback would fail every attempt to record
+// the grade. In JSON a NUL can only be the escape \u0000; escapes are read
+// pairwise, so an escaped backslash followed by "u0000" stays text.
+func withoutNUL(doc []byte) []byte {
+	if !bytes.Contains(doc, []byte(`\u0000`)) {
+		return doc
+	}
+	out := make([]byte, 0, len(doc))
+	for i := 0; i < len(doc); i++ {
+		if doc[i] != '\\' || i+1 == len(doc) {
+			out = append(out, doc[i])
+			continue
+		}
+		if bytes.HasPrefix(doc[i:], []byte(`\u0000`)) {
+			out = append(out, `\ufffd`...)
+			i += len(`\u0000`) - 1
+			continue
+		}
+		out = append(out, doc[i], doc[i+1]) // an escape: its character is never one to look at
+		i++
+	}
+	return out
 }
 
 // statusError maps a non-200 status: 408, 429 and 5xx are transient, any

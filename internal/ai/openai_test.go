@@ -336,3 +336,18 @@ func TestOpenAIGenerateMalformedConfigIsRetryable(t *testing.T) {
 		t.Fatalf("malformed config: %v, want a retryable error", err)
 	}
 }
+
+// A model may write NUL, which the database cannot store: it becomes
+// U+FFFD, and text that merely looks like the escape is kept.
+func TestOpenAIOutputWithoutNUL(t *testing.T) {
+	srv := newChatServer(t, http.StatusOK, completion(t, map[string]any{
+		"score": 1, "max_score": 1, "feedback": "a\x00b\x00", "rationale": `a backslash: \u0000`,
+	}))
+	got, err := srv.provider().Grade(context.Background(), ai.GradeRequest{QuestionType: "essay", Answer: "x", MaxScore: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Feedback != "a\uFFFDb\uFFFD" || got.Rationale != `a backslash: \u0000` {
+		t.Fatalf("feedback %q, rationale %q", got.Feedback, got.Rationale)
+	}
+}
