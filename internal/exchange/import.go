@@ -10,6 +10,18 @@ import (
 // content, not by the declared media type. Errors are *errs.Error values
 // with one of the Reason constants.
 func Import(r io.Reader, l Limits) (Plan, error) {
+	p, err := read(r, l)
+	if err == nil {
+		err = p.checkText()
+	}
+	if err != nil {
+		return Plan{}, err
+	}
+	return p, nil
+}
+
+// read reads the document or package into a Plan.
+func read(r io.Reader, l Limits) (Plan, error) {
 	body, err := readBody(r, l)
 	if err != nil {
 		return Plan{}, err

@@ -116,6 +116,12 @@ func TestImportRefusesHostileInput(t *testing.T) {
 		{"json of another schema", []byte(`{"schema":"other/v9"}`), exchange.ReasonMalformed},
 		{"invalid native", []byte(`{"schema":"assessd.exam/v1","exam":{"name":"x","language":"en"},"questions":[{"type":"essay","prompt":"","config":{},"points":-1}]}`), exchange.ReasonMalformed},
 		{"bad json", []byte(`{"schema":`), exchange.ReasonMalformed},
+		// PostgreSQL cannot store NUL: text the API would refuse in a
+		// request is refused in a document too.
+		{"NUL in the exam's name", native(`"n\u0000"`, `"p"`, `{}`), exchange.ReasonMalformed},
+		{"NUL in a prompt", native(`"n"`, `"p\u0000"`, `{}`), exchange.ReasonMalformed},
+		{"NUL in a config key", native(`"n"`, `"p"`, `{"a\u0000":1}`), exchange.ReasonMalformed},
+		{"NUL deep in a config", native(`"n"`, `"p"`, `{"rubric":["ok",{"x":"b\u0000"}]}`), exchange.ReasonMalformed},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -220,5 +226,25 @@ func TestExportListsMediaAndDeprecatedTypes(t *testing.T) {
 	p := importBytes(t, pkg)
 	if len(p.Types) != 2 || p.Types[1].Key != "year_guess" || !p.Types[1].Deprecated || p.Questions[10].Type != deprecatedType.ID {
 		t.Errorf("deprecated type did not export unchanged: %+v", p.Types)
+	}
+}
+
+// native is a native document of one essay question with the given JSON
+// for the exam's name, the prompt and the config.
+func native(name, prompt, config string) []byte {
+	return []byte(`{"schema":"assessd.exam/v1","exam":{"name":` + name + `,"language":"en"},"questions":[{"type":"essay","prompt":` +
+		prompt + `,"config":` + config + `,"points":1}]}`)
+}
+
+// TestImportNamesTheTextItRefuses: the document of the refusals above
+// imports without its NUL, and a refusal names where the NUL was.
+func TestImportNamesTheTextItRefuses(t *testing.T) {
+	limits := exchange.Limits{MaxBody: 1 << 20, MaxEntries: 10, MaxEntryBytes: 64 << 10, MaxTotalBytes: 256 << 10}
+	if p, err := exchange.Import(bytes.NewReader(native(`"n"`, `"p"`, `{"rubric":["ok",{"x":"b"}]}`)), limits); err != nil || len(p.Questions) != 1 {
+		t.Fatalf("the clean document: %v, %+v", err, p)
+	}
+	_, err := exchange.Import(bytes.NewReader(native(`"n"`, `"p\u0000"`, `{}`)), limits)
+	if err == nil || !strings.Contains(err.Error(), "question 1: prompt must not contain NUL characters") {
+		t.Fatalf("err = %v", err)
 	}
 }
