@@ -150,8 +150,11 @@ func expectation(fd protoreflect.FieldDescriptor) string {
 	case protoreflect.EnumKind:
 		return "is not one of the allowed values"
 	case protoreflect.MessageKind:
-		if fd.Message().FullName() == "google.protobuf.Timestamp" {
+		switch fd.Message().FullName() {
+		case "google.protobuf.Timestamp":
 			return "must be an RFC 3339 time, e.g. 2026-01-31T12:00:00Z"
+		case "google.protobuf.Duration":
+			return "must be a number of seconds with an s, e.g. 20s"
 		}
 	}
 	return "has an invalid value"

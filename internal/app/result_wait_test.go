@@ -34,6 +34,13 @@ func TestReadingAResultWaitsForItsGrading(t *testing.T) {
 			t.Errorf("wait=%s: %s", wait, r.raw)
 		}
 	}
+	// A value that is no duration at all says what one looks like.
+	for _, wait := range []string{"soon", "20"} {
+		r := e.do("GET", "/results/"+id+"?wait="+wait, student, nil).must(t, 400)
+		if msg, _ := r.body["message"].(string); msg != "wait: must be a number of seconds with an s, e.g. 20s" {
+			t.Errorf("wait=%s: %s", wait, r.raw)
+		}
+	}
 	start := time.Now()
 	e.do("GET", "/results/"+id+"?wait=20s", other.keys[tenancy.RoleOwner], nil).must(t, 404)
 	if r := e.do("GET", "/results/"+id+"?wait=0.2s", student, nil).must(t, 200); r.body["status"] != "grading" || time.Since(start) < 200*time.Millisecond {
