@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/assessd/assessd/internal/identity"
+	"github.com/assessd/assessd/internal/platform/errs"
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/tenancy"
 )
@@ -180,6 +182,11 @@ func admin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer db.Close()
 	ten := tenancy.NewService(db)
+	if f := fs.Lookup("org"); f != nil {
+		if err := checkOrg(ctx, ten, f.Value.String()); err != nil {
+			return err
+		}
+	}
 	idp, err := identity.New(ctx, identity.Config{Issuer: cfg.BaseURL}, db, ten)
 	if err != nil {
 		return err
@@ -189,6 +196,19 @@ func admin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return writeJSON(stdout, out)
+}
+
+// checkOrg names a missing or unknown --org as the operator's mistake,
+// rather than as the foreign key that an insert for it would violate.
+func checkOrg(ctx context.Context, ten *tenancy.Service, id string) error {
+	if id == "" {
+		return errors.New("org: is required")
+	}
+	_, err := ten.Org(tenancy.WithCaller(ctx, tenancy.SystemCaller(id)))
+	if errs.Is(err, errs.KindNotFound) {
+		return fmt.Errorf("org: no organization has the id %q", id)
+	}
+	return err
 }
 
 // stringList is a repeatable string flag.

@@ -68,6 +68,22 @@ func TestAdminCommands(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Fatalf("unknown user: err = %v", err)
 	}
+	// A missing or unknown --org is named as such, for every command that
+	// takes one, not reported as the foreign key an insert violates.
+	for _, args := range [][]string{
+		{"admin", "user", "create", "--org", "org_01ARZ3NDEKTSV4RRFFQ69G5FAV", "--email", "u@x.test", "--name", "U"},
+		{"admin", "user", "create", "--org", "not-an-id", "--email", "u@x.test", "--name", "U"},
+		{"admin", "client", "create", "--org", "org_01ARZ3NDEKTSV4RRFFQ69G5FAV", "--name", "C", "--redirect-uri", "https://app.example/cb"},
+		{"admin", "service-account", "create", "--org", "org_01ARZ3NDEKTSV4RRFFQ69G5FAV", "--name", "S"},
+	} {
+		err := run(context.Background(), args, &out, &errOut)
+		if err == nil || !strings.HasPrefix(err.Error(), "org: no organization has the id") {
+			t.Errorf("assessd %s: err = %v", strings.Join(args, " "), err)
+		}
+	}
+	if err := run(context.Background(), []string{"admin", "user", "create", "--email", "u@x.test", "--name", "U"}, &out, &errOut); err == nil || err.Error() != "org: is required" {
+		t.Errorf("user create without --org: err = %v", err)
+	}
 }
 
 func TestUsageErrors(t *testing.T) {
