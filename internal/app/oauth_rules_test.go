@@ -1,16 +1,19 @@
 package app_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -539,5 +542,47 @@ func TestDiscoveryAdvertisesAcceptedGrants(t *testing.T) {
 		if got := tokenError(g); got != "unsupported_grant_type" && got != "unauthorized_client" {
 			t.Errorf("grant %s: token endpoint error %q, want it refused", g, got)
 		}
+	}
+}
+
+// lockedBuffer collects log output written from the server's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestAStaleCallbackIsTheClientsMistake: the authorization callback
+// reached with an unknown, expired or malformed request id is a 400 that
+// the library logs as a warning, not a server error that pages operators.
+func TestAStaleCallbackIsTheClientsMistake(t *testing.T) {
+	e := newEnv(t)
+	var logs lockedBuffer
+	previous := slog.Default()
+	slog.SetDefault(slog.New(slog.NewJSONHandler(&logs, nil)))
+	t.Cleanup(func() { slog.SetDefault(previous) })
+
+	for _, id := range []string{"arq_01M8F6J4FAQ9H8JPSCMAT749CQ", "arq_\x00", "nonsense"} {
+		p := e.newBrowser().get(e.srv.URL + "/oauth/authorize/callback?" + url.Values{"id": {id}}.Encode())
+		if p.status != http.StatusBadRequest {
+			t.Errorf("callback for %q: %d %s", id, p.status, p.body)
+		}
+	}
+	if strings.Contains(logs.String(), `"level":"ERROR"`) {
+		t.Fatalf("logged as errors:\n%s", logs.String())
+	}
+	if !strings.Contains(logs.String(), "unknown or expired authorization request") {
+		t.Fatalf("the refusals were not logged:\n%s", logs.String())
 	}
 }

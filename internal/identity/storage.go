@@ -151,7 +151,7 @@ func (s *storage) CreateAuthRequest(ctx context.Context, req *oidc.AuthRequest, 
 	}
 	now := s.now()
 	a := &authRequest{
-		id: ids.New("arq_"), clientID: req.ClientID, redirectURI: req.RedirectURI, scopes: req.Scopes,
+		id: ids.New(authRequestPrefix), clientID: req.ClientID, redirectURI: req.RedirectURI, scopes: req.Scopes,
 		state: req.State, nonce: req.Nonce, responseType: req.ResponseType, responseMode: req.ResponseMode,
 		codeChallenge: req.CodeChallenge, codeChallengeMethod: string(req.CodeChallengeMethod),
 	}
@@ -178,11 +178,27 @@ func (p *Provider) SweepAuthRequests(ctx context.Context) error {
 	return nil
 }
 
+// AuthRequestByID answers an unknown or expired request with
+// invalid_request: the callback is reached with whatever id a link holds,
+// and the library logs any other error as a server fault.
 func (s *storage) AuthRequestByID(ctx context.Context, id string) (op.AuthRequest, error) {
-	return s.authRequest(ctx, id)
+	a, err := s.authRequest(ctx, id)
+	switch {
+	case errors.As(err, new(errNotFound)):
+		return nil, oidc.ErrInvalidRequest().WithDescription("unknown or expired authorization request").WithParent(err)
+	case err != nil:
+		return nil, err
+	}
+	return a, nil
 }
 
+// authRequestPrefix marks the ids of authorization requests.
+const authRequestPrefix ids.Prefix = "arq_"
+
 func (s *storage) authRequest(ctx context.Context, id string) (*authRequest, error) {
+	if !ids.Valid(authRequestPrefix, id) {
+		return nil, errNotFound{"authorization request"}
+	}
 	return scanAuthRequest(s.db.Unscoped().QueryRow(ctx,
 		`SELECT `+authRequestColumns+` FROM oauth_auth_requests WHERE id = $1 AND expires_at > $2 AND code_used_at IS NULL`, id, s.now()))
 }
