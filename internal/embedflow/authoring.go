@@ -183,7 +183,11 @@ func (s *Service) save(ctx context.Context, r *http.Request, examID, id string) 
 		typ = q.Type
 	}
 	prompt, pointsText := r.PostFormValue("prompt"), r.PostFormValue("points")
-	config, err := s.submittedConfig(ctx, r, typ)
+	var config map[string]any
+	err := formText(r)
+	if err == nil {
+		config, err = s.submittedConfig(ctx, r, typ)
+	}
 	if err == nil {
 		var points float64
 		if points, err = strconv.ParseFloat(pointsText, 64); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"html"
+	"io"
 	"log/slog"
 	"math"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 	"github.com/assessd/assessd/internal/generation"
 	"github.com/assessd/assessd/internal/platform/errs"
 	"github.com/assessd/assessd/internal/platform/paging"
+	"github.com/assessd/assessd/internal/platform/textcheck"
 	"github.com/assessd/assessd/internal/web"
 	"github.com/assessd/assessd/observability"
 	"github.com/assessd/assessd/tenancy"
@@ -262,13 +264,14 @@ func (s *Service) saveAnswers(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if formText(r) != nil {
+		s.refuseAnswers(w, r, sess)
+		return
+	}
 	draft, err := s.store.Draft(ctx, sess)
 	if err == nil {
-		err = r.ParseForm()
 		mergeAnswers(&draft, questions, r.PostForm)
-		if err == nil {
-			err = s.store.SaveDraft(ctx, sess, draft)
-		}
+		err = s.store.SaveDraft(ctx, sess, draft)
 	}
 	if err != nil {
 		http.Error(w, pageError(err), http.StatusServiceUnavailable)
@@ -289,6 +292,20 @@ func (s *Service) saveAnswers(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, to, http.StatusSeeOther)
 }
 
+// refuseAnswers answers a student's form that holds text PostgreSQL cannot
+// store, before anything of it is saved: in the autosave status (422,
+// which htmx swaps in) or above the exam.
+func (s *Service) refuseAnswers(w http.ResponseWriter, r *http.Request, sess Session) {
+	msg := sess.Strings.T("embed.student.unsavable")
+	if r.Header.Get("HX-Request") == "true" {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(http.StatusUnprocessableEntity)
+		_, _ = io.WriteString(w, html.EscapeString(msg))
+		return
+	}
+	s.studentExam(w, r, sess, msg)
+}
+
 // submit records the student's answers (the draft and the posted form)
 // exactly once: a Redis claim lets only the first submission through.
 func (s *Service) submit(w http.ResponseWriter, r *http.Request) {
@@ -305,8 +322,8 @@ func (s *Service) submit(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, pageError(err), http.StatusNotFound)
 		return
 	}
-	if err := r.ParseForm(); err != nil {
-		http.Error(w, "invalid form", http.StatusBadRequest)
+	if formText(r) != nil {
+		s.refuseAnswers(w, r, sess)
 		return
 	}
 	draft, err := s.store.Draft(ctx, sess)
@@ -605,8 +622,12 @@ func (s *Service) generate(w http.ResponseWriter, r *http.Request) {
 	if v.Hide("questionTypes") {
 		types = v.PresetList("questionTypes")
 	}
-	g, err := s.generator.Create(ctx, generation.Params{Subject: field("subject"), StudentLevel: field("studentLevel"),
-		DurationMinutes: duration, Taxonomy: field("taxonomy"), QuestionTypes: types})
+	var g generation.Generation
+	err := formText(r)
+	if err == nil {
+		g, err = s.generator.Create(ctx, generation.Params{Subject: field("subject"), StudentLevel: field("studentLevel"),
+			DurationMinutes: duration, Taxonomy: field("taxonomy"), QuestionTypes: types})
+	}
 	if err != nil {
 		v.Error = pageError(err)
 		web.RenderFramed(w, r, http.StatusBadRequest, "embed-generate.html", v, sess.AllowedOrigins)
@@ -682,6 +703,23 @@ func (s *Service) openEditor(w http.ResponseWriter, r *http.Request, sess Sessio
 		return
 	}
 	http.Redirect(w, r, "/embed/"+next.ID, http.StatusSeeOther)
+}
+
+// formText applies the API's text rule to r's posted form: PostgreSQL
+// cannot store a NUL or invalid UTF-8 as text, so such a field is the
+// sender's mistake, named as the API names it, rather than a failed query.
+func formText(r *http.Request) error {
+	if err := r.ParseForm(); err != nil {
+		return errs.Invalid("", "the form could not be read")
+	}
+	switch field, problem := textcheck.FormProblem(r.PostForm); {
+	case problem == "":
+		return nil
+	case field == "":
+		return errs.Invalid("", "a field name %s", problem)
+	default:
+		return errs.Invalid(field, "%s", problem)
+	}
 }
 
 // pageError is the message of a domain error a page can show.

@@ -47,7 +47,11 @@ func (s *Service) regenerate(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	g, err := s.regenerator.Create(ctx, sess.ExamID, r.PathValue("question"), r.PostFormValue("instructions"))
+	var g regeneration.Regeneration
+	err := formText(r)
+	if err == nil {
+		g, err = s.regenerator.Create(ctx, sess.ExamID, r.PathValue("question"), r.PostFormValue("instructions"))
+	}
 	if err != nil {
 		s.authoringPage(w, r, sess, ctx, pageError(err), nil)
 		return

@@ -80,17 +80,14 @@ func textProblem(r *http.Request) string {
 	if err := r.ParseForm(); err != nil {
 		return "The form could not be read."
 	}
-	for name, values := range r.Form {
-		if problem := textcheck.Problem(name); problem != "" {
-			return "A field name " + problem + "."
-		}
-		for _, v := range values {
-			if problem := textcheck.Problem(v); problem != "" {
-				return "The field " + textcheck.Sanitize(name, 64) + " " + problem + "."
-			}
-		}
+	switch field, problem := textcheck.FormProblem(r.Form); {
+	case problem == "":
+		return ""
+	case field == "":
+		return "A field name " + problem + "."
+	default:
+		return "The field " + field + " " + problem + "."
 	}
-	return ""
 }
 
 type loginView struct {

@@ -7,6 +7,9 @@ package textcheck
 
 import (
 	"fmt"
+	"maps"
+	"net/url"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -28,6 +31,24 @@ func Problem(s string) string {
 		return fmt.Sprintf("must be at most %d bytes", MaxBytes)
 	}
 	return ""
+}
+
+// FormProblem applies the rule to a posted form, names and values, in
+// name order. It returns the first field that breaks it, made safe to echo
+// ("" when the name itself breaks it), and what is wrong with it; problem
+// is "" when the whole form keeps the rule.
+func FormProblem(form url.Values) (field, problem string) {
+	for _, name := range slices.Sorted(maps.Keys(form)) {
+		if problem := Problem(name); problem != "" {
+			return "", problem
+		}
+		for _, v := range form[name] {
+			if problem := Problem(v); problem != "" {
+				return Sanitize(name, 64), problem
+			}
+		}
+	}
+	return "", ""
 }
 
 // Sanitize makes s safe to echo in an error message: invalid UTF-8 and

@@ -1,6 +1,7 @@
 package textcheck_test
 
 import (
+	"net/url"
 	"strings"
 	"testing"
 	"unicode"
@@ -26,6 +27,23 @@ func TestProblem(t *testing.T) {
 	} {
 		if got := textcheck.Problem(tc.in); (got == "") != tc.wantOK {
 			t.Errorf("Problem(%.20q) = %q, want ok=%v", tc.in, got, tc.wantOK)
+		}
+	}
+}
+
+func TestFormProblem(t *testing.T) {
+	for _, tc := range []struct {
+		form                url.Values
+		wantField, wantText string
+	}{
+		{url.Values{"a": {"x"}, "b": {"y", ""}}, "", ""},
+		{url.Values{"b": {"ok", "n\x00"}, "c": {"\xff"}}, "b", "NUL"},
+		{url.Values{"z": {"\xff"}, "a\x00": {"x"}}, "", "NUL"},
+		{url.Values{"q\x01": {"\x00"}}, "q\uFFFD", "NUL"},
+	} {
+		field, problem := textcheck.FormProblem(tc.form)
+		if field != tc.wantField || (tc.wantText == "") != (problem == "") || !strings.Contains(problem, tc.wantText) {
+			t.Errorf("FormProblem(%q) = %q, %q; want %q and a problem naming %q", tc.form, field, problem, tc.wantField, tc.wantText)
 		}
 	}
 }
