@@ -131,22 +131,33 @@ func (d *Deliverer) Attempt(ctx context.Context, eventID, endpointID string, att
 	}
 	d.metrics.attempts.WithLabelValues(d.metrics.orgs.Label(m.orgID), m.eventType, outcome).Inc()
 	d.metrics.latency.WithLabelValues(outcome).Observe(rec.Duration.Seconds())
+	gone := false
 	err = d.db.Tx(ctx, func(ctx context.Context) error {
 		q := d.db.Q(ctx)
-		if _, err := q.Exec(ctx, `
+		// The endpoint may have been deleted while the request was on the
+		// wire: then there is nothing to record it against (its deliveries
+		// and targets went with it), and nothing left to retry.
+		tag, err := q.Exec(ctx, `
 			INSERT INTO webhook_deliveries (id, org_id, endpoint_id, event_id, event_type, attempt, succeeded,
 			                                response_code, duration_ms, response_excerpt, error)
-			VALUES ($1, app_org_id(), $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+			SELECT $1, e.org_id, e.id, $3, $4, $5::integer, $6::boolean, $7::integer, $8::integer, $9, $10
+			  FROM webhook_endpoints e
+			 WHERE e.org_id = app_org_id() AND e.id = $2
+			   FOR KEY SHARE`,
 			rec.ID, endpointID, eventID, m.eventType, attempt, rec.Succeeded, rec.ResponseCode, rec.Duration.Milliseconds(),
-			rec.ResponseExcerpt, rec.Error); err != nil {
+			rec.ResponseExcerpt, rec.Error)
+		if err != nil {
 			return fmt.Errorf("record webhook delivery: %w", err)
+		}
+		if gone = tag.RowsAffected() == 0; gone {
+			return nil
 		}
 		if rec.Succeeded {
 			return d.finish(ctx, eventID, endpointID, "delivered")
 		}
 		return nil
 	})
-	if err != nil {
+	if err != nil || gone {
 		return err
 	}
 	if !rec.Succeeded {

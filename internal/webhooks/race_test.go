@@ -1,0 +1,135 @@
+package webhooks_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/internal/testkit/storetest"
+	"github.com/assessd/assessd/internal/webhooks"
+	"github.com/assessd/assessd/internal/webhooks/event"
+	"github.com/assessd/assessd/tenancy"
+)
+
+// TestEndpointDeletedMidway deletes an endpoint while an event for it is
+// being recorded and while one of its deliveries is on the wire. Neither
+// is an error: the event goes to the endpoints that remain, and the
+// attempt that outlived its endpoint is simply not recorded.
+func TestEndpointDeletedMidway(t *testing.T) {
+	url := storetest.NewURL(t)
+	bg := context.Background()
+	db, err := store.Open(bg, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	owner, err := pgxpool.New(bg, url) // the schema's owner, outside row-level security
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(owner.Close)
+	org, err := tenancy.NewService(db).CreateOrg(bg, tenancy.NewOrg{Name: "School", Country: "DE"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := tenancy.WithCaller(bg, tenancy.SystemCaller(org.ID))
+	hooks := webhooks.NewService(db, webhooks.Targets{AllowPrivate: true})
+	var deleteOnDelivery string
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if deleteOnDelivery != "" {
+			if _, err := owner.Exec(r.Context(), `DELETE FROM webhook_endpoints WHERE id = $1`, deleteOnDelivery); err != nil {
+				t.Errorf("delete during delivery: %v", err)
+			}
+		}
+	}))
+	t.Cleanup(receiver.Close)
+	newEndpoint := func() string {
+		e, err := hooks.CreateEndpoint(ctx, webhooks.NewEndpoint{URL: receiver.URL, Events: []string{string(event.UserCreated)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e.ID
+	}
+	recorder := event.NewRecorder(func(r any) (json.RawMessage, error) { return json.Marshal(r) })
+	record := func() error {
+		return db.Tx(ctx, func(ctx context.Context) error {
+			return recorder.Record(ctx, db, event.UserCreated, map[string]string{"id": "usr_x"})
+		})
+	}
+	targets := func() (events, endpoints []string) {
+		rows, err := owner.Query(bg, `SELECT event_id, endpoint_id FROM webhook_targets ORDER BY endpoint_id`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var ev, ep string
+			if err := rows.Scan(&ev, &ep); err != nil {
+				t.Fatal(err)
+			}
+			events, endpoints = append(events, ev), append(endpoints, ep)
+		}
+		return events, endpoints
+	}
+
+	// The deletion holds its row until the event's statement has read the
+	// endpoint, then commits.
+	kept, deleted := newEndpoint(), newEndpoint()
+	tx, err := owner.Begin(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(bg) }()
+	if _, err := tx.Exec(bg, `DELETE FROM webhook_endpoints WHERE id = $1`, deleted); err != nil {
+		t.Fatal(err)
+	}
+	recorded := make(chan error, 1)
+	go func() { recorded <- record() }()
+	waitForLockWait(t, owner)
+	if err := tx.Commit(bg); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-recorded; err != nil {
+		t.Fatalf("recording an event while an endpoint is deleted: %v", err)
+	}
+	events, endpoints := targets()
+	if !slices.Equal(endpoints, []string{kept}) {
+		t.Fatalf("the event's targets are %v; want only the remaining endpoint %s", endpoints, kept)
+	}
+
+	// The receiver's endpoint is deleted while its delivery is on the wire.
+	deleteOnDelivery = kept
+	deliverer := webhooks.NewDeliverer(db, webhooks.Targets{AllowPrivate: true}, nil)
+	if err := deliverer.Attempt(ctx, events[0], kept, 1); err != nil {
+		t.Fatalf("an attempt whose endpoint was deleted meanwhile: %v", err)
+	}
+	var n int
+	if err := owner.QueryRow(bg, `SELECT count(*) FROM webhook_deliveries`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d deliveries recorded (%v); want none for a deleted endpoint", n, err)
+	}
+}
+
+// waitForLockWait returns once a statement of the database waits for a
+// row lock.
+func waitForLockWait(t *testing.T, owner *pgxpool.Pool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		var waiting bool
+		err := owner.QueryRow(context.Background(), `
+			SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock')`).Scan(&waiting)
+		if err != nil && err != pgx.ErrNoRows {
+			t.Fatal(err)
+		}
+		if waiting {
+			return
+		}
+	}
+	t.Fatal("no statement came to wait for the deletion's lock")
+}
