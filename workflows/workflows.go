@@ -13,6 +13,8 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/assessd/assessd/internal/platform/errs"
 )
 
 // ErrUnknownRegion is the error of a region that has no task queue: work is
@@ -41,6 +43,16 @@ const ErrTypeInvalidRequest = "InvalidRequest"
 // failure no retry can fix.
 func Permanent(message string, err error) error {
 	return temporal.NewNonRetryableApplicationError(message, ErrTypeInvalidRequest, err)
+}
+
+// PermanentIfGone makes a not-found error (the subject was deleted while
+// its workflow ran: with its exam, its question or its student) a failure
+// no retry can fix, saying what was deleted; other errors pass unchanged.
+func PermanentIfGone(err error, what string) error {
+	if errs.Is(err, errs.KindNotFound) {
+		return Permanent(what+" was deleted", nil)
+	}
+	return err
 }
 
 // IsPermanent reports whether an activity's failure is one that no retry

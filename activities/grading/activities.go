@@ -141,7 +141,7 @@ func (a *Activities) FinishResult(ctx context.Context, in wf.FinishInput) (wf.Ou
 	}
 	r, err := a.Results.FinishResult(store.WithOrg(ctx, in.OrgID), in.ResultID, failures)
 	if err != nil {
-		return wf.Outcome{}, err
+		return wf.Outcome{}, workflows.PermanentIfGone(err, "the result")
 	}
 	a.Metrics.finished(in.OrgID, a.Region, r.Status, time.Since(r.SubmittedAt))
 	return wf.Outcome{Status: r.Status, Score: r.Score, Reason: r.Reason, SubmittedAt: r.SubmittedAt}, nil

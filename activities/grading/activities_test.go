@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/testsuite"
 
 	"github.com/assessd/assessd/activities/grading"
 	"github.com/assessd/assessd/internal/ai"
@@ -27,6 +28,7 @@ import (
 	"github.com/assessd/assessd/internal/testkit/storetest"
 	"github.com/assessd/assessd/tenancy"
 	"github.com/assessd/assessd/workflows"
+	wf "github.com/assessd/assessd/workflows/grading"
 )
 
 // recordingAI is an OpenAI-compatible endpoint that records every request
@@ -291,5 +293,30 @@ func TestAnAnswerToADeletedQuestionFailsItsResult(t *testing.T) {
 	}
 	if n := len(h.global.requests()); n != 0 {
 		t.Fatalf("%d requests reached the AI provider", n)
+	}
+}
+
+// A result deleted while it is grading (with its exam or its student)
+// leaves nothing to grade or finish: the activities fail for good at once
+// instead of spending their retries.
+func TestAResultDeletedWhileGradingIsNotRetried(t *testing.T) {
+	h := newHarness(t)
+	us := h.newSchool("US")
+	resultID := h.submit(us, []string{h.cdn.URL + "/media/essay.txt"})
+	if err := h.content.DeleteExam(us.staff, us.exam.ID); err != nil {
+		t.Fatal(err)
+	}
+	g := &grading.Activities{Results: h.content, Provider: ai.NewBuiltin(), Region: us.org.AIRegion, Fetcher: h.fetcher, Metrics: h.metrics}
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	env.RegisterActivity(g.GradeAnswer)
+	env.RegisterActivity(g.FinishResult)
+	_, err := env.ExecuteActivity(g.GradeAnswer, wf.AnswerInput{OrgID: us.org.ID, ResultID: resultID, AnswerID: us.upload.ID, Region: us.org.AIRegion})
+	if !workflows.IsPermanent(err) {
+		t.Errorf("grading an answer of a deleted result: %v", err)
+	}
+	_, err = env.ExecuteActivity(g.FinishResult, wf.FinishInput{OrgID: us.org.ID, ResultID: resultID})
+	if !workflows.IsPermanent(err) || !strings.Contains(err.Error(), "the result was deleted") {
+		t.Errorf("finishing a deleted result: %v", err)
 	}
 }

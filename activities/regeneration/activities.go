@@ -62,11 +62,8 @@ func (a *Activities) ProposeQuestion(ctx context.Context, in wf.Input) (ai.Regen
 	}
 	defer activities.Heartbeat(ctx, 5*time.Second)()
 	req, err := a.Regenerations.Request(store.WithOrg(ctx, in.OrgID), in.RegenerationID)
-	if errors.Is(err, regeneration.ErrCannotRegenerate) {
-		return ai.RegeneratedQuestion{}, workflows.Permanent(err.Error(), nil)
-	}
 	if err != nil {
-		return ai.RegeneratedQuestion{}, err
+		return ai.RegeneratedQuestion{}, permanentIfCannot(err)
 	}
 	req.Region = a.Region
 	p, err := a.Provider.RegenerateQuestion(ctx, req)
@@ -84,10 +81,19 @@ func (a *Activities) RecordProposal(ctx context.Context, in wf.RecordInput) (str
 	}
 	out, err := a.Regenerations.Propose(store.WithOrg(ctx, in.OrgID), in.RegenerationID, in.Proposal)
 	if err != nil {
-		return "", err
+		return "", permanentIfCannot(err)
 	}
 	a.Metrics.finished(a.Region, out)
 	return out.Status, nil
+}
+
+// permanentIfCannot makes a regeneration that cannot be carried out (its
+// question was deleted meanwhile) a failure no retry is spent on.
+func permanentIfCannot(err error) error {
+	if errors.Is(err, regeneration.ErrCannotRegenerate) {
+		return workflows.Permanent(err.Error(), nil)
+	}
+	return err
 }
 
 // FailRegeneration records why the regeneration failed. It runs whatever

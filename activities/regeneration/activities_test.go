@@ -3,6 +3,7 @@ package regeneration_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -22,6 +23,9 @@ type fakeRegenerations struct {
 	instructions string
 	proposed     *ai.RegeneratedQuestion
 	failure      string
+	// deleteOnPropose has the question deleted while the provider works.
+	deleteOnPropose bool
+	proposals       int
 }
 
 func (f *fakeRegenerations) Request(context.Context, string) (ai.RegenerateRequest, error) {
@@ -30,6 +34,10 @@ func (f *fakeRegenerations) Request(context.Context, string) (ai.RegenerateReque
 }
 
 func (f *fakeRegenerations) Propose(_ context.Context, _ string, p ai.RegeneratedQuestion) (regeneration.Outcome, error) {
+	f.proposals++
+	if f.deleteOnPropose {
+		return regeneration.Outcome{}, fmt.Errorf("%w: the question was deleted", regeneration.ErrCannotRegenerate)
+	}
 	f.proposed = &p
 	return regeneration.Outcome{Status: regeneration.StatusReady, RequestedAt: time.Now()}, nil
 }
@@ -76,6 +84,7 @@ func TestRegenerateQuestion(t *testing.T) {
 	for _, c := range []struct {
 		name, region, instructions string
 		failures                   int32
+		deleted                    bool
 		wantStatus, wantFailure    string
 		wantCalls                  int32
 	}{
@@ -84,13 +93,18 @@ func TestRegenerateQuestion(t *testing.T) {
 			wantStatus: "failed", wantFailure: "the AI provider rejected the regeneration request", wantCalls: 1},
 		{name: "another region's task is refused", region: "global", wantStatus: "failed", wantFailure: "a global regeneration reached a eu worker"},
 		{name: "provider down after retries", region: "eu", failures: 100, wantStatus: "failed", wantFailure: "provider timeout", wantCalls: 5},
+		{name: "question deleted meanwhile is not retried", region: "eu", deleted: true, wantStatus: "failed",
+			wantFailure: "the question cannot be regenerated: the question was deleted", wantCalls: 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			store := &fakeRegenerations{instructions: c.instructions}
+			store := &fakeRegenerations{instructions: c.instructions, deleteOnPropose: c.deleted}
 			provider := &flakyProvider{Provider: ai.NewBuiltin(), failures: c.failures}
 			a := &acts.Activities{Regenerations: store, Provider: provider, Region: "eu", Metrics: acts.NewMetrics(nil)}
 			if got := run(t, a, c.region); got != c.wantStatus || store.failure != c.wantFailure || provider.calls.Load() != c.wantCalls {
 				t.Fatalf("status %q, failure %q, provider calls %d", got, store.failure, provider.calls.Load())
+			}
+			if c.deleted && store.proposals != 1 {
+				t.Fatalf("recording the proposal was tried %d times", store.proposals)
 			}
 			if c.wantStatus == "ready" && (store.proposed == nil || store.proposed.Prompt == "How much is 3 + 4?") {
 				t.Fatalf("proposal %+v", store.proposed)

@@ -248,7 +248,7 @@ func (a *Activities) FinishScan(ctx context.Context, in wf.FinishInput) (wf.Outc
 	}
 	sc, err := a.Scans.Finish(store.WithOrg(ctx, in.OrgID), in.ScanID, failures)
 	if err != nil {
-		return wf.Outcome{}, err
+		return wf.Outcome{}, workflows.PermanentIfGone(err, "the scan")
 	}
 	a.Metrics.finished(in.OrgID, a.Region, sc.Status)
 	out := wf.Outcome{Status: sc.Status, Pages: sc.Pages, Errors: len(sc.Errors)}

@@ -1,7 +1,9 @@
 package app_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -18,6 +20,7 @@ import (
 	"github.com/assessd/assessd/internal/app"
 	"github.com/assessd/assessd/internal/assessment"
 	"github.com/assessd/assessd/internal/media"
+	"github.com/assessd/assessd/internal/regeneration"
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/internal/testkit/devenvtest"
 	"github.com/assessd/assessd/tenancy"
@@ -245,6 +248,18 @@ func TestRegenerationRefusals(t *testing.T) {
 	}
 	if r := e.do("GET", "/exams/"+ownExam+"/questions/"+ownQ+"/revisions?pageToken=djE6eA", ok, nil); r.status != http.StatusBadRequest {
 		t.Errorf("bad page token: %d %s", r.status, r.raw)
+	}
+
+	// The question is deleted while its regeneration runs: the workflow's
+	// calls learn that it cannot be regenerated, which they do not retry.
+	e.do("DELETE", "/exams/"+ownExam+"/questions/"+ownQ, ok, nil).must(t, http.StatusOK)
+	regen := regeneration.NewService(e.db, e.app.Assessment)
+	wctx := store.WithOrg(context.Background(), owner.org.ID)
+	if _, err := regen.Request(wctx, str(g, "id")); !errors.Is(err, regeneration.ErrCannotRegenerate) {
+		t.Errorf("request of a deleted question's regeneration: %v", err)
+	}
+	if _, err := regen.Propose(wctx, str(g, "id"), ai.RegeneratedQuestion{Prompt: "How much is 1 + 2?"}); !errors.Is(err, regeneration.ErrCannotRegenerate) {
+		t.Errorf("proposal for a deleted question's regeneration: %v", err)
 	}
 }
 

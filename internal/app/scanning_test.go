@@ -25,9 +25,12 @@ import (
 	"github.com/assessd/assessd/internal/answersheet"
 	"github.com/assessd/assessd/internal/app"
 	"github.com/assessd/assessd/internal/media"
+	"github.com/assessd/assessd/internal/scanning"
+	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/internal/testkit/devenvtest"
 	"github.com/assessd/assessd/internal/testkit/sheettest"
 	"github.com/assessd/assessd/tenancy"
+	"github.com/assessd/assessd/workflows"
 )
 
 // visionAI is an OpenAI-compatible endpoint that records every request and
@@ -365,6 +368,7 @@ func TestAnswerSheetsAndUploadChecks(t *testing.T) {
 	}
 
 	// Accepted scans wait for their workflow (none runs here).
+	var running string
 	for _, r := range []response{
 		e.upload(a.exam, teacher, encodePNG(t, blank)).must(t, 200),
 		e.do("POST", "/exams/"+a.exam+"/answer-sheet-scans", teacher, map[string]any{"files": []string{cdn + "a.png"}}).must(t, 200),
@@ -374,6 +378,7 @@ func TestAnswerSheetsAndUploadChecks(t *testing.T) {
 			t.Fatalf("scan %s", got.raw)
 		}
 		e.do("GET", "/answer-sheet-scans/"+str(r.body, "id"), other.keys[tenancy.RoleTeacher], nil).must(t, 404)
+		running = str(r.body, "id")
 	}
 
 	// Without poppler-utils a PDF is the deployment's fault, not the
@@ -384,6 +389,15 @@ func TestAnswerSheetsAndUploadChecks(t *testing.T) {
 		t.Fatalf("PDF without poppler: %s", r.raw)
 	}
 	e.upload(a.exam, teacher, encodePNG(t, blank)).must(t, 200)
+
+	// The exam is deleted while a scan of it runs: finishing the scan
+	// learns that it is gone, which its workflow does not retry.
+	e.do("DELETE", "/exams/"+a.exam, teacher, nil).must(t, 200)
+	scans := scanning.NewService(e.db, e.app.Assessment, e.app.Tenancy, nil)
+	_, err := scans.Finish(store.WithOrg(context.Background(), tn.org.ID), running, nil)
+	if err := workflows.PermanentIfGone(err, "the scan"); !workflows.IsPermanent(err) || !strings.Contains(err.Error(), "the scan was deleted") {
+		t.Fatalf("finishing a scan of a deleted exam: %v", err)
+	}
 }
 
 func TestUnreadableAnswerSheetPagesAreReported(t *testing.T) {

@@ -222,7 +222,7 @@ var ErrCannotRegenerate = errors.New("the question cannot be regenerated")
 // question as it was at the base revision's time (it is read now; a later
 // edit makes the proposal unacceptable anyway) with its type's schema.
 func (s *Service) Request(ctx context.Context, id string) (ai.RegenerateRequest, error) {
-	g, err := s.load(ctx, s.db.Q(ctx), id, false)
+	g, err := s.ofWorkflow(ctx, id)
 	if err != nil {
 		return ai.RegenerateRequest{}, err
 	}
@@ -241,6 +241,17 @@ func (s *Service) Request(ctx context.Context, id string) (ai.RegenerateRequest,
 		Instructions: g.Instructions, Language: language}, nil
 }
 
+// ofWorkflow loads regeneration id for its workflow. A regeneration goes
+// with its question (and its exam), so one that is gone was deleted with
+// it: no retry can bring it back.
+func (s *Service) ofWorkflow(ctx context.Context, id string) (Regeneration, error) {
+	g, err := s.load(ctx, s.db.Q(ctx), id, false)
+	if errs.Is(err, errs.KindNotFound) {
+		return g, fmt.Errorf("%w: the question was deleted", ErrCannotRegenerate)
+	}
+	return g, err
+}
+
 // Outcome is what finishing a regeneration did: its new status (ready or
 // failed) and when it was requested; an empty Status when it was finished
 // already (a retried call changes nothing).
@@ -254,7 +265,7 @@ type Outcome struct {
 // fails the regeneration with the reason (the validation message names
 // the field).
 func (s *Service) Propose(ctx context.Context, id string, p ai.RegeneratedQuestion) (Outcome, error) {
-	g, err := s.load(ctx, s.db.Q(ctx), id, false)
+	g, err := s.ofWorkflow(ctx, id)
 	if err != nil {
 		return Outcome{}, err
 	}

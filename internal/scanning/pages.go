@@ -274,8 +274,12 @@ func (s *Service) Finish(ctx context.Context, scanID string, failures map[int]st
 	err := s.db.Tx(ctx, func(ctx context.Context) error {
 		q := s.db.Q(ctx)
 		var examID, status string
-		if err := q.QueryRow(ctx, `SELECT exam_id, status FROM answer_sheet_scans
-			WHERE org_id = app_org_id() AND id = $1 FOR UPDATE`, scanID).Scan(&examID, &status); err != nil {
+		err := q.QueryRow(ctx, `SELECT exam_id, status FROM answer_sheet_scans
+			WHERE org_id = app_org_id() AND id = $1 FOR UPDATE`, scanID).Scan(&examID, &status)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errs.NotFound("answer sheet scan") // deleted with its exam
+		}
+		if err != nil {
 			return fmt.Errorf("finish scan: %w", err)
 		}
 		if status != StatusRunning {
