@@ -23,6 +23,7 @@ import (
 	"github.com/assessd/assessd/internal/regeneration"
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/internal/testkit/devenvtest"
+	"github.com/assessd/assessd/internal/testkit/storetest"
 	"github.com/assessd/assessd/tenancy"
 	"github.com/assessd/assessd/workflows"
 )
@@ -260,6 +261,31 @@ func TestRegenerationRefusals(t *testing.T) {
 	}
 	if _, err := regen.Propose(wctx, str(g, "id"), ai.RegeneratedQuestion{Prompt: "How much is 1 + 2?"}); !errors.Is(err, regeneration.ErrCannotRegenerate) {
 		t.Errorf("proposal for a deleted question's regeneration: %v", err)
+	}
+}
+
+// TestRegenerationRacingTheQuestionsDeletion asks for a regeneration while
+// its question's deletion commits: the question is not found, as it
+// would be a moment later, rather than a server fault.
+func TestRegenerationRacingTheQuestionsDeletion(t *testing.T) {
+	url := storetest.NewURL(t)
+	db, err := store.Open(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	e := newEnvOn(t, db, nil)
+	teacher := e.newTenant("US", "pro").keys[tenancy.RoleTeacher]
+	exam := str(e.do("POST", "/exams", teacher, map[string]any{"name": "Sums", "language": "en"}).must(t, http.StatusOK).body, "id")
+	q := str(e.do("POST", "/exams/"+exam+"/questions", teacher, map[string]any{"type": "numeric", "prompt": "How much is 3 + 4?",
+		"config": map[string]any{"correct": 7}}).must(t, http.StatusOK).body, "id")
+	var r response
+	_ = storetest.DeleteDuring(t, url, `DELETE FROM questions WHERE id = $1`, []any{q}, func() error {
+		r = e.do("POST", "/exams/"+exam+"/questions/"+q+"/regenerations", teacher, map[string]any{})
+		return nil
+	})
+	if r.status != http.StatusNotFound || r.reason() != "QUESTION_NOT_FOUND" {
+		t.Fatalf("regenerating a question as it is deleted: %d %s", r.status, r.raw)
 	}
 }
 

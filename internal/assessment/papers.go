@@ -133,6 +133,10 @@ func (s *Service) submission(ctx context.Context, examID, userID string, fresh b
 	return sub, err
 }
 
+// errUnknownUser refuses a submission for a user the organization does
+// not have (any more).
+var errUnknownUser = errs.Invalid("userId", "names no user of this organization")
+
 // loadSubmission reads, in one batch, whether the exam and the user exist,
 // the exam's paper version, the organization's AI region, the exam's
 // questions with their types, and the event types its webhook endpoints
@@ -172,7 +176,7 @@ func (s *Service) loadSubmission(ctx context.Context, examID, userID string) (su
 	case version == nil:
 		return submission{}, errs.NotFound("exam")
 	case !userKnown:
-		return submission{}, errs.Invalid("userId", "names no user of this organization")
+		return submission{}, errUnknownUser
 	}
 	sub.paperVersion = *version
 	resolveBuiltins(sub.questions)

@@ -444,6 +444,13 @@ func (s *Service) insertResult(ctx context.Context, caller *tenancy.Caller, r *R
 		}
 	}
 	if err := s.db.SendBatch(ctx, b); err != nil {
+		// The exam or the student was deleted after the read above.
+		switch store.ForeignKey(err) {
+		case "results_exam_id_fkey":
+			return errs.NotFound("exam")
+		case "results_user_id_fkey":
+			return errUnknownUser
+		}
 		return fmt.Errorf("submit result: %w", err)
 	}
 	if graded != nil {

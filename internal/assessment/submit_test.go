@@ -20,6 +20,7 @@ import (
 // fixture is an organization with a student and an exam whose questions
 // cover rule scoring (built-in and custom types) and AI grading.
 type fixture struct {
+	url     string // the database's, as the schema owner
 	db      *store.DB
 	ten     *tenancy.Service
 	content *assessment.Service
@@ -57,13 +58,14 @@ func newFixture(t *testing.T, opts ...store.Option) fixture {
 // an exam without questions.
 func newEmptyFixture(t *testing.T, opts ...store.Option) fixture {
 	t.Helper()
-	db, err := store.Open(context.Background(), storetest.NewURL(t), opts...)
+	url := storetest.NewURL(t)
+	db, err := store.Open(context.Background(), url, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(db.Close)
 	ten := tenancy.NewService(db)
-	f := fixture{db: db, ten: ten, content: assessment.NewService(db)}
+	f := fixture{url: url, db: db, ten: ten, content: assessment.NewService(db)}
 	org, err := ten.CreateOrg(context.Background(), tenancy.NewOrg{Name: "School", Country: "DE", Plan: tenancy.PlanPro})
 	if err != nil {
 		t.Fatal(err)
@@ -318,5 +320,39 @@ func TestReadingAResultIsOneRoundTrip(t *testing.T) {
 	}
 	if _, err := f.content.Result(f.staff, f.exam.ID, "res_01JD3M4Q9ZB8K1T7W2X5C6V0ZZ"); !errs.Is(err, errs.KindNotFound) {
 		t.Fatalf("an unknown result: %v, want not found", err)
+	}
+}
+
+// TestSubmissionRacingADeletion deletes the exam, then the student, while
+// a submission is between its reads and its write, with the exam's paper
+// read afresh and from the cache: the submission is answered as the next
+// one would be, not as a server fault.
+func TestSubmissionRacingADeletion(t *testing.T) {
+	for _, c := range []struct {
+		name, sql  string
+		of         func(fixture) string
+		kind       errs.Kind
+		reason     string
+		cachedFrom bool
+	}{
+		{"exam", `DELETE FROM exams WHERE id = $1`, func(f fixture) string { return f.exam.ID }, errs.KindNotFound, "EXAM_NOT_FOUND", false},
+		{"exam, cached paper", `DELETE FROM exams WHERE id = $1`, func(f fixture) string { return f.exam.ID }, errs.KindNotFound, "EXAM_NOT_FOUND", true},
+		{"student", `DELETE FROM users WHERE id = $1`, func(f fixture) string { return f.student }, errs.KindInvalid, "INVALID_ARGUMENT", false},
+		{"student, cached paper", `DELETE FROM users WHERE id = $1`, func(f fixture) string { return f.student }, errs.KindInvalid, "INVALID_ARGUMENT", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			if c.cachedFrom {
+				f.submit(t, false)
+			}
+			err := storetest.DeleteDuring(t, f.url, c.sql, []any{c.of(f)}, func() error {
+				_, err := f.content.SubmitResult(f.staff, f.exam.ID, assessment.NewResult{UserID: f.student,
+					Answers: []assessment.NewAnswer{{QuestionID: f.qs[0].ID, Value: true}}})
+				return err
+			})
+			if e, ok := errs.As(err); !ok || e.Kind != c.kind || e.Reason != c.reason {
+				t.Fatalf("submission racing the deletion of its %s: %v", c.name, err)
+			}
+		})
 	}
 }

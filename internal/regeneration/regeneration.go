@@ -113,6 +113,9 @@ func (s *Service) Create(ctx context.Context, examID, questionID, instructions s
 		}
 		return outbox.Add(ctx, q, outbox.KindRegeneration, g.ID, g.Region)
 	})
+	if store.ForeignKey(err) == "question_regenerations_question_id_fkey" {
+		return Regeneration{}, errs.NotFound("question") // deleted after the read above
+	}
 	if err != nil {
 		return Regeneration{}, fmt.Errorf("create regeneration: %w", err)
 	}

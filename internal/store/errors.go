@@ -53,6 +53,19 @@ func (e *ConstraintError) Unwrap() error { return e.pg }
 // Is reports whether target is e's sentinel.
 func (e *ConstraintError) Is(target error) bool { return target == e.Sentinel }
 
+// ForeignKey returns the constraint of the foreign key err reports
+// violated, or "" when err reports none. A write that checked the row it
+// refers to and then violated its foreign key lost a race with that row's
+// deletion: the caller says that the row is gone, as a later request
+// would be told.
+func ForeignKey(err error) string {
+	var ce *ConstraintError
+	if errors.As(err, &ce) && ce.Sentinel == ErrForeignKeyViolation {
+		return ce.Constraint
+	}
+	return ""
+}
+
 // translate turns a recognised PostgreSQL error into a *ConstraintError and
 // returns every other error unchanged.
 func translate(err error) error {

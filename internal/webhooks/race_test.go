@@ -7,9 +7,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"testing"
-	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/assessd/assessd/internal/store"
@@ -79,24 +77,9 @@ func TestEndpointDeletedMidway(t *testing.T) {
 		return events, endpoints
 	}
 
-	// The deletion holds its row until the event's statement has read the
-	// endpoint, then commits.
 	kept, deleted := newEndpoint(), newEndpoint()
-	tx, err := owner.Begin(bg)
+	err = storetest.DeleteDuring(t, url, `DELETE FROM webhook_endpoints WHERE id = $1`, []any{deleted}, record)
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback(bg) }()
-	if _, err := tx.Exec(bg, `DELETE FROM webhook_endpoints WHERE id = $1`, deleted); err != nil {
-		t.Fatal(err)
-	}
-	recorded := make(chan error, 1)
-	go func() { recorded <- record() }()
-	waitForLockWait(t, owner)
-	if err := tx.Commit(bg); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-recorded; err != nil {
 		t.Fatalf("recording an event while an endpoint is deleted: %v", err)
 	}
 	events, endpoints := targets()
@@ -114,22 +97,4 @@ func TestEndpointDeletedMidway(t *testing.T) {
 	if err := owner.QueryRow(bg, `SELECT count(*) FROM webhook_deliveries`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("%d deliveries recorded (%v); want none for a deleted endpoint", n, err)
 	}
-}
-
-// waitForLockWait returns once a statement of the database waits for a
-// row lock.
-func waitForLockWait(t *testing.T, owner *pgxpool.Pool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		var waiting bool
-		err := owner.QueryRow(context.Background(), `
-			SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock')`).Scan(&waiting)
-		if err != nil && err != pgx.ErrNoRows {
-			t.Fatal(err)
-		}
-		if waiting {
-			return
-		}
-	}
-	t.Fatal("no statement came to wait for the deletion's lock")
 }
