@@ -270,15 +270,34 @@ func (s *storage) grantFor(ctx context.Context, req op.TokenRequest) (grantID, o
 	case *authRequest:
 		ctx = store.WithOrg(ctx, r.orgID)
 		grantID = ids.New("grt_")
+		var earlier string
 		err = s.db.Tx(ctx, func(ctx context.Context) error {
-			if _, err := s.db.Q(ctx).Exec(ctx, `
-				INSERT INTO oauth_grants (id, org_id, user_id, client_id, scopes, auth_time)
-				VALUES ($1, app_org_id(), $2, $3, $4, $5)`, grantID, r.userID, r.clientID, r.scopes, r.authTime); err != nil {
+			q := s.db.Q(ctx)
+			// The code is spent here, atomically: of concurrent exchanges
+			// of one code (they all read it unspent), the first to claim it
+			// wins and the others find its grant.
+			tag, err := q.Exec(ctx, `UPDATE oauth_auth_requests SET grant_id = $2, code_used_at = $3 WHERE id = $1 AND grant_id IS NULL`,
+				r.id, grantID, s.now())
+			if err != nil {
 				return err
 			}
-			_, err := s.db.Unscoped().Exec(ctx, `UPDATE oauth_auth_requests SET grant_id = $2 WHERE id = $1`, r.id, grantID)
+			if tag.RowsAffected() == 0 {
+				// A statement of its own, so that its snapshot sees the
+				// winner's commit the UPDATE waited for.
+				return q.QueryRow(ctx, `SELECT grant_id FROM oauth_auth_requests WHERE id = $1`, r.id).Scan(&earlier)
+			}
+			_, err = q.Exec(ctx, `
+				INSERT INTO oauth_grants (id, org_id, user_id, client_id, scopes, auth_time)
+				VALUES ($1, app_org_id(), $2, $3, $4, $5)`, grantID, r.userID, r.clientID, r.scopes, r.authTime)
 			return err
 		})
+		if err == nil && earlier != "" {
+			// A replay, as AuthRequestByCode treats a code spent before.
+			if err := s.revokeGrant(ctx, earlier, oauthActor, revokedReplay); err != nil {
+				return "", "", err
+			}
+			return "", "", oidc.ErrInvalidGrant().WithDescription("code already used; its tokens are revoked")
+		}
 		return grantID, r.orgID, err
 	}
 	return "", "", fmt.Errorf("unsupported token request %T", req)
@@ -319,18 +338,25 @@ func (s *storage) CreateAccessAndRefreshTokens(ctx context.Context, req op.Token
 	}
 	ctx = store.WithOrg(ctx, orgID)
 	access, refresh := newSecret(), newSecret()
-	var exp time.Time
+	var (
+		exp   time.Time
+		spent bool
+	)
 	err = s.db.Tx(ctx, func(ctx context.Context) error {
 		q := s.db.Q(ctx)
 		if currentRefreshToken != "" {
+			// Spent atomically: of concurrent refreshes with one token (all
+			// read it unspent), one wins; the others present a spent
+			// token, which is reuse, as TokenRequestByRefreshToken treats
+			// a token spent before.
 			tag, err := q.Exec(ctx, `UPDATE oauth_tokens SET used_at = $2
 				WHERE org_id = app_org_id() AND token_hash = $1 AND kind = 'refresh' AND used_at IS NULL AND revoked_at IS NULL`,
 				hashSecret(currentRefreshToken), s.now())
 			if err != nil {
 				return err
 			}
-			if tag.RowsAffected() != 1 {
-				return oidc.ErrInvalidGrant().WithDescription("refresh token already used")
+			if spent = tag.RowsAffected() != 1; spent {
+				return nil
 			}
 		}
 		if exp, err = s.insertToken(ctx, grantID, "access", access, AccessTokenTTL); err != nil {
@@ -339,6 +365,12 @@ func (s *storage) CreateAccessAndRefreshTokens(ctx context.Context, req op.Token
 		_, err = s.insertToken(ctx, grantID, "refresh", refresh, RefreshTokenTTL)
 		return err
 	})
+	if err == nil && spent {
+		if err := s.revokeGrant(ctx, grantID, oauthActor, revokedReused); err != nil {
+			return "", "", time.Time{}, err
+		}
+		return "", "", time.Time{}, oidc.ErrInvalidGrant().WithDescription("refresh token reused; the grant is revoked")
+	}
 	if err != nil {
 		return "", "", time.Time{}, err
 	}

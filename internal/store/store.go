@@ -21,6 +21,13 @@ const AppRole = "assessd_app"
 // organization in its context: such queries fail closed.
 var ErrNoTenant = errors.New("store: no organization in context")
 
+// ErrBesideTx is returned for a statement sent on a connection of its own
+// while its context's transaction holds one (Unscoped inside Tx): as many
+// concurrent requests doing so as the pool has connections would each
+// hold one and wait for another forever. Inside a transaction, statements
+// go through Q(ctx).
+var ErrBesideTx = errors.New("store: a statement beside the transaction its context carries")
+
 // Querier runs SQL. A transaction and a tenant-scoped single-statement
 // querier both satisfy it, so domain code does not care which it has.
 type Querier interface {
@@ -321,6 +328,9 @@ func (s scoped) Exec(ctx context.Context, sql string, args ...any) (pgconn.Comma
 }
 
 func (s scoped) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if InTx(ctx) {
+		return nil, ErrBesideTx
+	}
 	conn, err := s.db.pool.Acquire(ctx)
 	if err != nil {
 		return nil, err

@@ -176,3 +176,22 @@ func TestSendAtCommitGoesWithTheCommit(t *testing.T) {
 		}
 	}
 }
+
+// TestNoStatementBesideItsTransaction: inside a transaction, a statement
+// that would take a connection of its own is refused at once, rather than
+// waiting for a connection that concurrent transactions of the same kind
+// all hold.
+func TestNoStatementBesideItsTransaction(t *testing.T) {
+	db := storetest.New(t)
+	err := db.Tx(store.WithOrg(context.Background(), "org_1"), func(ctx context.Context) error {
+		var one int
+		return db.Unscoped().QueryRow(ctx, `SELECT 1`).Scan(&one)
+	})
+	if !errors.Is(err, store.ErrBesideTx) {
+		t.Fatalf("Unscoped inside Tx: %v, want ErrBesideTx", err)
+	}
+	var one int
+	if err := db.Unscoped().QueryRow(context.Background(), `SELECT 1`).Scan(&one); err != nil || one != 1 {
+		t.Fatalf("Unscoped outside a transaction: %d, %v", one, err)
+	}
+}
