@@ -3,6 +3,8 @@ package app_test
 import (
 	"context"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync"
 	"testing"
 
@@ -75,4 +77,36 @@ func TestCodeAndRefreshTokenUsedConcurrently(t *testing.T) {
 		return a.conf.TokenSource(ctx, &oauth2.Token{RefreshToken: tok.RefreshToken}).Token()
 	})
 	e.do("GET", "/me", tok.AccessToken, nil).must(t, http.StatusUnauthorized)
+}
+
+// TestApproveClickedTwice posts the consent form twice, as a double click
+// does: the browser follows the second answer, which goes on to the app
+// as the first did. Once the app has exchanged the code, the same form is
+// refused rather than sending a second code, whose exchange would be a
+// replay.
+func TestApproveClickedTwice(t *testing.T) {
+	e := newEnv(t)
+	a := e.newOAuthApp(e.newTenant("DE", "pro"), tenancy.RoleTeacher, identity.ClientInput{})
+	a.conf.Scopes = []string{"openid"}
+	b := e.newBrowser()
+	verifier := oauth2.GenerateVerifier()
+	login := b.get(a.conf.AuthCodeURL("state-1", oauth2.S256ChallengeOption(verifier)))
+	consent := b.post(e.srv.URL+"/login", url.Values{"csrf": {login.field("csrf")}, "authRequestID": {login.field("authRequestID")},
+		"email": {a.email}, "password": {a.password}})
+	approve := url.Values{"csrf": {consent.field("csrf")}, "authRequestID": {consent.field("authRequestID")}, "decision": {"approve"}}
+	var code string
+	for i := range 2 {
+		back := b.post(e.srv.URL+"/consent", approve)
+		u, err := url.Parse(back.location)
+		if err != nil || !strings.HasPrefix(back.location, testRedirect) || u.Query().Get("code") == "" {
+			t.Fatalf("approval %d went to %q (%d)\n%s", i+1, back.location, back.status, back.body)
+		}
+		code = u.Query().Get("code")
+	}
+	if _, err := a.conf.Exchange(context.Background(), code, oauth2.VerifierOption(verifier)); err != nil {
+		t.Fatalf("exchanging the code of the second approval: %v", err)
+	}
+	if again := b.post(e.srv.URL+"/consent", approve); again.status != http.StatusBadRequest {
+		t.Fatalf("approving a spent request: %d %s", again.status, again.location)
+	}
 }

@@ -256,7 +256,7 @@ func (p *Provider) pendingRequest(ctx context.Context, s *session, id string) (*
 		return nil, nil, nil, err
 	}
 	if a.done {
-		return nil, nil, nil, errors.New("authorization request already answered")
+		return a, nil, nil, errAnswered
 	}
 	c, err := p.storage.client(ctx, a.clientID)
 	if err != nil {
@@ -268,6 +268,18 @@ func (p *Provider) pendingRequest(ctx context.Context, s *session, id string) (*
 	}
 	caller := &tenancy.Caller{Kind: tenancy.KindOAuthApp, OrgID: s.orgID, UserID: s.userID, ClientID: c.id, Role: u.Role}
 	return a, c, caller, nil
+}
+
+// errAnswered is the error of an authorization request the user already
+// approved.
+var errAnswered = errors.New("authorization request already answered")
+
+// approvedAgain reports whether a is a request that s's user approved
+// and whose code the app has not exchanged yet: a double click on
+// Approve, whose second answer is the one the browser follows. It goes on
+// as the first did. Once the code is exchanged, the request is spent.
+func approvedAgain(a *authRequest, err error, s *session) bool {
+	return errors.Is(err, errAnswered) && a.userID == s.userID && a.orgID == s.orgID && a.grantID == ""
 }
 
 // grantableScopes narrows the requested scopes to those the user's role
@@ -321,17 +333,29 @@ func (p *Provider) consent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a, c, caller, err := p.pendingRequest(r.Context(), s, r.PostFormValue("authRequestID"))
+	approve := r.PostFormValue("decision") == "approve"
+	if approve && approvedAgain(a, err, s) {
+		http.Redirect(w, r, p.authCallbackURL(r.Context(), a.id), http.StatusSeeOther)
+		return
+	}
 	if err != nil {
 		p.failPage(w, r, http.StatusBadRequest, "This sign-in link is no longer valid", "Return to the app and start signing in again.")
 		return
 	}
-	if r.PostFormValue("decision") != "approve" {
+	if !approve {
 		p.denyAuthRequest(w, r, a)
 		return
 	}
 	scopes, err := p.grantableScopes(r.Context(), caller, c, a.scopes)
 	if err == nil {
 		err = p.storage.completeAuthRequest(r.Context(), a.id, caller, scopes)
+		if errors.As(err, new(errNotFound)) {
+			// Another approval of it committed since it was read.
+			if again, aerr := p.storage.authRequest(r.Context(), a.id); aerr == nil && again.done && approvedAgain(again, errAnswered, s) {
+				http.Redirect(w, r, p.authCallbackURL(r.Context(), a.id), http.StatusSeeOther)
+				return
+			}
+		}
 	}
 	if err == nil {
 		ctx := store.WithOrg(r.Context(), caller.OrgID)
