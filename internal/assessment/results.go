@@ -534,13 +534,19 @@ func (s *Service) Result(ctx context.Context, examID, id string) (Result, error)
 // loadResult reads a result and its answers in one round trip, inside
 // ctx's transaction when there is one.
 func (s *Service) loadResult(ctx context.Context, examID, id string) (Result, error) {
+	return s.readResult(ctx, examID, id, "")
+}
+
+// readResult is loadResult with a row-locking clause for the result
+// ("FOR UPDATE" in a transaction that is about to change it, "").
+func (s *Service) readResult(ctx context.Context, examID, id, locking string) (Result, error) {
 	if err := checkID("id", ids.Result, id, "a result"); err != nil {
 		return Result{}, err
 	}
 	rs := []Result{{ID: id}}
 	b := &pgx.Batch{}
 	b.Queue(`SELECT `+resultColumns+` FROM results
-		 WHERE org_id = app_org_id() AND id = $1 AND ($2 = '' OR exam_id = $2)`, id, examID).
+		 WHERE org_id = app_org_id() AND id = $1 AND ($2 = '' OR exam_id = $2) `+locking, id, examID).
 		QueryRow(func(row pgx.Row) (err error) {
 			rs[0], err = scanResult(row)
 			return err

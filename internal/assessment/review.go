@@ -8,6 +8,7 @@ import (
 	"github.com/assessd/assessd/internal/outbox"
 	"github.com/assessd/assessd/internal/platform/errs"
 	"github.com/assessd/assessd/internal/platform/ids"
+	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/tenancy"
 )
 
@@ -44,53 +45,59 @@ func (s *Service) CorrectAnswer(ctx context.Context, resultID, questionID string
 		return Result{}, errs.Invalid("value", "must be at most %d bytes of JSON", maxValueBytes)
 	}
 	var r Result
-	err = s.db.Tx(ctx, func(ctx context.Context) error {
-		q := s.db.Q(ctx)
-		before, err := s.loadResult(ctx, "", resultID)
-		if err != nil {
-			return err
-		}
-		var old *Answer
-		for i := range before.Answers {
-			if before.Answers[i].QuestionID == questionID {
-				old = &before.Answers[i]
-			}
-		}
-		if old == nil {
-			if err := checkID("questionId", ids.Question, questionID, "a question"); err != nil {
+	// Corrections of one result take turns (the result's row lock, before
+	// any answer's). Those of two results of one exam can still deadlock
+	// on the summary's sums they share (their answers' triggers take one
+	// sum, then the result's takes them all in order): PostgreSQL then
+	// aborts one, which runs again.
+	err = store.RetryDeadlock(func() error {
+		return s.db.Tx(ctx, func(ctx context.Context) error {
+			q := s.db.Q(ctx)
+			before, err := s.readResult(ctx, "", resultID, "FOR UPDATE")
+			if err != nil {
 				return err
 			}
-			return errs.NotFound("answer")
-		}
-		if before.Status == StatusGrading {
-			return errs.FailedPrecondition("RESULT_GRADING", "the result is still being graded; correct it once it is graded")
-		}
-		// The correction is scored against the revision the student
-		// answered, like the rest of the result (decision 0090).
-		qu, err := s.loadAnsweredRevision(ctx, q, before.ExamID, questionID, old.QuestionRevision)
-		if isNoRows(err) {
-			return errs.NotFound("question")
-		}
-		if err != nil {
-			return err
-		}
-		given := givenAnswer{NewAnswer: &NewAnswer{QuestionID: questionID, Value: value, Files: old.Files}}
-		if value != nil {
-			given.json, _ = json.Marshal(value) // it encoded above
-		}
-		a := s.score(ctx, []Question{qu}, map[string]givenAnswer{questionID: given})[0]
-		var v *string
-		if given.json != nil {
-			v = new(string(given.json))
-		}
-		if _, err := q.Exec(ctx, `
+			var old *Answer
+			for i := range before.Answers {
+				if before.Answers[i].QuestionID == questionID {
+					old = &before.Answers[i]
+				}
+			}
+			if old == nil {
+				if err := checkID("questionId", ids.Question, questionID, "a question"); err != nil {
+					return err
+				}
+				return errs.NotFound("answer")
+			}
+			if before.Status == StatusGrading {
+				return errs.FailedPrecondition("RESULT_GRADING", "the result is still being graded; correct it once it is graded")
+			}
+			// The correction is scored against the revision the student
+			// answered, like the rest of the result (decision 0090).
+			qu, err := s.loadAnsweredRevision(ctx, q, before.ExamID, questionID, old.QuestionRevision)
+			if isNoRows(err) {
+				return errs.NotFound("question")
+			}
+			if err != nil {
+				return err
+			}
+			given := givenAnswer{NewAnswer: &NewAnswer{QuestionID: questionID, Value: value, Files: old.Files}}
+			if value != nil {
+				given.json, _ = json.Marshal(value) // it encoded above
+			}
+			a := s.score(ctx, []Question{qu}, map[string]givenAnswer{questionID: given})[0]
+			var v *string
+			if given.json != nil {
+				v = new(string(given.json))
+			}
+			if _, err := q.Exec(ctx, `
 			UPDATE result_answers SET value = $3::jsonb, status = $4, score = $5, feedback = $6, grading = NULL,
 			       needs_review = false, graded_at = CASE WHEN $4 = 'pending' THEN NULL ELSE now() END
 			 WHERE org_id = app_org_id() AND result_id = $1 AND question_id = $2`,
-			resultID, questionID, v, a.Status, a.Score, a.Feedback); err != nil {
-			return fmt.Errorf("correct answer: %w", err)
-		}
-		if _, err := q.Exec(ctx, `
+				resultID, questionID, v, a.Status, a.Score, a.Feedback); err != nil {
+				return fmt.Errorf("correct answer: %w", err)
+			}
+			if _, err := q.Exec(ctx, `
 			UPDATE results r SET score = a.score,
 			       status = CASE WHEN a.pending > 0 THEN 'grading' WHEN a.failed > 0 THEN 'failed' ELSE 'graded' END,
 			       reason = CASE WHEN a.pending = 0 AND a.failed > 0 THEN r.reason ELSE '' END,
@@ -99,20 +106,21 @@ func (s *Service) CorrectAnswer(ctx context.Context, resultID, questionID string
 			               count(*) FILTER (WHERE status = 'failed') AS failed
 			          FROM result_answers WHERE org_id = app_org_id() AND result_id = $1) a
 			 WHERE r.org_id = app_org_id() AND r.id = $1`, resultID); err != nil {
-			return fmt.Errorf("correct answer: %w", err)
-		}
-		if a.Status == AnswerPending {
-			// Graded again after commit, like a submission (decision 0045).
-			if err := outbox.Again(ctx, q, outbox.KindGrading, resultID, before.Region); err != nil {
+				return fmt.Errorf("correct answer: %w", err)
+			}
+			if a.Status == AnswerPending {
+				// Graded again after commit, like a submission (decision 0045).
+				if err := outbox.Again(ctx, q, outbox.KindGrading, resultID, before.Region); err != nil {
+					return err
+				}
+			}
+			if r, err = s.loadResult(ctx, "", resultID); err != nil {
 				return err
 			}
-		}
-		if r, err = s.loadResult(ctx, "", resultID); err != nil {
-			return err
-		}
-		return s.audit(ctx, caller, "result.answer_corrected", "result", resultID,
-			map[string]any{"questionId": questionID, "value": old.Value, "score": old.Score, "resultScore": before.Score},
-			map[string]any{"questionId": questionID, "value": a.Value, "score": a.Score, "resultScore": r.Score})
+			return s.audit(ctx, caller, "result.answer_corrected", "result", resultID,
+				map[string]any{"questionId": questionID, "value": old.Value, "score": old.Score, "resultScore": before.Score},
+				map[string]any{"questionId": questionID, "value": a.Value, "score": a.Score, "resultScore": r.Score})
+		})
 	})
 	return r, err
 }

@@ -356,3 +356,41 @@ func TestSubmissionRacingADeletion(t *testing.T) {
 		})
 	}
 }
+
+// TestCorrectionsOfOneResultAtOnce corrects every answer of a result in
+// concurrent requests, as a review screen saving each field does: each
+// succeeds, and the result's score is the sum of its answers'. They used
+// to deadlock on the results summary's sums (500s).
+func TestCorrectionsOfOneResultAtOnce(t *testing.T) {
+	f := newEmptyFixture(t)
+	var answers []assessment.NewAnswer
+	for i := range 6 {
+		q, err := f.content.CreateQuestion(f.staff, f.exam.ID, assessment.NewQuestion{Type: assessment.TypeTrueFalse,
+			Prompt: fmt.Sprintf("Statement %d is true.", i), Config: map[string]any{"correct": true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		answers = append(answers, assessment.NewAnswer{QuestionID: q.ID, Value: false})
+	}
+	for range 3 {
+		r, err := f.content.SubmitResult(f.staff, f.exam.ID, assessment.NewResult{UserID: f.student, Answers: answers})
+		if err != nil {
+			t.Fatal(err)
+		}
+		errc := make(chan error, len(answers))
+		for _, a := range answers {
+			go func() {
+				_, err := f.content.CorrectAnswer(f.staff, r.ID, a.QuestionID, true)
+				errc <- err
+			}()
+		}
+		for range answers {
+			if err := <-errc; err != nil {
+				t.Fatalf("a correction: %v", err)
+			}
+		}
+		if r, err = f.content.Result(f.staff, f.exam.ID, r.ID); err != nil || r.Score != 6 {
+			t.Fatalf("result after the corrections: score %v, %v", r.Score, err)
+		}
+	}
+}

@@ -66,6 +66,24 @@ func ForeignKey(err error) string {
 	return ""
 }
 
+// deadlockAttempts bounds RetryDeadlock: a transaction PostgreSQL keeps
+// choosing as a deadlock's victim has a lock order to fix, not a race.
+const deadlockAttempts = 3
+
+// RetryDeadlock runs tx, a whole transaction whose only effects are in the
+// database, again when PostgreSQL aborted it to break a deadlock
+// (SQLSTATE 40P01), at most deadlockAttempts times in all.
+func RetryDeadlock(tx func() error) error {
+	var err error
+	for range deadlockAttempts {
+		var pg *pgconn.PgError
+		if err = tx(); !errors.As(err, &pg) || pg.Code != "40P01" {
+			return err
+		}
+	}
+	return err
+}
+
 // translate turns a recognised PostgreSQL error into a *ConstraintError and
 // returns every other error unchanged.
 func translate(err error) error {

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -69,5 +70,33 @@ func TestConstraintErrorsAreTranslated(t *testing.T) {
 			})
 			check(t, "Tx", err, c.want, c.constraint)
 		})
+	}
+}
+
+func TestRetryDeadlock(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		failures  int
+		err       error
+		wantCalls int
+		wantErr   bool
+	}{
+		{"succeeds at once", 0, nil, 1, false},
+		{"a deadlock victim runs again", 1, &pgconn.PgError{Code: "40P01"}, 2, false},
+		{"a lock order to fix", 5, &pgconn.PgError{Code: "40P01"}, 3, true},
+		{"another error is not retried", 5, &pgconn.PgError{Code: "23505"}, 1, true},
+		{"a wrapped deadlock too", 1, fmt.Errorf("correct answer: %w", &pgconn.PgError{Code: "40P01"}), 2, false},
+	} {
+		calls := 0
+		err := store.RetryDeadlock(func() error {
+			calls++
+			if calls <= c.failures {
+				return c.err
+			}
+			return nil
+		})
+		if calls != c.wantCalls || (err != nil) != c.wantErr {
+			t.Errorf("%s: %d calls, %v", c.name, calls, err)
+		}
 	}
 }
