@@ -573,7 +573,7 @@ func TestAStaleCallbackIsTheClientsMistake(t *testing.T) {
 	slog.SetDefault(slog.New(slog.NewJSONHandler(&logs, nil)))
 	t.Cleanup(func() { slog.SetDefault(previous) })
 
-	for _, id := range []string{"arq_01M8F6J4FAQ9H8JPSCMAT749CQ", "arq_\x00", "nonsense"} {
+	for _, id := range []string{"arq_01M8F6J4FAQ9H8JPSCMAT749CQ", "arq_\x00", "nonsense", ""} {
 		p := e.newBrowser().get(e.srv.URL + "/oauth/authorize/callback?" + url.Values{"id": {id}}.Encode())
 		if p.status != http.StatusBadRequest {
 			t.Errorf("callback for %q: %d %s", id, p.status, p.body)

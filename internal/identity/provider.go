@@ -187,9 +187,22 @@ func (s *statusWriter) WriteHeader(code int) {
 // operator commands, which never serve, should not print.
 func (p *Provider) Handler() http.Handler {
 	p.handlerOnce.Do(func() {
-		p.handler = noStore(p.limitTokenFailures(op.RegisterLegacyServer(p.server, op.AuthorizeCallbackHandler(p.op))))
+		p.handler = noStore(p.limitTokenFailures(op.RegisterLegacyServer(p.server, callbackWithID(op.AuthorizeCallbackHandler(p.op)))))
 	})
 	return p.handler
+}
+
+// callbackWithID answers an authorization callback that names no request
+// itself, as the library would, but without logging the caller's mistake
+// as a server fault.
+func callbackWithID(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.FormValue("id") == "" {
+			http.Error(w, "auth request callback is missing id", http.StatusBadRequest)
+			return
+		}
+		next(w, r)
+	}
 }
 
 // noStore forbids caching of every provider response (RFC 6749 5.1).
