@@ -75,8 +75,10 @@ SQL_PACKAGES := ./internal/store/... ./tenancy/... ./internal/assessment/... ./i
 	./internal/generation/... ./internal/regeneration/... ./internal/scanning/... ./activities/...
 
 # QTI_CHECK=1: the QTI export is also scored by the independent player.
+# internal/app's end-to-end tests take 5-9 minutes under the race detector
+# on two busy cores: beyond go test's default 10-minute bound per package.
 test: lint sdk webhook-verify $(BIN)/temporal tools/qti-check/node_modules
-	QTI_CHECK=1 $(GO) test -count=1 -race ./...
+	QTI_CHECK=1 $(GO) test -count=1 -race -timeout 20m ./...
 	# The packages that own SQL again, with prepared statements (decision 0122).
 	TEST_QUERY_EXEC_MODE=cache_statement $(GO) test -count=1 $(SQL_PACKAGES)
 
