@@ -69,6 +69,11 @@ func NewError(code connect.Code, reason, message, field string, meta map[string]
 			ce.AddDetail(d)
 		}
 	}
+	if code == connect.CodeUnavailable {
+		// A dependency is down or busy: a client that backs off for a
+		// second finds it back in the usual case (a failover, a burst).
+		ce.Meta().Set("Retry-After", "1")
+	}
 	if code == connect.CodeUnauthenticated {
 		ce.Meta().Set("WWW-Authenticate", `Bearer realm="assessd"`)
 	}

@@ -10,11 +10,13 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/assessd/assessd/internal/ai"
 	"github.com/assessd/assessd/internal/media"
+	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/internal/webhooks"
 )
 
@@ -25,10 +27,13 @@ type config struct {
 	BaseURL           string
 	DatabaseURL       string
 	DatabaseDirectURL string
-	RedisURL          string
-	TemporalAddress   string
-	TemporalNamespace string
-	MediaCDN          string
+	// DatabaseAcquireTimeout bounds a request's wait for a pooled
+	// connection (decision 0148).
+	DatabaseAcquireTimeout string
+	RedisURL               string
+	TemporalAddress        string
+	TemporalNamespace      string
+	MediaCDN               string
 	// MediaMaxUploadBytes bounds an uploaded answer file (decision 0121).
 	MediaMaxUploadBytes string
 	// WebhookAllowPrivate lifts the webhook address rule (development).
@@ -65,6 +70,7 @@ func (c *config) settings() []setting {
 		{"ASSESSD_BASE_URL", "public base URL and OIDC issuer (default http://<addr>)", &c.BaseURL, ""},
 		{"DATABASE_URL", "PostgreSQL connection URL", &c.DatabaseURL, ""},
 		{"ASSESSD_DATABASE_DIRECT_URL", "unpooled PostgreSQL URL (no transaction-pooling PgBouncer) for LISTEN and migrations (default DATABASE_URL)", &c.DatabaseDirectURL, ""},
+		{"ASSESSD_DATABASE_ACQUIRE_TIMEOUT", "longest wait for a connection of the PostgreSQL pool before a request is answered 503 DATABASE_UNAVAILABLE, e.g. 5s", &c.DatabaseAcquireTimeout, store.DefaultAcquireTimeout.String()},
 		{"REDIS_URL", "Redis URL for embed sessions, e.g. redis://127.0.0.1:6379/0", &c.RedisURL, ""},
 		{"TEMPORAL_ADDRESS", "Temporal frontend host:port", &c.TemporalAddress, ""},
 		{"TEMPORAL_NAMESPACE", "Temporal namespace", &c.TemporalNamespace, "default"},
@@ -142,6 +148,9 @@ func (c *config) parse(fs *flag.FlagSet, args []string) error {
 		}
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
+	if _, err := c.databaseAcquireTimeout(); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
 	if c.BaseURL == "" {
 		c.BaseURL = "http://" + c.Addr
 	}
@@ -171,6 +180,15 @@ func (c *config) logger(w io.Writer) *slog.Logger {
 		level = slog.LevelInfo
 	}
 	return newLogger(w, level)
+}
+
+// databaseAcquireTimeout parses ASSESSD_DATABASE_ACQUIRE_TIMEOUT.
+func (c *config) databaseAcquireTimeout() (time.Duration, error) {
+	d, err := time.ParseDuration(c.DatabaseAcquireTimeout)
+	if err != nil || d <= 0 {
+		return 0, errors.New("ASSESSD_DATABASE_ACQUIRE_TIMEOUT must be a positive duration, e.g. 5s")
+	}
+	return d, nil
 }
 
 // webhookTargets is where webhook deliveries may go

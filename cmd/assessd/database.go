@@ -10,7 +10,11 @@ import (
 // isolation would not hold: the application role must not bypass
 // row-level security.
 func openDatabase(ctx context.Context, cfg config) (*store.DB, error) {
-	db, err := store.Open(ctx, cfg.DatabaseURL, store.WithDirectURL(cfg.directDatabaseURL()))
+	wait, err := cfg.databaseAcquireTimeout()
+	if err != nil {
+		return nil, err
+	}
+	db, err := store.Open(ctx, cfg.DatabaseURL, store.WithDirectURL(cfg.directDatabaseURL()), store.WithAcquireTimeout(wait))
 	if err != nil {
 		return nil, err
 	}

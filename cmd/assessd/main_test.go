@@ -97,6 +97,13 @@ func TestUsageErrors(t *testing.T) {
 	if err := run(context.Background(), []string{"migrate"}, &out, &errOut); err == nil || !strings.Contains(err.Error(), "DATABASE_URL") {
 		t.Errorf("migrate without database: err = %v", err)
 	}
+	t.Setenv("DATABASE_URL", "postgres://127.0.0.1:1/none")
+	for _, wait := range []string{"0s", "soon"} {
+		err := run(context.Background(), []string{"serve", "--assessd-database-acquire-timeout", wait}, &out, &errOut)
+		if err == nil || !strings.Contains(err.Error(), "ASSESSD_DATABASE_ACQUIRE_TIMEOUT must be a positive duration") {
+			t.Errorf("serve with an acquire timeout of %q: err = %v", wait, err)
+		}
+	}
 }
 
 func TestServeShutsDownGracefully(t *testing.T) {

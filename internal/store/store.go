@@ -7,10 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/assessd/assessd/internal/platform/errs"
 )
 
 // AppRole is the PostgreSQL role every pooled connection switches to. It owns
@@ -51,6 +54,8 @@ type DB struct {
 	role string
 	// tracer, when set, sees every statement the pool sends.
 	tracer pgx.QueryTracer
+	// acquireTimeout bounds the wait for a connection of the pool.
+	acquireTimeout time.Duration
 }
 
 // Option configures Open.
@@ -74,6 +79,25 @@ func WithTracer(t pgx.QueryTracer) Option {
 	return func(db *DB) { db.tracer = t }
 }
 
+// DefaultAcquireTimeout is how long a statement or transaction waits for a
+// connection of the pool unless WithAcquireTimeout says otherwise: far
+// above the milliseconds a busy but healthy pool makes anyone wait, far
+// below the time a client or proxy gives up.
+const DefaultAcquireTimeout = 5 * time.Second
+
+// WithAcquireTimeout bounds how long a statement or transaction waits for
+// a connection of the pool (d > 0). A wait that runs out means every
+// connection is held by slow work, or PostgreSQL cannot be reached: the
+// caller gets DATABASE_UNAVAILABLE (503) instead of waiting as long as its
+// client does, holding its goroutine and request slot.
+func WithAcquireTimeout(d time.Duration) Option {
+	return func(db *DB) {
+		if d > 0 {
+			db.acquireTimeout = d
+		}
+	}
+}
+
 // ExecModeParam is the connection-URL parameter choosing how pgx sends
 // statements. Unless a URL sets it, Open picks by whether a pooler stands
 // in front (decision 0122): "exec" (no named prepared statements,
@@ -90,7 +114,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: parse database url: %w", err)
 	}
-	db := &DB{directURL: url, role: AppRole}
+	db := &DB{directURL: url, role: AppRole, acquireTimeout: DefaultAcquireTimeout}
 	for _, o := range opts {
 		o(db)
 	}
@@ -172,9 +196,9 @@ func (db *DB) Tx(ctx context.Context, fn func(ctx context.Context) error) error 
 	if !ok {
 		return ErrNoTenant
 	}
-	conn, err := db.pool.Acquire(ctx)
+	conn, err := db.acquire(ctx)
 	if err != nil {
-		return translate(err)
+		return err
 	}
 	// Release closes, rather than pools, a connection whose transaction
 	// did not end (fn panicked, ROLLBACK failed).
@@ -305,7 +329,29 @@ func (db *DB) SendBatch(ctx context.Context, b *pgx.Batch) error {
 	scoped := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(b.QueuedQueries)+1)}
 	scoped.Queue(scopeSQL, db.role, org)
 	scoped.QueuedQueries = append(scoped.QueuedQueries, b.QueuedQueries...)
-	return translate(db.pool.SendBatch(ctx, scoped).Close())
+	conn, err := db.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	return translate(conn.SendBatch(ctx, scoped).Close())
+}
+
+// acquire takes a connection of the pool, waiting at most acquireTimeout.
+// Failing to get one while ctx is still live is the database being
+// unavailable to this request, whichever the cause (a starved pool, a
+// server that refuses connections, a closed pool).
+func (db *DB) acquire(ctx context.Context) (*pgxpool.Conn, error) {
+	waitCtx, cancel := context.WithTimeout(ctx, db.acquireTimeout)
+	defer cancel()
+	conn, err := db.pool.Acquire(waitCtx)
+	if err == nil {
+		return conn, nil
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return nil, errs.Unavailable("DATABASE_UNAVAILABLE", "the database cannot take this request right now; retry shortly").WithCause(err)
 }
 
 // scopeSQL switches the current transaction to a role and an organization;
@@ -331,7 +377,7 @@ func (s scoped) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, e
 	if InTx(ctx) {
 		return nil, ErrBesideTx
 	}
-	conn, err := s.db.pool.Acquire(ctx)
+	conn, err := s.db.acquire(ctx)
 	if err != nil {
 		return nil, err
 	}

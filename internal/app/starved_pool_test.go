@@ -1,0 +1,67 @@
+package app_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/internal/testkit/storetest"
+	"github.com/assessd/assessd/tenancy"
+)
+
+// TestStarvedPoolAnswers503: while slow work holds every connection of the
+// pool, a request that needs the database is answered 503
+// DATABASE_UNAVAILABLE with Retry-After once the acquire timeout runs out,
+// rather than hanging until its client gives up; the next request after
+// the pool frees answers 200.
+func TestStarvedPoolAnswers503(t *testing.T) {
+	const wait = 300 * time.Millisecond
+	db, err := store.Open(context.Background(), storetest.NewURL(t)+"&pool_max_conns=2", store.WithAcquireTimeout(wait))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	e := newEnvOn(t, db, nil)
+	tn := e.newTenant("DE", "enterprise")
+	path := "/users/" + tn.users[tenancy.RoleStudent].ID
+	key := tn.keys[tenancy.RoleAdmin]
+	if r := e.do(http.MethodGet, path, key, nil); r.status != http.StatusOK {
+		t.Fatalf("before: %d %s", r.status, r.raw)
+	}
+
+	ctx := store.WithOrg(context.Background(), tn.org.ID)
+	release := make(chan struct{})
+	held, done := make(chan struct{}, 2), make(chan error, 2)
+	for range 2 {
+		go func() {
+			done <- db.Tx(ctx, func(context.Context) error {
+				held <- struct{}{}
+				<-release
+				return nil
+			})
+		}()
+	}
+	<-held
+	<-held
+
+	start := time.Now()
+	r := e.do(http.MethodGet, path, key, nil)
+	took := time.Since(start)
+	close(release)
+	if r.status != http.StatusServiceUnavailable || r.reason() != "DATABASE_UNAVAILABLE" || r.header.Get("Retry-After") != "1" {
+		t.Fatalf("starved: %d %s (Retry-After %q), want 503 DATABASE_UNAVAILABLE with Retry-After 1", r.status, r.raw, r.header.Get("Retry-After"))
+	}
+	if took > wait+5*time.Second {
+		t.Errorf("starved request took %v, want about %v", took, wait)
+	}
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r := e.do(http.MethodGet, path, key, nil); r.status != http.StatusOK {
+		t.Fatalf("after: %d %s", r.status, r.raw)
+	}
+}
