@@ -46,10 +46,9 @@ func (s *Service) CorrectAnswer(ctx context.Context, resultID, questionID string
 	}
 	var r Result
 	// Corrections of one result take turns (the result's row lock, before
-	// any answer's). Those of two results of one exam can still deadlock
-	// on the summary's sums they share (their answers' triggers take one
-	// sum, then the result's takes them all in order): PostgreSQL then
-	// aborts one, which runs again.
+	// any answer's), and writers of one summary shard take its lock before
+	// its rows (decision 0149). A deadlock those orders do not foresee
+	// aborts one transaction, which runs again.
 	err = store.RetryDeadlock(func() error {
 		return s.db.Tx(ctx, func(ctx context.Context) error {
 			q := s.db.Q(ctx)
