@@ -266,6 +266,14 @@ func (s *Service) DeleteExam(ctx context.Context, id string) error {
 	}
 	return s.db.Tx(ctx, func(ctx context.Context) error {
 		q := s.db.Q(ctx)
+		// The results go first, in id order, then the exam's row: a
+		// correction or a finishing grade holds its result's row and may
+		// then need the exam's (the foreign key of a new summary row),
+		// so the deletion must not hold the exam's while it waits for
+		// theirs (decision 0149).
+		if _, err := q.Exec(ctx, `SELECT FROM results WHERE org_id = app_org_id() AND exam_id = $1 ORDER BY id FOR UPDATE`, id); err != nil {
+			return fmt.Errorf("lock the exam's results: %w", err)
+		}
 		e, err := s.loadExam(ctx, q, "id", id, true)
 		if err != nil {
 			return err

@@ -70,7 +70,7 @@ func TestSummaryWritersOfOneShardTakeTurns(t *testing.T) {
 			return err
 		})
 	}()
-	waitUntilBlocked(t, teacher, submission.PgConn().PID())
+	waitUntilBlocked(t, teacher)
 
 	if _, err := correction.Exec(ctx, `UPDATE results SET score = score + 1 WHERE id = $1`, corrected.ID); err != nil {
 		t.Fatalf("the correction's result: %v", err)
@@ -89,6 +89,84 @@ func TestSummaryWritersOfOneShardTakeTurns(t *testing.T) {
 	}
 }
 
+// TestDeletionTakesResultsBeforeTheirShards deletes a student, then an
+// exam, whose results cascade away one by one, while a teacher corrects
+// the second of two of them in one shard: the correction holds its
+// result's row and then wants the shard. The deletion used to take the
+// shard with the first result and then wait for the second's row, and
+// PostgreSQL aborted one as a deadlock (DELETE /users answered 500). It
+// now locks all the results first, waits for the correction, and both
+// commit.
+func TestDeletionTakesResultsBeforeTheirShards(t *testing.T) {
+	for name, remove := range map[string]func(fixture) error{
+		"student": func(f fixture) error { return f.ten.DeleteUser(f.staff, f.student) },
+		"exam":    func(f fixture) error { return f.content.DeleteExam(f.staff, f.exam.ID) },
+	} {
+		t.Run(name, func(t *testing.T) { deleteDuringCorrection(t, remove) })
+	}
+}
+
+func deleteDuringCorrection(t *testing.T, remove func(fixture) error) {
+	f := newEmptyFixture(t)
+	q, err := f.content.CreateQuestion(f.staff, f.exam.ID, assessment.NewQuestion{Type: assessment.TypeTrueFalse,
+		Prompt: "The statement is true.", Config: map[string]any{"correct": true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	teacher := connect(t, f.url)
+	// Two results of the student in one shard: the first goes first.
+	byShard := map[int]string{}
+	var first, second string
+	for second == "" {
+		r, err := f.content.SubmitResult(f.staff, f.exam.ID, assessment.NewResult{UserID: f.student,
+			Answers: []assessment.NewAnswer{{QuestionID: q.ID, Value: false}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var shard int
+		if err := teacher.QueryRow(ctx, `SELECT summary_shard($1)`, r.ID).Scan(&shard); err != nil {
+			t.Fatal(err)
+		}
+		if byShard[shard] != "" {
+			first, second = byShard[shard], r.ID
+		}
+		byShard[shard] = r.ID
+	}
+
+	correction, err := teacher.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = correction.Rollback(ctx) }()
+	if _, err := correction.Exec(ctx, `SELECT FROM results WHERE id = $1 FOR UPDATE`, second); err != nil {
+		t.Fatal(err)
+	}
+	deleting := make(chan error, 1)
+	go func() { deleting <- remove(f) }()
+	waitUntilBlocked(t, teacher)
+	if _, err := correction.Exec(ctx, `UPDATE result_answers SET score = max_score WHERE result_id = $1`, second); err != nil {
+		t.Fatalf("the correction's answer: %v", err)
+	}
+	if _, err := correction.Exec(ctx, `UPDATE results SET score = max_score WHERE id = $1`, second); err != nil {
+		t.Fatalf("the correction's result: %v", err)
+	}
+	if err := correction.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-deleting; err != nil {
+		t.Fatalf("the deletion: %v", err)
+	}
+	var left, counted int
+	if err := teacher.QueryRow(ctx, `SELECT (SELECT count(*) FROM results WHERE id IN ($1, $2)),
+		(SELECT coalesce(sum(n), 0) FROM result_score_counts WHERE exam_id = $3)`, first, second, f.exam.ID).Scan(&left, &counted); err != nil {
+		t.Fatal(err)
+	}
+	if left != 0 || counted != 0 {
+		t.Fatalf("after the deletion: %d of the results left, the summary counts %d", left, counted)
+	}
+}
+
 func connect(t *testing.T, url string) *pgx.Conn {
 	t.Helper()
 	c, err := pgx.Connect(context.Background(), url)
@@ -99,18 +177,19 @@ func connect(t *testing.T, url string) *pgx.Conn {
 	return c
 }
 
-// waitUntilBlocked returns once the session pid waits for a lock.
-func waitUntilBlocked(t *testing.T, c *pgx.Conn, pid uint32) {
+// waitUntilBlocked returns once another session of c's database waits for
+// a lock.
+func waitUntilBlocked(t *testing.T, c *pgx.Conn) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		var waiting bool
-		if err := c.QueryRow(context.Background(), `SELECT coalesce(wait_event_type = 'Lock', false) FROM pg_stat_activity WHERE pid = $1`,
-			int32(pid)).Scan(&waiting); err != nil {
+		if err := c.QueryRow(context.Background(), `SELECT EXISTS (SELECT FROM pg_stat_activity
+			WHERE datname = current_database() AND pid <> pg_backend_pid() AND wait_event_type = 'Lock')`).Scan(&waiting); err != nil {
 			t.Fatal(err)
 		}
 		if waiting {
 			return
 		}
 	}
-	t.Fatal("the submission never waited for the correction")
+	t.Fatal("the other transaction never waited for the correction")
 }
