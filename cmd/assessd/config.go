@@ -27,13 +27,15 @@ type config struct {
 	BaseURL           string
 	DatabaseURL       string
 	DatabaseDirectURL string
-	// DatabaseAcquireTimeout bounds a request's wait for a pooled
-	// connection (decision 0148).
-	DatabaseAcquireTimeout string
-	RedisURL               string
-	TemporalAddress        string
-	TemporalNamespace      string
-	MediaCDN               string
+	RedisURL          string
+	TemporalAddress   string
+	TemporalNamespace string
+	MediaCDN          string
+	// The database timeouts (decision 0148): a request's wait for a
+	// pooled connection, a statement's run, its wait for a lock.
+	DatabaseAcquireTimeout   string
+	DatabaseStatementTimeout string
+	DatabaseLockTimeout      string
 	// MediaMaxUploadBytes bounds an uploaded answer file (decision 0121).
 	MediaMaxUploadBytes string
 	// WebhookAllowPrivate lifts the webhook address rule (development).
@@ -71,6 +73,8 @@ func (c *config) settings() []setting {
 		{"DATABASE_URL", "PostgreSQL connection URL", &c.DatabaseURL, ""},
 		{"ASSESSD_DATABASE_DIRECT_URL", "unpooled PostgreSQL URL (no transaction-pooling PgBouncer) for LISTEN and migrations (default DATABASE_URL)", &c.DatabaseDirectURL, ""},
 		{"ASSESSD_DATABASE_ACQUIRE_TIMEOUT", "longest wait for a connection of the PostgreSQL pool before a request is answered 503 DATABASE_UNAVAILABLE, e.g. 5s", &c.DatabaseAcquireTimeout, store.DefaultAcquireTimeout.String()},
+		{"ASSESSD_DATABASE_STATEMENT_TIMEOUT", "longest run of one SQL statement before it fails DATABASE_UNAVAILABLE (503)", &c.DatabaseStatementTimeout, store.DefaultStatementTimeout.String()},
+		{"ASSESSD_DATABASE_LOCK_TIMEOUT", "longest wait of one SQL statement for a lock another transaction holds before it fails DATABASE_UNAVAILABLE (503)", &c.DatabaseLockTimeout, store.DefaultLockTimeout.String()},
 		{"REDIS_URL", "Redis URL for embed sessions, e.g. redis://127.0.0.1:6379/0", &c.RedisURL, ""},
 		{"TEMPORAL_ADDRESS", "Temporal frontend host:port", &c.TemporalAddress, ""},
 		{"TEMPORAL_NAMESPACE", "Temporal namespace", &c.TemporalNamespace, "default"},
@@ -148,7 +152,7 @@ func (c *config) parse(fs *flag.FlagSet, args []string) error {
 		}
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
-	if _, err := c.databaseAcquireTimeout(); err != nil {
+	if _, err := c.databaseOptions(); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	if c.BaseURL == "" {
@@ -182,13 +186,25 @@ func (c *config) logger(w io.Writer) *slog.Logger {
 	return newLogger(w, level)
 }
 
-// databaseAcquireTimeout parses ASSESSD_DATABASE_ACQUIRE_TIMEOUT.
-func (c *config) databaseAcquireTimeout() (time.Duration, error) {
-	d, err := time.ParseDuration(c.DatabaseAcquireTimeout)
-	if err != nil || d <= 0 {
-		return 0, errors.New("ASSESSD_DATABASE_ACQUIRE_TIMEOUT must be a positive duration, e.g. 5s")
+// databaseOptions are the options of the database pool: the direct URL
+// and the timeouts, parsed.
+func (c *config) databaseOptions() ([]store.Option, error) {
+	opts := []store.Option{store.WithDirectURL(c.directDatabaseURL())}
+	for _, t := range []struct {
+		env, value string
+		option     func(time.Duration) store.Option
+	}{
+		{"ASSESSD_DATABASE_ACQUIRE_TIMEOUT", c.DatabaseAcquireTimeout, store.WithAcquireTimeout},
+		{"ASSESSD_DATABASE_STATEMENT_TIMEOUT", c.DatabaseStatementTimeout, store.WithStatementTimeout},
+		{"ASSESSD_DATABASE_LOCK_TIMEOUT", c.DatabaseLockTimeout, store.WithLockTimeout},
+	} {
+		d, err := time.ParseDuration(t.value)
+		if err != nil || d < time.Millisecond {
+			return nil, fmt.Errorf("%s must be a duration of at least 1ms, e.g. 5s", t.env)
+		}
+		opts = append(opts, t.option(d))
 	}
-	return d, nil
+	return opts, nil
 }
 
 // webhookTargets is where webhook deliveries may go

@@ -10,11 +10,11 @@ import (
 // isolation would not hold: the application role must not bypass
 // row-level security.
 func openDatabase(ctx context.Context, cfg config) (*store.DB, error) {
-	wait, err := cfg.databaseAcquireTimeout()
+	opts, err := cfg.databaseOptions()
 	if err != nil {
 		return nil, err
 	}
-	db, err := store.Open(ctx, cfg.DatabaseURL, store.WithDirectURL(cfg.directDatabaseURL()), store.WithAcquireTimeout(wait))
+	db, err := store.Open(ctx, cfg.DatabaseURL, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -98,10 +98,12 @@ func TestUsageErrors(t *testing.T) {
 		t.Errorf("migrate without database: err = %v", err)
 	}
 	t.Setenv("DATABASE_URL", "postgres://127.0.0.1:1/none")
-	for _, wait := range []string{"0s", "soon"} {
-		err := run(context.Background(), []string{"serve", "--assessd-database-acquire-timeout", wait}, &out, &errOut)
-		if err == nil || !strings.Contains(err.Error(), "ASSESSD_DATABASE_ACQUIRE_TIMEOUT must be a positive duration") {
-			t.Errorf("serve with an acquire timeout of %q: err = %v", wait, err)
+	for _, setting := range []string{"acquire", "statement", "lock"} {
+		for _, wait := range []string{"0s", "soon"} {
+			err := run(context.Background(), []string{"serve", "--assessd-database-" + setting + "-timeout", wait}, &out, &errOut)
+			if env := "ASSESSD_DATABASE_" + strings.ToUpper(setting) + "_TIMEOUT"; err == nil || !strings.Contains(err.Error(), env+" must be a duration") {
+				t.Errorf("serve with a %s timeout of %q: err = %v", setting, wait, err)
+			}
 		}
 	}
 }

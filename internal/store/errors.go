@@ -6,6 +6,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/assessd/assessd/internal/platform/errs"
 )
 
 // The store-level errors a domain package may test for with errors.Is. The
@@ -84,16 +86,22 @@ func RetryDeadlock(tx func() error) error {
 	return err
 }
 
-// translate turns a recognised PostgreSQL error into a *ConstraintError and
-// returns every other error unchanged.
+// translate turns a recognised PostgreSQL error into a *ConstraintError, a
+// statement or lock timeout into DATABASE_UNAVAILABLE, and returns every
+// other error unchanged.
 func translate(err error) error {
 	var pg *pgconn.PgError
 	if err == nil || !errors.As(err, &pg) {
 		return err
 	}
 	var ce *ConstraintError
-	if errors.As(err, &ce) {
+	if errors.As(err, &ce) || errs.Is(err, errs.KindUnavailable) {
 		return err
+	}
+	// 57014: the statement timeout (a canceled context surfaces as the
+	// context's error, not as this); 55P03: the lock timeout.
+	if pg.Code == "57014" || pg.Code == "55P03" {
+		return errs.Unavailable("DATABASE_UNAVAILABLE", "the database did not answer in time; retry shortly").WithCause(err)
 	}
 	s, ok := sentinels[pg.Code]
 	if !ok {

@@ -54,8 +54,13 @@ type DB struct {
 	role string
 	// tracer, when set, sees every statement the pool sends.
 	tracer pgx.QueryTracer
-	// acquireTimeout bounds the wait for a connection of the pool.
-	acquireTimeout time.Duration
+	// acquireTimeout bounds the wait for a connection of the pool;
+	// statementTimeout and lockTimeout bound each statement and its waits
+	// for locks, through scope.
+	acquireTimeout, statementTimeout, lockTimeout time.Duration
+	// scope is the first statement of every transaction: scopeSQL with
+	// the timeouts.
+	scope string
 }
 
 // Option configures Open.
@@ -98,6 +103,39 @@ func WithAcquireTimeout(d time.Duration) Option {
 	}
 }
 
+// DefaultStatementTimeout and DefaultLockTimeout bound a statement's run
+// and its wait for a lock unless WithStatementTimeout or WithLockTimeout
+// say otherwise. No request or activity has a statement that legitimately
+// runs for seconds (lists are paged, imports are many small statements),
+// and a lock held for seconds is a stuck transaction: waiting on it would
+// hold a connection of the pool per waiting request.
+const (
+	DefaultStatementTimeout = 30 * time.Second
+	DefaultLockTimeout      = 5 * time.Second
+)
+
+// WithStatementTimeout bounds each statement's run (at least a
+// millisecond, PostgreSQL's unit); one that runs longer fails
+// DATABASE_UNAVAILABLE.
+func WithStatementTimeout(d time.Duration) Option {
+	return func(db *DB) {
+		if d >= time.Millisecond {
+			db.statementTimeout = d
+		}
+	}
+}
+
+// WithLockTimeout bounds each statement's wait for a lock (at least a
+// millisecond): a row, a table or an advisory lock another transaction
+// holds. A wait that runs out fails DATABASE_UNAVAILABLE.
+func WithLockTimeout(d time.Duration) Option {
+	return func(db *DB) {
+		if d >= time.Millisecond {
+			db.lockTimeout = d
+		}
+	}
+}
+
 // ExecModeParam is the connection-URL parameter choosing how pgx sends
 // statements. Unless a URL sets it, Open picks by whether a pooler stands
 // in front (decision 0122): "exec" (no named prepared statements,
@@ -114,10 +152,12 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: parse database url: %w", err)
 	}
-	db := &DB{directURL: url, role: AppRole, acquireTimeout: DefaultAcquireTimeout}
+	db := &DB{directURL: url, role: AppRole, acquireTimeout: DefaultAcquireTimeout,
+		statementTimeout: DefaultStatementTimeout, lockTimeout: DefaultLockTimeout}
 	for _, o := range opts {
 		o(db)
 	}
+	db.scope = fmt.Sprintf(scopeSQL, db.statementTimeout.Milliseconds(), db.lockTimeout.Milliseconds())
 	if !strings.Contains(url, ExecModeParam+"=") {
 		cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheStatement
 		if db.directURL != url {
@@ -203,7 +243,7 @@ func (db *DB) Tx(ctx context.Context, fn func(ctx context.Context) error) error 
 	// Release closes, rather than pools, a connection whose transaction
 	// did not end (fn panicked, ROLLBACK failed).
 	defer conn.Release()
-	t := &tx{conn: conn, role: db.role, org: org}
+	t := &tx{conn: conn, scope: db.scope, role: db.role, org: org}
 	if err := fn(context.WithValue(ctx, txKey{}, t)); err != nil {
 		t.rollback(ctx)
 		return translate(err)
@@ -217,6 +257,7 @@ func (db *DB) Tx(ctx context.Context, fn func(ctx context.Context) error) error 
 // statement sends nothing.
 type tx struct {
 	conn      *pgxpool.Conn
+	scope     string
 	role, org string
 	begun     bool
 	// atCommit are the statements SendAtCommit queued to go with the
@@ -233,7 +274,7 @@ func (t *tx) first(b *pgx.Batch) (*pgx.Batch, int) {
 	t.begun = true
 	begin := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(b.QueuedQueries)+2)}
 	begin.Queue("BEGIN")
-	begin.Queue(scopeSQL, t.role, t.org)
+	begin.Queue(t.scope, t.role, t.org)
 	begin.QueuedQueries = append(begin.QueuedQueries, b.QueuedQueries...)
 	return begin, 2
 }
@@ -327,7 +368,7 @@ func (db *DB) SendBatch(ctx context.Context, b *pgx.Batch) error {
 		return ErrNoTenant
 	}
 	scoped := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(b.QueuedQueries)+1)}
-	scoped.Queue(scopeSQL, db.role, org)
+	scoped.Queue(db.scope, db.role, org)
 	scoped.QueuedQueries = append(scoped.QueuedQueries, b.QueuedQueries...)
 	conn, err := db.acquire(ctx)
 	if err != nil {
@@ -356,10 +397,13 @@ func (db *DB) acquire(ctx context.Context) (*pgxpool.Conn, error) {
 
 // scopeSQL switches the current transaction to a role and an organization;
 // the row-level security policies read the organization through
-// app_org_id(). Both settings are transaction-local (is_local true), so
-// they end with the transaction and never outlive it on a connection that
-// a pooler hands to someone else next.
-const scopeSQL = "SELECT set_config('role', $1, true), set_config('app.org_id', $2, true)"
+// app_org_id(). It also sets the statement and lock timeouts, in
+// milliseconds: Open fills them in, so each DB's scope is one constant
+// statement, prepared once per connection. Every setting is transaction-local
+// (is_local true), so it ends with the transaction and never outlives it
+// on a connection that a pooler hands to someone else next.
+const scopeSQL = "SELECT set_config('role', $1, true), set_config('app.org_id', $2, true), " +
+	"set_config('statement_timeout', '%d', true), set_config('lock_timeout', '%d', true)"
 
 // scoped runs single statements for one organization (or none, when org
 // is empty). Each statement is sent after scopeSQL as one pipelined batch:
@@ -382,7 +426,7 @@ func (s scoped) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, e
 		return nil, err
 	}
 	b := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, 2)}
-	b.Queue(scopeSQL, s.db.role, s.org)
+	b.Queue(s.db.scope, s.db.role, s.org)
 	b.Queue(sql, args...)
 	return batchRows(conn.SendBatch(ctx, b), 1, conn.Release)
 }
