@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/assessd/assessd/internal/outbox"
+	"github.com/assessd/assessd/internal/platform/failurelog"
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/observability/promreg"
 )
@@ -158,6 +159,9 @@ type Dispatcher struct {
 	pending  *prometheus.GaugeVec
 	oldest   *prometheus.GaugeVec
 	results  *prometheus.CounterVec
+	// claims, backlogs and reconciles log the failures of the work each
+	// sweep or reconciliation repeats, once per outage.
+	claims, backlogs, reconciles *failurelog.Log
 }
 
 // NewDispatcher returns a Dispatcher starting routes' workflows with c and
@@ -177,6 +181,8 @@ func NewDispatcher(c client.Client, s *outbox.Store, routes map[outbox.Kind]Rout
 		}, []string{"kind", "outcome"})),
 	}
 	d.slots = make(chan struct{}, d.opts.Parallel)
+	d.claims, d.backlogs = failurelog.New("outbox claim", slog.LevelError), failurelog.New("outbox backlog", slog.LevelError)
+	d.reconciles = failurelog.New("outbox reconciliation", slog.LevelError)
 	return d
 }
 
@@ -231,8 +237,10 @@ func (d *Dispatcher) Run(ctx context.Context) {
 func (d *Dispatcher) dispatchDue(ctx context.Context) {
 	for ctx.Err() == nil {
 		items, err := d.store.Claim(ctx, outbox.Filter{Region: d.opts.Region, Grace: d.opts.Grace}, d.opts.Batch, lease)
+		if ctx.Err() == nil {
+			d.claims.Record(ctx, err)
+		}
 		if err != nil {
-			slog.ErrorContext(ctx, "outbox claim", "err", err)
 			return
 		}
 		failed := d.dispatch(ctx, items)
@@ -342,8 +350,10 @@ func (d *Dispatcher) count(it outbox.Item, outcome string) {
 // measureBacklog sets the backlog gauges of every routed kind.
 func (d *Dispatcher) measureBacklog(ctx context.Context) {
 	backlog, err := d.store.Backlog(ctx)
+	if ctx.Err() == nil {
+		d.backlogs.Record(ctx, err)
+	}
 	if err != nil {
-		slog.ErrorContext(ctx, "outbox backlog", "err", err)
 		return
 	}
 	for kind := range d.routes {
@@ -372,12 +382,15 @@ func (d *Dispatcher) reconcileLoop(ctx context.Context) {
 // is started again, up to MaxRestarts times; then the subject is abandoned
 // (finished as failed with a reason). Rows of finished subjects are pruned.
 func (d *Dispatcher) Reconcile(ctx context.Context) {
-	if _, err := d.store.Prune(ctx); err != nil {
-		slog.ErrorContext(ctx, "outbox prune", "err", err)
+	_, err := d.store.Prune(ctx)
+	var items []outbox.Item
+	if err == nil {
+		items, err = d.store.Unfinished(ctx, d.opts.Quiet, 100)
 	}
-	items, err := d.store.Unfinished(ctx, d.opts.Quiet, 100)
+	if ctx.Err() == nil {
+		d.reconciles.Record(ctx, err)
+	}
 	if err != nil {
-		slog.ErrorContext(ctx, "outbox unfinished", "err", err)
 		return
 	}
 	for _, it := range items {

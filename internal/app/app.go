@@ -23,6 +23,7 @@ import (
 	"github.com/assessd/assessd/internal/identity"
 	"github.com/assessd/assessd/internal/media"
 	"github.com/assessd/assessd/internal/platform/clientaddr"
+	"github.com/assessd/assessd/internal/platform/failurelog"
 	"github.com/assessd/assessd/internal/platform/ratelimit"
 	"github.com/assessd/assessd/internal/regeneration"
 	"github.com/assessd/assessd/internal/scanning"
@@ -84,7 +85,6 @@ type App struct {
 	Identity   *identity.Provider
 	Metrics    *observability.Metrics
 	limiter    *ratelimit.Limiter
-	log        *slog.Logger
 	// dispatcher starts the outbox's workflows; nil without Temporal.
 	dispatcher *workflows.Dispatcher
 }
@@ -130,12 +130,14 @@ func (a *App) Start(ctx context.Context) {
 	if a.dispatcher != nil {
 		go a.dispatcher.Run(ctx)
 	}
-	go a.every(ctx, keyUseFlushInterval, a.Tenancy.FlushKeyUses)
-	go a.every(ctx, authRequestSweepEvery, a.Identity.SweepAuthRequests)
+	go every(ctx, keyUseFlushInterval, "API key use flush", a.Tenancy.FlushKeyUses)
+	go every(ctx, authRequestSweepEvery, "auth request sweep", a.Identity.SweepAuthRequests)
 }
 
-// every runs fn every interval until ctx ends, logging its failures.
-func (a *App) every(ctx context.Context, interval time.Duration, fn func(context.Context) error) {
+// every runs fn every interval until ctx ends, logging its failures once
+// per outage (failurelog).
+func every(ctx context.Context, interval time.Duration, what string, fn func(context.Context) error) {
+	failures := failurelog.New(what, slog.LevelWarn)
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -143,8 +145,8 @@ func (a *App) every(ctx context.Context, interval time.Duration, fn func(context
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if err := fn(ctx); err != nil && ctx.Err() == nil {
-				a.log.WarnContext(ctx, "housekeeping failed", "err", err)
+			if err := fn(ctx); ctx.Err() == nil {
+				failures.Record(ctx, err)
 			}
 		}
 	}
@@ -242,12 +244,8 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 		OpenAPI: openapi.Document,
 		Route:   api.RouteOf(),
 	})
-	log := cfg.Logger
-	if log == nil {
-		log = slog.Default()
-	}
 	return &App{Handler: h, Tenancy: ten, Assessment: content, Identity: idp, Metrics: metrics, limiter: limiter,
-		log: log, dispatcher: dispatcher}, nil
+		dispatcher: dispatcher}, nil
 }
 
 // planQuota returns each organization's request quota: its plan's

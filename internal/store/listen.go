@@ -48,26 +48,42 @@ type Subscription struct {
 	Up func()
 	// Notify is called with the payload of every notification.
 	Notify func(payload string)
-	// Down is called when the listener failed, with why; it retries a
-	// second later.
+	// Down is called once per interruption, with why: when a listener
+	// that was up fails, or when the first attempt does. Subscribe then
+	// retries quietly, a second after the failure and backing off to
+	// resubscribeMax, and calls Up when it listens again.
 	Down func(err error)
 }
 
-// resubscribeAfter is how long Subscribe waits before listening again.
-const resubscribeAfter = time.Second
+// resubscribeMin and resubscribeMax bound the wait before listening again:
+// doubling while the database stays away, so many listeners of many
+// instances do not all knock every second on a database coming back.
+const (
+	resubscribeMin = time.Second
+	resubscribeMax = 10 * time.Second
+)
 
 // Subscribe listens on s.Channel until ctx ends, listening again after
 // each failure.
 func (db *DB) Subscribe(ctx context.Context, s Subscription) {
+	up := true
+	wait := resubscribeMin
 	for ctx.Err() == nil {
-		err := db.Listen(ctx, s.Channel, s.Up, s.Notify)
+		err := db.Listen(ctx, s.Channel, func() {
+			up, wait = true, resubscribeMin
+			s.Up()
+		}, s.Notify)
 		if ctx.Err() != nil {
 			return
 		}
-		s.Down(err)
+		if up {
+			up = false
+			s.Down(err)
+		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(resubscribeAfter):
+		case <-time.After(wait):
 		}
+		wait = min(2*wait, resubscribeMax)
 	}
 }
