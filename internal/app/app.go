@@ -114,8 +114,8 @@ func readiness(db *store.DB, temporal client.Client) map[string]func(context.Con
 
 // Intervals of the housekeeping Start runs.
 const (
-	keyUseFlushInterval   = 5 * time.Second
-	authRequestSweepEvery = 10 * time.Minute
+	keyUseFlushInterval = 5 * time.Second
+	expiredSweepEvery   = 10 * time.Minute
 )
 
 // Start runs the application's background work until ctx ends: the watch
@@ -123,7 +123,7 @@ const (
 // wakes reads waiting for a result's grading (decision 0135), the outbox
 // dispatcher that starts workflows, and the housekeeping kept off the
 // request path (decision 0081): writing API keys' last-used times and
-// deleting long-expired OAuth auth requests.
+// deleting long-expired OAuth auth requests and tokens (decision 0152).
 func (a *App) Start(ctx context.Context) {
 	go a.Tenancy.WatchCredentialChanges(ctx)
 	go a.Assessment.WatchFinishedResults(ctx)
@@ -131,7 +131,7 @@ func (a *App) Start(ctx context.Context) {
 		go a.dispatcher.Run(ctx)
 	}
 	go every(ctx, keyUseFlushInterval, "API key use flush", a.Tenancy.FlushKeyUses)
-	go every(ctx, authRequestSweepEvery, "auth request sweep", a.Identity.SweepAuthRequests)
+	go every(ctx, expiredSweepEvery, "expired OAuth sweep", a.Identity.SweepExpired)
 }
 
 // every runs fn every interval until ctx ends, logging its failures once

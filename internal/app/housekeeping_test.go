@@ -10,6 +10,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/assessd/assessd/internal/identity"
+	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/tenancy"
 )
 
@@ -31,7 +32,7 @@ func TestExpiredAuthRequestsAreSwept(t *testing.T) {
 		want  int
 	}{{23 * time.Hour, 1}, {25 * time.Hour, 0}} {
 		offset.Store(int64(c.later))
-		if err := e.app.Identity.SweepAuthRequests(ctx); err != nil {
+		if err := e.app.Identity.SweepExpired(ctx); err != nil {
 			t.Fatal(err)
 		}
 		var n int
@@ -40,6 +41,46 @@ func TestExpiredAuthRequestsAreSwept(t *testing.T) {
 		}
 		if n != c.want {
 			t.Fatalf("%v after the request, the sweep left %d auth requests, want %d", c.later, n, c.want)
+		}
+	}
+}
+
+// TestExpiredTokensAreSwept: the same sweep deletes OAuth tokens a day
+// after they expire (an access token after 24 hours, a refresh token after
+// 30 days), whichever organization they belong to, and keeps the others.
+func TestExpiredTokensAreSwept(t *testing.T) {
+	var offset atomic.Int64
+	e := newEnvWithClock(t, func() time.Time { return time.Now().Add(time.Duration(offset.Load())) })
+	ctx := context.Background()
+	var orgs []string
+	for _, country := range []string{"DE", "US"} {
+		tn := e.newTenant(country, "pro")
+		a := e.newOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
+		a.conf.Scopes = []string{"openid", "offline_access"}
+		e.token(a)
+		orgs = append(orgs, tn.org.ID)
+	}
+	tokens := func() (n int) {
+		for _, org := range orgs {
+			ctx := store.WithOrg(ctx, org)
+			var c int
+			if err := e.db.Q(ctx).QueryRow(ctx, `SELECT count(*) FROM oauth_tokens`).Scan(&c); err != nil {
+				t.Fatal(err)
+			}
+			n += c
+		}
+		return n
+	}
+	for _, c := range []struct {
+		later time.Duration
+		want  int
+	}{{47 * time.Hour, 4}, {49 * time.Hour, 2}, {30*24*time.Hour + 23*time.Hour, 2}, {30*24*time.Hour + 25*time.Hour, 0}} {
+		offset.Store(int64(c.later))
+		if err := e.app.Identity.SweepExpired(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n := tokens(); n != c.want {
+			t.Fatalf("%v after issuing, the sweep left %d tokens, want %d", c.later, n, c.want)
 		}
 	}
 }

@@ -167,15 +167,31 @@ func (s *storage) CreateAuthRequest(ctx context.Context, req *oidc.AuthRequest, 
 	return a, nil
 }
 
-// SweepAuthRequests deletes the auth requests that expired more than a day
-// ago: past their expiry they only serve replay detection. App.Start runs
-// it periodically, off the request path.
-func (p *Provider) SweepAuthRequests(ctx context.Context) error {
-	_, err := p.db.Unscoped().Exec(ctx, `DELETE FROM oauth_auth_requests WHERE expires_at < $1`, p.now().Add(-24*time.Hour))
-	if err != nil {
+// expiredKeptFor is how long past its expiry an auth request or a token is
+// kept before the sweep deletes it.
+const expiredKeptFor = 24 * time.Hour
+
+// sweepBatch bounds the tokens one statement of the sweep deletes, so that
+// the first sweep of a large table does not hold its locks for long.
+const sweepBatch = 5000
+
+// SweepExpired deletes the auth requests and the OAuth tokens that expired
+// over a day ago: past their expiry they only serve replay detection.
+// App.Start runs it periodically, off the request path.
+func (p *Provider) SweepExpired(ctx context.Context) error {
+	before := p.now().Add(-expiredKeptFor)
+	if _, err := p.db.Unscoped().Exec(ctx, `DELETE FROM oauth_auth_requests WHERE expires_at < $1`, before); err != nil {
 		return fmt.Errorf("sweep auth requests: %w", err)
 	}
-	return nil
+	for {
+		var n int
+		if err := p.db.Unscoped().QueryRow(ctx, `SELECT sweep_oauth_tokens($1, $2)`, before, sweepBatch).Scan(&n); err != nil {
+			return fmt.Errorf("sweep tokens: %w", err)
+		}
+		if n < sweepBatch {
+			return nil
+		}
+	}
 }
 
 // AuthRequestByID answers an unknown or expired request with
