@@ -85,6 +85,8 @@ type App struct {
 	Identity   *identity.Provider
 	Metrics    *observability.Metrics
 	limiter    *ratelimit.Limiter
+	webhooks   *webhooks.Service
+	now        func() time.Time
 	// dispatcher starts the outbox's workflows; nil without Temporal.
 	dispatcher *workflows.Dispatcher
 }
@@ -123,7 +125,8 @@ const (
 // wakes reads waiting for a result's grading (decision 0135), the outbox
 // dispatcher that starts workflows, and the housekeeping kept off the
 // request path (decision 0081): writing API keys' last-used times and
-// deleting long-expired OAuth auth requests and tokens (decision 0152).
+// deleting long-expired OAuth auth requests and tokens (decision 0152) and
+// webhook events past their retention (decision 0153).
 func (a *App) Start(ctx context.Context) {
 	go a.Tenancy.WatchCredentialChanges(ctx)
 	go a.Assessment.WatchFinishedResults(ctx)
@@ -132,6 +135,9 @@ func (a *App) Start(ctx context.Context) {
 	}
 	go every(ctx, keyUseFlushInterval, "API key use flush", a.Tenancy.FlushKeyUses)
 	go every(ctx, expiredSweepEvery, "expired OAuth sweep", a.Identity.SweepExpired)
+	go every(ctx, expiredSweepEvery, "webhook event sweep", func(ctx context.Context) error {
+		return a.webhooks.SweepEvents(ctx, a.now())
+	})
 }
 
 // every runs fn every interval until ctx ends, logging its failures once
@@ -244,8 +250,12 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 		OpenAPI: openapi.Document,
 		Route:   api.RouteOf(),
 	})
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
 	return &App{Handler: h, Tenancy: ten, Assessment: content, Identity: idp, Metrics: metrics, limiter: limiter,
-		dispatcher: dispatcher}, nil
+		webhooks: hooks, now: now, dispatcher: dispatcher}, nil
 }
 
 // planQuota returns each organization's request quota: its plan's

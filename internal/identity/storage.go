@@ -171,10 +171,6 @@ func (s *storage) CreateAuthRequest(ctx context.Context, req *oidc.AuthRequest, 
 // kept before the sweep deletes it.
 const expiredKeptFor = 24 * time.Hour
 
-// sweepBatch bounds the tokens one statement of the sweep deletes, so that
-// the first sweep of a large table does not hold its locks for long.
-const sweepBatch = 5000
-
 // SweepExpired deletes the auth requests and the OAuth tokens that expired
 // over a day ago: past their expiry they only serve replay detection.
 // App.Start runs it periodically, off the request path.
@@ -183,15 +179,8 @@ func (p *Provider) SweepExpired(ctx context.Context) error {
 	if _, err := p.db.Unscoped().Exec(ctx, `DELETE FROM oauth_auth_requests WHERE expires_at < $1`, before); err != nil {
 		return fmt.Errorf("sweep auth requests: %w", err)
 	}
-	for {
-		var n int
-		if err := p.db.Unscoped().QueryRow(ctx, `SELECT sweep_oauth_tokens($1, $2)`, before, sweepBatch).Scan(&n); err != nil {
-			return fmt.Errorf("sweep tokens: %w", err)
-		}
-		if n < sweepBatch {
-			return nil
-		}
-	}
+	_, err := p.db.SweepBefore(ctx, "sweep_oauth_tokens", before)
+	return err
 }
 
 // AuthRequestByID answers an unknown or expired request with

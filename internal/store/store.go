@@ -548,3 +548,24 @@ func (f failed) QueryRow(context.Context, string, ...any) pgx.Row        { retur
 type failedRow struct{ err error }
 
 func (f failedRow) Scan(...any) error { return f.err }
+
+// sweepBatch bounds the rows one statement of SweepBefore deletes, so that
+// a sweep of a large backlog holds its locks only briefly each time.
+const sweepBatch = 5000
+
+// SweepBefore calls the SECURITY DEFINER sweep function fn(before, limit),
+// which deletes up to limit rows older than before and returns how many
+// it deleted, until a call comes back short; it returns the total.
+func (db *DB) SweepBefore(ctx context.Context, fn string, before time.Time) (int, error) {
+	total := 0
+	for {
+		var n int
+		if err := db.Unscoped().QueryRow(ctx, `SELECT `+fn+`($1, $2)`, before, sweepBatch).Scan(&n); err != nil {
+			return total, fmt.Errorf("sweep %s: %w", fn, err)
+		}
+		total += n
+		if n < sweepBatch {
+			return total, nil
+		}
+	}
+}

@@ -8,13 +8,9 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/internal/testkit/storetest"
 	"github.com/assessd/assessd/internal/webhooks"
 	"github.com/assessd/assessd/internal/webhooks/event"
-	"github.com/assessd/assessd/tenancy"
 )
 
 // TestEndpointDeletedMidway deletes an endpoint while an event for it is
@@ -22,24 +18,9 @@ import (
 // is an error: the event goes to the endpoints that remain, and the
 // attempt that outlived its endpoint is simply not recorded.
 func TestEndpointDeletedMidway(t *testing.T) {
-	url := storetest.NewURL(t)
+	f := newFixture(t)
+	url, db, owner, ctx, hooks := f.url, f.db, f.owner, f.ctx, f.hooks
 	bg := context.Background()
-	db, err := store.Open(bg, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db.Close)
-	owner, err := pgxpool.New(bg, url) // the schema's owner, outside row-level security
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(owner.Close)
-	org, err := tenancy.NewService(db).CreateOrg(bg, tenancy.NewOrg{Name: "School", Country: "DE"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := tenancy.WithCaller(bg, tenancy.SystemCaller(org.ID))
-	hooks := webhooks.NewService(db, webhooks.Targets{AllowPrivate: true})
 	var deleteOnDelivery string
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if deleteOnDelivery != "" {
@@ -78,7 +59,7 @@ func TestEndpointDeletedMidway(t *testing.T) {
 	}
 
 	kept, deleted := newEndpoint(), newEndpoint()
-	err = storetest.DeleteDuring(t, url, `DELETE FROM webhook_endpoints WHERE id = $1`, []any{deleted}, record)
+	err := storetest.DeleteDuring(t, url, `DELETE FROM webhook_endpoints WHERE id = $1`, []any{deleted}, record)
 	if err != nil {
 		t.Fatalf("recording an event while an endpoint is deleted: %v", err)
 	}
