@@ -47,7 +47,8 @@ func TestExpiredAuthRequestsAreSwept(t *testing.T) {
 
 // TestExpiredTokensAreSwept: the same sweep deletes OAuth tokens a day
 // after they expire (an access token after 24 hours, a refresh token after
-// 30 days), whichever organization they belong to, and keeps the others.
+// 30 days), whichever organization they belong to, and keeps the others;
+// a grant goes with its last token.
 func TestExpiredTokensAreSwept(t *testing.T) {
 	var offset atomic.Int64
 	e := newEnvWithClock(t, func() time.Time { return time.Now().Add(time.Duration(offset.Load())) })
@@ -60,27 +61,28 @@ func TestExpiredTokensAreSwept(t *testing.T) {
 		e.token(a)
 		orgs = append(orgs, tn.org.ID)
 	}
-	tokens := func() (n int) {
+	count := func(table string) (n int) {
 		for _, org := range orgs {
 			ctx := store.WithOrg(ctx, org)
 			var c int
-			if err := e.db.Q(ctx).QueryRow(ctx, `SELECT count(*) FROM oauth_tokens`).Scan(&c); err != nil {
+			if err := e.db.Q(ctx).QueryRow(ctx, `SELECT count(*) FROM `+table).Scan(&c); err != nil {
 				t.Fatal(err)
 			}
 			n += c
 		}
 		return n
 	}
+	// A grant goes with its last token.
 	for _, c := range []struct {
-		later time.Duration
-		want  int
-	}{{47 * time.Hour, 4}, {49 * time.Hour, 2}, {30*24*time.Hour + 23*time.Hour, 2}, {30*24*time.Hour + 25*time.Hour, 0}} {
+		later          time.Duration
+		tokens, grants int
+	}{{47 * time.Hour, 4, 2}, {49 * time.Hour, 2, 2}, {30*24*time.Hour + 23*time.Hour, 2, 2}, {30*24*time.Hour + 25*time.Hour, 0, 0}} {
 		offset.Store(int64(c.later))
 		if err := e.app.Identity.SweepExpired(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if n := tokens(); n != c.want {
-			t.Fatalf("%v after issuing, the sweep left %d tokens, want %d", c.later, n, c.want)
+		if tokens, grants := count("oauth_tokens"), count("oauth_grants"); tokens != c.tokens || grants != c.grants {
+			t.Fatalf("%v after issuing, the sweep left %d tokens and %d grants, want %d and %d", c.later, tokens, grants, c.tokens, c.grants)
 		}
 	}
 }
