@@ -19,9 +19,7 @@ func TestEmbedFileUploadServedFromMedia(t *testing.T) {
 	e := newEnv(t)
 	tn := e.newTenant("US", "pro")
 	teacher := tn.keys[tenancy.RoleTeacher]
-	exam := str(e.do("POST", "/exams", teacher, map[string]any{"name": "Leaves", "language": "en"}).must(t, http.StatusOK).body, "id")
-	q := str(e.do("POST", "/exams/"+exam+"/questions", teacher, map[string]any{"type": "file_upload", "prompt": "Notes?", "points": 1,
-		"config": map[string]any{"rubric": "notes"}}).must(t, http.StatusOK).body, "id")
+	exam, q := e.fileUploadExam(teacher)
 	sess := e.do("POST", "/embed-sessions", teacher, map[string]any{"flow": "student-exam", "actor": tn.users[tenancy.RoleStudent].ID,
 		"examId": exam}).must(t, http.StatusOK)
 
@@ -70,25 +68,7 @@ func TestEmbedFileUploadServedFromMedia(t *testing.T) {
 func TestMediaUploadAPI(t *testing.T) {
 	e := newEnv(t)
 	tn := e.newTenant("US", "pro")
-	upload := func(key string, data []byte) *http.Response {
-		t.Helper()
-		var body bytes.Buffer
-		mw := multipart.NewWriter(&body)
-		part, _ := mw.CreateFormFile("file", "notes.txt")
-		_, _ = part.Write(data)
-		_ = mw.Close()
-		req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/media", &body)
-		req.Header.Set("Content-Type", mw.FormDataContentType())
-		if key != "" {
-			req.Header.Set("Authorization", "Bearer "+key)
-		}
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { res.Body.Close() })
-		return res
-	}
+	upload := func(key string, data []byte) *http.Response { return e.uploadMedia(key, "notes.txt", data) }
 	res := upload(tn.keys[tenancy.RoleStudent], []byte("leaves are green"))
 	var out struct {
 		URL  string
@@ -124,4 +104,77 @@ func TestMediaUploadAPI(t *testing.T) {
 			t.Errorf("%q body: %d %q", ct, res.StatusCode, body.Message)
 		}
 	}
+}
+
+// uploadMedia posts data as the file name to POST /media with key.
+func (e *env) uploadMedia(key, name string, data []byte) *http.Response {
+	e.t.Helper()
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	part, _ := mw.CreateFormFile("file", name)
+	_, _ = part.Write(data)
+	_ = mw.Close()
+	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/media", &body)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { res.Body.Close() })
+	return res
+}
+
+// TestAnswerFilesGoWithTheirAnswers: deleting a student deletes the files
+// their answers referenced, but one that another student's answer still
+// references; deleting the exam then deletes that one too.
+func TestAnswerFilesGoWithTheirAnswers(t *testing.T) {
+	e := newEnv(t)
+	tn := e.newTenant("US", "pro")
+	teacher := tn.keys[tenancy.RoleTeacher]
+	exam, q := e.fileUploadExam(teacher)
+	fileURL := func(text string) string {
+		var out struct{ URL string }
+		if err := json.NewDecoder(e.uploadMedia(teacher, "notes.txt", []byte(text)).Body).Decode(&out); err != nil || out.URL == "" {
+			t.Fatalf("upload: %+v %v", out, err)
+		}
+		return out.URL
+	}
+	own, shared := fileURL("only mine"), fileURL("ours")
+	other := str(e.do("POST", "/users", tn.keys[tenancy.RoleAdmin], map[string]any{"email": "other@example.com", "name": "Other",
+		"role": "student"}).must(t, http.StatusOK).body, "id")
+	for _, s := range []struct {
+		user  string
+		files []string
+	}{{tn.users[tenancy.RoleStudent].ID, []string{own, shared}}, {other, []string{shared}}} {
+		e.do("POST", "/exams/"+exam+"/results", teacher, map[string]any{"userId": s.user,
+			"answers": []map[string]any{{"questionId": q, "files": s.files}}}).must(t, http.StatusOK)
+	}
+	served := func(url string) int {
+		res, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	e.do("DELETE", "/users/"+tn.users[tenancy.RoleStudent].ID, tn.keys[tenancy.RoleAdmin], nil).must(t, http.StatusOK)
+	if own, shared := served(own), served(shared); own != http.StatusNotFound || shared != http.StatusOK {
+		t.Fatalf("after deleting the student: their own file %d, the shared one %d; want 404 and 200", own, shared)
+	}
+	e.do("DELETE", "/exams/"+exam, teacher, nil).must(t, http.StatusOK)
+	if code := served(shared); code != http.StatusNotFound {
+		t.Fatalf("after deleting the exam: the shared file %d, want 404", code)
+	}
+}
+
+// fileUploadExam creates, with key, an exam of one file_upload question.
+func (e *env) fileUploadExam(key string) (examID, questionID string) {
+	e.t.Helper()
+	examID = str(e.do("POST", "/exams", key, map[string]any{"name": "Leaves", "language": "en"}).must(e.t, http.StatusOK).body, "id")
+	questionID = str(e.do("POST", "/exams/"+examID+"/questions", key, map[string]any{"type": "file_upload", "prompt": "Notes?", "points": 1,
+		"config": map[string]any{"rubric": "notes"}}).must(e.t, http.StatusOK).body, "id")
+	return examID, questionID
 }
