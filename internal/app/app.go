@@ -83,10 +83,12 @@ type App struct {
 	// Assessment holds folders, exams, questions, question types and results.
 	Assessment *assessment.Service
 	Identity   *identity.Provider
-	Metrics    *observability.Metrics
-	limiter    *ratelimit.Limiter
-	webhooks   *webhooks.Service
-	now        func() time.Time
+	// Media holds the uploaded answer files.
+	Media    *media.Files
+	Metrics  *observability.Metrics
+	limiter  *ratelimit.Limiter
+	webhooks *webhooks.Service
+	now      func() time.Time
 	// dispatcher starts the outbox's workflows; nil without Temporal.
 	dispatcher *workflows.Dispatcher
 }
@@ -125,8 +127,9 @@ const (
 // wakes reads waiting for a result's grading (decision 0135), the outbox
 // dispatcher that starts workflows, and the housekeeping kept off the
 // request path (decision 0081): writing API keys' last-used times and
-// deleting long-expired OAuth auth requests and tokens (decision 0152) and
-// webhook events past their retention (decision 0153).
+// deleting long-expired OAuth auth requests and tokens (decision 0152),
+// webhook events past their retention (decision 0153) and uploads no
+// answer named (decision 0155).
 func (a *App) Start(ctx context.Context) {
 	go a.Tenancy.WatchCredentialChanges(ctx)
 	go a.Assessment.WatchFinishedResults(ctx)
@@ -137,6 +140,9 @@ func (a *App) Start(ctx context.Context) {
 	go every(ctx, expiredSweepEvery, "expired OAuth sweep", a.Identity.SweepExpired)
 	go every(ctx, expiredSweepEvery, "webhook event sweep", func(ctx context.Context) error {
 		return a.webhooks.SweepEvents(ctx, a.now())
+	})
+	go every(ctx, expiredSweepEvery, "unattached upload sweep", func(ctx context.Context) error {
+		return a.Media.SweepUnattached(ctx, a.now())
 	})
 }
 
@@ -254,7 +260,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &App{Handler: h, Tenancy: ten, Assessment: content, Identity: idp, Metrics: metrics, limiter: limiter,
+	return &App{Handler: h, Tenancy: ten, Assessment: content, Identity: idp, Media: files, Metrics: metrics, limiter: limiter,
 		webhooks: hooks, now: now, dispatcher: dispatcher}, nil
 }
 

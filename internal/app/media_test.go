@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"mime/multipart"
@@ -9,7 +10,11 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/assessd/assessd/internal/media"
+	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/internal/testkit/storetest"
 	"github.com/assessd/assessd/tenancy"
 )
 
@@ -127,6 +132,27 @@ func (e *env) uploadMedia(key, name string, data []byte) *http.Response {
 	return res
 }
 
+// uploadedURL uploads text as notes.txt with key and returns its URL.
+func (e *env) uploadedURL(key, text string) string {
+	e.t.Helper()
+	var out struct{ URL string }
+	if err := json.NewDecoder(e.uploadMedia(key, "notes.txt", []byte(text)).Body).Decode(&out); err != nil || out.URL == "" {
+		e.t.Fatalf("upload: %+v %v", out, err)
+	}
+	return out.URL
+}
+
+// served is the status of an unauthenticated GET of url.
+func served(t *testing.T, url string) int {
+	t.Helper()
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	return res.StatusCode
+}
+
 // TestAnswerFilesGoWithTheirAnswers: deleting a student deletes the files
 // their answers referenced, but one that another student's answer still
 // references; deleting the exam then deletes that one too.
@@ -135,14 +161,7 @@ func TestAnswerFilesGoWithTheirAnswers(t *testing.T) {
 	tn := e.newTenant("US", "pro")
 	teacher := tn.keys[tenancy.RoleTeacher]
 	exam, q := e.fileUploadExam(teacher)
-	fileURL := func(text string) string {
-		var out struct{ URL string }
-		if err := json.NewDecoder(e.uploadMedia(teacher, "notes.txt", []byte(text)).Body).Decode(&out); err != nil || out.URL == "" {
-			t.Fatalf("upload: %+v %v", out, err)
-		}
-		return out.URL
-	}
-	own, shared := fileURL("only mine"), fileURL("ours")
+	own, shared := e.uploadedURL(teacher, "only mine"), e.uploadedURL(teacher, "ours")
 	other := str(e.do("POST", "/users", tn.keys[tenancy.RoleAdmin], map[string]any{"email": "other@example.com", "name": "Other",
 		"role": "student"}).must(t, http.StatusOK).body, "id")
 	for _, s := range []struct {
@@ -152,20 +171,12 @@ func TestAnswerFilesGoWithTheirAnswers(t *testing.T) {
 		e.do("POST", "/exams/"+exam+"/results", teacher, map[string]any{"userId": s.user,
 			"answers": []map[string]any{{"questionId": q, "files": s.files}}}).must(t, http.StatusOK)
 	}
-	served := func(url string) int {
-		res, err := http.Get(url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		return res.StatusCode
-	}
 	e.do("DELETE", "/users/"+tn.users[tenancy.RoleStudent].ID, tn.keys[tenancy.RoleAdmin], nil).must(t, http.StatusOK)
-	if own, shared := served(own), served(shared); own != http.StatusNotFound || shared != http.StatusOK {
+	if own, shared := served(t, own), served(t, shared); own != http.StatusNotFound || shared != http.StatusOK {
 		t.Fatalf("after deleting the student: their own file %d, the shared one %d; want 404 and 200", own, shared)
 	}
 	e.do("DELETE", "/exams/"+exam, teacher, nil).must(t, http.StatusOK)
-	if code := served(shared); code != http.StatusNotFound {
+	if code := served(t, shared); code != http.StatusNotFound {
 		t.Fatalf("after deleting the exam: the shared file %d, want 404", code)
 	}
 }
@@ -177,4 +188,66 @@ func (e *env) fileUploadExam(key string) (examID, questionID string) {
 	questionID = str(e.do("POST", "/exams/"+examID+"/questions", key, map[string]any{"type": "file_upload", "prompt": "Notes?", "points": 1,
 		"config": map[string]any{"rubric": "notes"}}).must(e.t, http.StatusOK).body, "id")
 	return examID, questionID
+}
+
+// TestUnattachedUploadsAreSwept: an upload that no answer names is deleted
+// once it is older than media.UnattachedRetention, and one that an answer
+// names stays. An answer of another organization naming the URL does not
+// keep it.
+func TestUnattachedUploadsAreSwept(t *testing.T) {
+	e := newEnv(t)
+	tn, other := e.newTenant("US", "pro"), e.newTenant("DE", "pro")
+	teacher := tn.keys[tenancy.RoleTeacher]
+	exam, q := e.fileUploadExam(teacher)
+	submitted, abandoned := e.uploadedURL(teacher, "handed in"), e.uploadedURL(teacher, "never handed in")
+	e.do("POST", "/exams/"+exam+"/results", teacher, map[string]any{"userId": tn.users[tenancy.RoleStudent].ID,
+		"answers": []map[string]any{{"questionId": q, "files": []string{submitted}}}}).must(t, http.StatusOK)
+	otherExam, otherQ := e.fileUploadExam(other.keys[tenancy.RoleTeacher])
+	e.do("POST", "/exams/"+otherExam+"/results", other.keys[tenancy.RoleTeacher], map[string]any{"userId": other.users[tenancy.RoleStudent].ID,
+		"answers": []map[string]any{{"questionId": otherQ, "files": []string{abandoned}}}}).must(t, http.StatusOK)
+	for _, c := range []struct {
+		later                time.Duration
+		submitted, abandoned int
+	}{
+		{media.UnattachedRetention - time.Hour, http.StatusOK, http.StatusOK},
+		{media.UnattachedRetention + time.Hour, http.StatusOK, http.StatusNotFound},
+	} {
+		if err := e.app.Media.SweepUnattached(context.Background(), time.Now().Add(c.later)); err != nil {
+			t.Fatal(err)
+		}
+		if s, a := served(t, submitted), served(t, abandoned); s != c.submitted || a != c.abandoned {
+			t.Fatalf("%v after upload: the submitted file %d, the abandoned one %d; want %d and %d", c.later, s, a, c.submitted, c.abandoned)
+		}
+	}
+}
+
+// TestUploadsNamedBeforeTheSweepStay: migration 028 attaches the files
+// that answers stored before it name, so the first sweep leaves them.
+func TestUploadsNamedBeforeTheSweepStay(t *testing.T) {
+	ctx := context.Background()
+	url := storetest.NewEmptyURL(t)
+	if err := store.MigrateTo(ctx, url, 27); err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	e := newEnvOn(t, db, nil)
+	tn := e.newTenant("US", "pro")
+	teacher := tn.keys[tenancy.RoleTeacher]
+	exam, q := e.fileUploadExam(teacher)
+	named, unnamed := e.uploadedURL(teacher, "named"), e.uploadedURL(teacher, "unnamed")
+	e.do("POST", "/exams/"+exam+"/results", teacher, map[string]any{"userId": tn.users[tenancy.RoleStudent].ID,
+		"answers": []map[string]any{{"questionId": q, "files": []string{named}}}}).must(t, http.StatusOK)
+	if err := store.Migrate(ctx, url); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.app.Media.SweepUnattached(ctx, time.Now().Add(media.UnattachedRetention+time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if n, u := served(t, named), served(t, unnamed); n != http.StatusOK || u != http.StatusNotFound {
+		t.Fatalf("after the migration's first sweep: the named file %d, the unnamed one %d; want 200 and 404", n, u)
+	}
 }

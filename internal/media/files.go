@@ -11,6 +11,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -107,6 +108,20 @@ func (f *Files) Put(ctx context.Context, field, name string, data []byte) (strin
 		return "", fmt.Errorf("media: store file: %w", err)
 	}
 	return f.prefix + file.ID + "/" + file.Name, nil
+}
+
+// UnattachedRetention is how long an uploaded file is kept when no answer
+// names it (decision 0155): longer than any embed session, so a draft's
+// files last until it is submitted or given up on.
+const UnattachedRetention = 7 * 24 * time.Hour
+
+// SweepUnattached deletes the files uploaded more than UnattachedRetention
+// before now that no stored answer has named (migration 028); a file an
+// answer names goes with its answers instead (decision 0154). App.Start
+// runs it periodically, off the request path.
+func (f *Files) SweepUnattached(ctx context.Context, now time.Time) error {
+	_, err := f.db.SweepBefore(ctx, "sweep_unattached_media", now.Add(-UnattachedRetention))
+	return err
 }
 
 // Get returns the file at /media/{id}/{name}, whoever asks: the URL is

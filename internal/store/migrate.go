@@ -22,19 +22,46 @@ func Migrate(ctx context.Context, url string) error {
 		return fmt.Errorf("migrate: connect: %w", err)
 	}
 	defer conn.Close(ctx)
-	m, err := migrate.NewMigrator(ctx, conn, "schema_version")
-	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	sub, err := fs.Sub(migrations, "migrations")
+	m, err := migrator(ctx, conn)
 	if err != nil {
 		return err
-	}
-	if err := m.LoadMigrations(sub); err != nil {
-		return fmt.Errorf("migrate: load: %w", err)
 	}
 	if err := m.Migrate(ctx); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	return nil
+}
+
+// MigrateTo applies the migrations up to version to the database at url:
+// tests of a migration use it to hold the data an earlier schema held.
+func MigrateTo(ctx context.Context, url string, version int32) error {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return fmt.Errorf("migrate: connect: %w", err)
+	}
+	defer conn.Close(ctx)
+	m, err := migrator(ctx, conn)
+	if err != nil {
+		return err
+	}
+	if err := m.MigrateTo(ctx, version); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return nil
+}
+
+// migrator returns the migrator of assessd's schema on conn.
+func migrator(ctx context.Context, conn *pgx.Conn) (*migrate.Migrator, error) {
+	m, err := migrate.NewMigrator(ctx, conn, "schema_version")
+	if err != nil {
+		return nil, fmt.Errorf("migrate: %w", err)
+	}
+	sub, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	if err := m.LoadMigrations(sub); err != nil {
+		return nil, fmt.Errorf("migrate: load: %w", err)
+	}
+	return m, nil
 }

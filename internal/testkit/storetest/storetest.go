@@ -49,6 +49,16 @@ func QueryMode() string {
 // Create makes a migrated database named prefix_<random> and returns its
 // URL (as the schema owner, in QueryMode) and a function that drops it.
 func Create(ctx context.Context, prefix string) (dbURL string, drop func() error, err error) {
+	dbURL, drop, err = CreateEmpty(ctx, prefix)
+	if err == nil {
+		err = store.Migrate(ctx, dbURL)
+	}
+	return dbURL, drop, err
+}
+
+// CreateEmpty is Create without the migrations: for tests of a migration
+// on the data an earlier schema holds.
+func CreateEmpty(ctx context.Context, prefix string) (dbURL string, drop func() error, err error) {
 	admin := ServerURL()
 	var b [6]byte
 	_, _ = rand.Read(b[:])
@@ -75,9 +85,6 @@ func Create(ctx context.Context, prefix string) (dbURL string, drop func() error
 		return "", drop, err
 	}
 	u.Path = "/" + name
-	if err := store.Migrate(ctx, u.String()); err != nil {
-		return "", drop, err
-	}
 	q := u.Query()
 	q.Set(store.ExecModeParam, QueryMode())
 	u.RawQuery = q.Encode()
@@ -87,7 +94,19 @@ func Create(ctx context.Context, prefix string) (dbURL string, drop func() error
 // NewURL creates a migrated database for t, dropped when t ends.
 func NewURL(t testing.TB) string {
 	t.Helper()
-	dbURL, drop, err := Create(context.Background(), "assessd_test")
+	return newURL(t, Create)
+}
+
+// NewEmptyURL creates a database without the schema for t, dropped when t
+// ends.
+func NewEmptyURL(t testing.TB) string {
+	t.Helper()
+	return newURL(t, CreateEmpty)
+}
+
+func newURL(t testing.TB, create func(context.Context, string) (string, func() error, error)) string {
+	t.Helper()
+	dbURL, drop, err := create(context.Background(), "assessd_test")
 	if drop != nil {
 		t.Cleanup(func() {
 			if err := drop(); err != nil {
