@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/assessd/assessd/internal/media"
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/internal/testkit/storetest"
@@ -142,6 +144,25 @@ func (e *env) uploadedURL(key, text string) string {
 	return out.URL
 }
 
+// submitFiles submits, with key, user's result of exam answering its
+// question q with files, and returns the result's id.
+func (e *env) submitFiles(key, exam, q, user string, files ...string) string {
+	e.t.Helper()
+	return str(e.do("POST", "/exams/"+exam+"/results", key, map[string]any{"userId": user,
+		"answers": []map[string]any{{"questionId": q, "files": files}}}).must(e.t, http.StatusOK).body, "id")
+}
+
+// newEnvAt starts assessd on the database at url.
+func newEnvAt(t *testing.T, url string) *env {
+	t.Helper()
+	db, err := store.Open(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	return newEnvOn(t, db, nil)
+}
+
 // served is the status of an unauthenticated GET of url.
 func served(t *testing.T, url string) int {
 	t.Helper()
@@ -168,8 +189,7 @@ func TestAnswerFilesGoWithTheirAnswers(t *testing.T) {
 		user  string
 		files []string
 	}{{tn.users[tenancy.RoleStudent].ID, []string{own, shared}}, {other, []string{shared}}} {
-		e.do("POST", "/exams/"+exam+"/results", teacher, map[string]any{"userId": s.user,
-			"answers": []map[string]any{{"questionId": q, "files": s.files}}}).must(t, http.StatusOK)
+		e.submitFiles(teacher, exam, q, s.user, s.files...)
 	}
 	e.do("DELETE", "/users/"+tn.users[tenancy.RoleStudent].ID, tn.keys[tenancy.RoleAdmin], nil).must(t, http.StatusOK)
 	if own, shared := served(t, own), served(t, shared); own != http.StatusNotFound || shared != http.StatusOK {
@@ -200,11 +220,9 @@ func TestUnattachedUploadsAreSwept(t *testing.T) {
 	teacher := tn.keys[tenancy.RoleTeacher]
 	exam, q := e.fileUploadExam(teacher)
 	submitted, abandoned := e.uploadedURL(teacher, "handed in"), e.uploadedURL(teacher, "never handed in")
-	e.do("POST", "/exams/"+exam+"/results", teacher, map[string]any{"userId": tn.users[tenancy.RoleStudent].ID,
-		"answers": []map[string]any{{"questionId": q, "files": []string{submitted}}}}).must(t, http.StatusOK)
+	e.submitFiles(teacher, exam, q, tn.users[tenancy.RoleStudent].ID, submitted)
 	otherExam, otherQ := e.fileUploadExam(other.keys[tenancy.RoleTeacher])
-	e.do("POST", "/exams/"+otherExam+"/results", other.keys[tenancy.RoleTeacher], map[string]any{"userId": other.users[tenancy.RoleStudent].ID,
-		"answers": []map[string]any{{"questionId": otherQ, "files": []string{abandoned}}}}).must(t, http.StatusOK)
+	e.submitFiles(other.keys[tenancy.RoleTeacher], otherExam, otherQ, other.users[tenancy.RoleStudent].ID, abandoned)
 	for _, c := range []struct {
 		later                time.Duration
 		submitted, abandoned int
@@ -229,18 +247,12 @@ func TestUploadsNamedBeforeTheSweepStay(t *testing.T) {
 	if err := store.MigrateTo(ctx, url, 27); err != nil {
 		t.Fatal(err)
 	}
-	db, err := store.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db.Close)
-	e := newEnvOn(t, db, nil)
+	e := newEnvAt(t, url)
 	tn := e.newTenant("US", "pro")
 	teacher := tn.keys[tenancy.RoleTeacher]
 	exam, q := e.fileUploadExam(teacher)
 	named, unnamed := e.uploadedURL(teacher, "named"), e.uploadedURL(teacher, "unnamed")
-	e.do("POST", "/exams/"+exam+"/results", teacher, map[string]any{"userId": tn.users[tenancy.RoleStudent].ID,
-		"answers": []map[string]any{{"questionId": q, "files": []string{named}}}}).must(t, http.StatusOK)
+	e.submitFiles(teacher, exam, q, tn.users[tenancy.RoleStudent].ID, named)
 	if err := store.Migrate(ctx, url); err != nil {
 		t.Fatal(err)
 	}
@@ -249,5 +261,67 @@ func TestUploadsNamedBeforeTheSweepStay(t *testing.T) {
 	}
 	if n, u := served(t, named), served(t, unnamed); n != http.StatusOK || u != http.StatusNotFound {
 		t.Fatalf("after the migration's first sweep: the named file %d, the unnamed one %d; want 200 and 404", n, u)
+	}
+}
+
+// TestAnswerFilesAreFoundByKey: storing or deleting an answer that names
+// an uploaded file reads that file's row alone, however many files its
+// organization has (migrations 028 and 029); the first versions of the
+// triggers read all 1,000 of them. The counts are the transaction's own
+// (pg_stat_xact_user_tables), so nothing else running interferes.
+func TestAnswerFilesAreFoundByKey(t *testing.T) {
+	ctx := context.Background()
+	url := storetest.NewURL(t)
+	e := newEnvAt(t, url)
+	tn := e.newTenant("US", "pro")
+	teacher := tn.keys[tenancy.RoleTeacher]
+	exam, q := e.fileUploadExam(teacher)
+	file := e.uploadedURL(teacher, "mine")
+	result := e.submitFiles(teacher, exam, q, tn.users[tenancy.RoleStudent].ID, file)
+	fileID := regexp.MustCompile(`/media/(med_[a-z0-9]+)/`).FindStringSubmatch(file)[1]
+
+	owner, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { owner.Close(ctx) })
+	tx, err := owner.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	exec := func(sql string, args ...any) {
+		t.Helper()
+		if _, err := tx.Exec(ctx, sql, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exec(`INSERT INTO media_files (id, org_id, name, content_type, content, uploaded_by)
+		SELECT 'med_' || md5(i::text), $1, 'other.txt', 'text/plain', 'x', 'usr_x' FROM generate_series(1, 1000) i`, tn.org.ID)
+	rowsRead := func() (n int64) {
+		t.Helper()
+		if err := tx.QueryRow(ctx, `SELECT seq_tup_read + coalesce(idx_tup_fetch, 0) FROM pg_stat_xact_user_tables
+			WHERE relid = 'media_files'::regclass`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := rowsRead()
+	exec(`CREATE TEMP TABLE deleted ON COMMIT DROP AS
+		WITH d AS (DELETE FROM result_answers WHERE result_id = $1 RETURNING *) SELECT * FROM d`, result)
+	if n := rowsRead() - before; n > 1 {
+		t.Errorf("deleting the answer read %d rows of media_files, want its file's alone", n)
+	}
+	// The deletion took the file; it is back, unattached, for the insert.
+	exec(`INSERT INTO media_files (id, org_id, name, content_type, content, uploaded_by) VALUES ($1, $2, 'notes.txt', 'text/plain', 'x', 'usr_x')`,
+		fileID, tn.org.ID)
+	before = rowsRead()
+	exec(`INSERT INTO result_answers SELECT * FROM deleted`)
+	if n := rowsRead() - before; n > 1 {
+		t.Errorf("storing the answer read %d rows of media_files, want its file's alone", n)
+	}
+	var attached bool
+	if err := tx.QueryRow(ctx, `SELECT attached FROM media_files WHERE id = $1`, fileID).Scan(&attached); err != nil || !attached {
+		t.Fatalf("the stored answer's file: attached %v, %v", attached, err)
 	}
 }
