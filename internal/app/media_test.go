@@ -7,6 +7,7 @@ import (
 	"io"
 	"mime/multipart"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -57,6 +58,17 @@ func TestEmbedFileUploadServedFromMedia(t *testing.T) {
 	if res.StatusCode != http.StatusOK || string(data) != "leaves are green" || res.Header.Get("Content-Type") != "text/plain; charset=utf-8" ||
 		res.Header.Get("X-Content-Type-Options") != "nosniff" || !strings.HasPrefix(res.Header.Get("Content-Disposition"), "attachment") {
 		t.Fatalf("serving: %d %v", res.StatusCode, res.Header)
+	}
+	// Taken back out of the draft before submission, it is deleted.
+	req, _ = http.NewRequest(http.MethodPost, str(sess.body, "url")+"/files/"+q+"/remove", strings.NewReader(url.Values{"url": {fileURL[1]}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("HX-Request", "true")
+	if res, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if code := served(t, fileURL[1]); res.StatusCode != http.StatusOK || code != http.StatusNotFound {
+		t.Fatalf("removal: %d; the removed file then %d, want 404", res.StatusCode, code)
 	}
 	// Unknown ids and names are the API's 404.
 	for _, p := range []string{strings.Replace(fileURL[1], "notes.txt", "other.txt", 1), e.srv.URL + "/media/med_" + strings.Repeat("a", 32) + "/notes.txt"} {

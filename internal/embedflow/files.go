@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
@@ -19,6 +20,8 @@ import (
 // media CDN (media.Files, decision 0121).
 type Uploads interface {
 	Put(ctx context.Context, field, name string, data []byte) (string, error)
+	// Discard deletes a file taken out of the draft before anything named it.
+	Discard(ctx context.Context, fileURL string) error
 	MaxBytes() int64
 }
 
@@ -36,6 +39,9 @@ type filesView struct {
 	// Swapped marks the list answered to an upload or removal: its file
 	// input takes the focus the replaced button had.
 	Swapped bool
+	// removed are the files taken out of the list, deleted once the draft
+	// without them is saved.
+	removed []string
 }
 
 // Name is the file name at the end of a file URL.
@@ -109,7 +115,11 @@ func (s *Service) uploadFile(w http.ResponseWriter, r *http.Request) {
 // removeFile takes the file "url" out of a file question's answer.
 func (s *Service) removeFile(w http.ResponseWriter, r *http.Request) {
 	s.changeFiles(w, r, func(_ context.Context, v *filesView) string {
-		v.Files = slices.DeleteFunc(v.Files, func(f string) bool { return f == r.PostFormValue("url") })
+		removed := r.PostFormValue("url")
+		if slices.Contains(v.Files, removed) {
+			v.Files = slices.DeleteFunc(v.Files, func(f string) bool { return f == removed })
+			v.removed = append(v.removed, removed)
+		}
 		return ""
 	})
 }
@@ -147,6 +157,14 @@ func (s *Service) changeFiles(w http.ResponseWriter, r *http.Request, change fun
 		}
 		if err := s.store.SaveDraft(ctx, sess, draft); err != nil {
 			v.Error = pageError(err)
+		}
+	}
+	if v.Error == "" {
+		for _, f := range v.removed {
+			if err := s.Files.Discard(ctx, f); err != nil {
+				// The sweep deletes it within a week (decision 0155).
+				slog.WarnContext(ctx, "embed: a removed file could not be deleted", "err", err)
+			}
 		}
 	}
 	if r.Header.Get("HX-Request") == "true" {

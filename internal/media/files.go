@@ -110,6 +110,25 @@ func (f *Files) Put(ctx context.Context, field, name string, data []byte) (strin
 	return f.prefix + file.ID + "/" + file.Name, nil
 }
 
+// Discard deletes the file at fileURL when the caller uploaded it and no
+// stored answer names it yet: a file the student took back out of a draft
+// (decision 0155). Any other URL is left alone.
+func (f *Files) Discard(ctx context.Context, fileURL string) error {
+	caller, err := tenancy.Authorize(ctx, UploadPermission)
+	if err != nil {
+		return err
+	}
+	id, _, _ := strings.Cut(strings.TrimPrefix(fileURL, f.prefix), "/")
+	if !strings.HasPrefix(fileURL, f.prefix) || !validFileID(id) {
+		return nil
+	}
+	if _, err := f.db.Q(ctx).Exec(ctx, `DELETE FROM media_files WHERE id = $1 AND uploaded_by = $2 AND NOT attached`,
+		id, caller.UserID); err != nil {
+		return fmt.Errorf("media: discard file: %w", err)
+	}
+	return nil
+}
+
 // UnattachedRetention is how long an uploaded file is kept when no answer
 // names it (decision 0155): longer than any embed session, so a draft's
 // files last until it is submitted or given up on.

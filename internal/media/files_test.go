@@ -8,8 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/assessd/assessd/internal/media"
 	"github.com/assessd/assessd/internal/platform/errs"
+	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/internal/testkit/storetest"
 	"github.com/assessd/assessd/tenancy"
 )
@@ -107,5 +110,68 @@ func TestAccepts(t *testing.T) {
 		if got := media.Accepts(c.accepted, c.ct); got != c.want {
 			t.Errorf("Accepts(%v, %s) = %v", c.accepted, c.ct, got)
 		}
+	}
+}
+
+// TestDiscardTakesOnlyTheCallersUnnamedUploads: Discard deletes a file its
+// caller uploaded, but not another student's (of the same or another
+// organization), one an answer names, or a URL off assessd's media.
+func TestDiscardTakesOnlyTheCallersUnnamedUploads(t *testing.T) {
+	url := storetest.NewURL(t)
+	db, err := store.Open(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	owner, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { owner.Close(context.Background()) })
+	ten := tenancy.NewService(db)
+	files := media.NewFiles(db, "http://127.0.0.1:8080/", 1024)
+	a, stranger := student(t, ten), student(t, ten)
+	caller, _ := tenancy.CallerFrom(a)
+	classmate, err := ten.CreateUser(tenancy.WithCaller(context.Background(), tenancy.SystemCaller(caller.OrgID)),
+		tenancy.NewUser{Email: "c@x.test", Name: "c", Role: tenancy.RoleStudent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mate := *caller
+	mate.UserID = classmate.ID
+	put := func() (url, id, name string) {
+		u, err := files.Put(a, "file", "x.png", pngBytes(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, name, _ = strings.Cut(strings.TrimPrefix(u, "http://127.0.0.1:8080/media/"), "/")
+		return u, id, name
+	}
+	exists := func(id, name string) bool {
+		_, err := files.Get(context.Background(), id, name)
+		return err == nil
+	}
+	own, ownID, ownName := put()
+	named, namedID, namedName := put()
+	if _, err := owner.Exec(a, `UPDATE media_files SET attached = true WHERE id = $1`, namedID); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		ctx context.Context
+		url string
+	}{
+		{stranger, own}, {tenancy.WithCaller(context.Background(), &mate), own}, {a, named},
+		{a, "https://cdn.example/media/" + ownID + "/" + ownName},
+	} {
+		if err := files.Discard(c.ctx, c.url); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !exists(ownID, ownName) || !exists(namedID, namedName) {
+		t.Fatalf("discards by others, of a named file or of a foreign URL deleted a file: own %v, named %v",
+			exists(ownID, ownName), exists(namedID, namedName))
+	}
+	if err := files.Discard(a, own); err != nil || exists(ownID, ownName) {
+		t.Fatalf("the uploader's discard: %v, file still there %v", err, exists(ownID, ownName))
 	}
 }
