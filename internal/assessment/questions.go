@@ -61,6 +61,11 @@ type QuestionPatch struct {
 // of work.
 const MaxQuestions = 500
 
+// AllQuestions is the page that holds every question of an exam, for the
+// pages that show or reorder an exam whole: the API's largest page
+// (paging.MaxSize) holds fewer.
+var AllQuestions = paging.Page{Size: MaxQuestions}
+
 const questionColumns = `id, exam_id, position, coalesce(builtin_type, type_id), prompt, config, points, revision, created_at, updated_at`
 
 func scanQuestion(row pgx.Row) (Question, error) {
@@ -401,7 +406,7 @@ func (s *Service) ReorderQuestions(ctx context.Context, examID string, order []s
 			 WHERE q.org_id = app_org_id() AND q.exam_id = $1 AND q.id = o.id`, examID, order); err != nil {
 			return fmt.Errorf("reorder questions: %w", err)
 		}
-		if out, _, err = s.Questions(ctx, examID, paging.Page{Size: MaxQuestions}); err != nil {
+		if out, _, err = s.Questions(ctx, examID, AllQuestions); err != nil {
 			return err
 		}
 		return s.audit(ctx, caller, "exam.questions_reordered", "exam", examID,

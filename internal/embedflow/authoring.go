@@ -75,7 +75,7 @@ func (s *Service) authoringPage(w http.ResponseWriter, r *http.Request, sess Ses
 		http.Error(w, pageError(err), http.StatusNotFound)
 		return
 	}
-	qs, _, err := s.resources.Questions(ctx, sess.ExamID, paging.Page{Size: paging.MaxSize})
+	qs, _, err := s.resources.Questions(ctx, sess.ExamID, assessment.AllQuestions)
 	if err != nil {
 		http.Error(w, pageError(err), http.StatusNotFound)
 		return
@@ -229,7 +229,7 @@ func (s *Service) moveQuestion(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	qs, _, err := s.resources.Questions(ctx, sess.ExamID, paging.Page{Size: paging.MaxSize})
+	qs, _, err := s.resources.Questions(ctx, sess.ExamID, assessment.AllQuestions)
 	if err == nil {
 		order := make([]string, len(qs))
 		for i, q := range qs {

@@ -175,3 +175,40 @@ func ids(qs []assessment.Question) []string {
 	}
 	return out
 }
+
+// TestAuthoringAFullExam: an exam of assessment.MaxQuestions questions is
+// shown and reordered whole, though it is more than the API's largest
+// page of questions.
+func TestAuthoringAFullExam(t *testing.T) {
+	db := storetest.New(t)
+	f := newFixtureWith(t, redistest.Client(t), db, nilGenerator)
+	content := assessment.NewService(db)
+	srv := serve(t, f)
+	exam, err := content.CreateExam(f.teacher, assessment.NewExam{Name: "Long", Language: "en"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last assessment.Question
+	for i := range assessment.MaxQuestions {
+		if last, err = content.CreateQuestion(f.teacher, exam.ID, assessment.NewQuestion{Type: assessment.TypeTrueFalse,
+			Prompt: fmt.Sprintf("Statement %d.", i+1), Points: 1, Config: map[string]any{"correct": true}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sess, err := f.svc.Create(f.teacher, embedflow.NewSession{Flow: "authoring", ActorID: f.users[tenancy.RoleTeacher].ID, ExamID: exam.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := srv.URL + "/embed/" + sess.ID
+	res, err := http.PostForm(base+"/questions/"+last.ID+"/move", url.Values{"to": {"up"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	lastPrompt, before := fmt.Sprintf("Statement %d.", assessment.MaxQuestions), fmt.Sprintf("Statement %d.", assessment.MaxQuestions-1)
+	at, beforeAt := strings.Index(string(page), lastPrompt), strings.Index(string(page), before)
+	if res.StatusCode != http.StatusOK || at < 0 || beforeAt < 0 || at > beforeAt {
+		t.Fatalf("moving the last of %d questions up: %d; its prompt at %d, the one it passed at %d", assessment.MaxQuestions, res.StatusCode, at, beforeAt)
+	}
+}

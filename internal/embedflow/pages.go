@@ -19,7 +19,6 @@ import (
 	"github.com/assessd/assessd/internal/audit"
 	"github.com/assessd/assessd/internal/generation"
 	"github.com/assessd/assessd/internal/platform/errs"
-	"github.com/assessd/assessd/internal/platform/paging"
 	"github.com/assessd/assessd/internal/platform/textcheck"
 	"github.com/assessd/assessd/internal/web"
 	"github.com/assessd/assessd/observability"
@@ -491,7 +490,7 @@ func (s *Service) correctAnswers(ctx context.Context, sess Session, examID strin
 		return nil
 	}
 	grantor.Role = role
-	qs, _, err := s.resources.Questions(tenancy.WithCaller(ctx, grantor), examID, paging.Page{Size: paging.MaxSize})
+	qs, _, err := s.resources.Questions(tenancy.WithCaller(ctx, grantor), examID, assessment.AllQuestions)
 	if err != nil {
 		slog.WarnContext(ctx, "embed results: read correct answers", "err", err)
 		return nil
