@@ -158,6 +158,29 @@ func (s *Service) load(ctx context.Context, q store.Querier, id string, forUpdat
 	return e, err
 }
 
+// MaxEndpoints bounds an organization's endpoints, enabled or not: every
+// event is delivered to each endpoint subscribed to it, so the bound is
+// the most deliveries one event can cost (decision 0157).
+const MaxEndpoints = 20
+
+// checkRoom refuses an endpoint beyond MaxEndpoints. It serializes the
+// organization's creations on an advisory lock and counts in a statement
+// of its own, whose snapshot sees the creations that held the lock
+// before.
+func checkRoom(ctx context.Context, q store.Querier) error {
+	if _, err := q.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('webhook_endpoints:' || app_org_id()))`); err != nil {
+		return fmt.Errorf("lock webhook endpoints: %w", err)
+	}
+	var n int
+	if err := q.QueryRow(ctx, `SELECT count(*) FROM webhook_endpoints WHERE org_id = app_org_id()`).Scan(&n); err != nil {
+		return fmt.Errorf("count webhook endpoints: %w", err)
+	}
+	if n >= MaxEndpoints {
+		return errs.Conflict("ENDPOINT_LIMIT", "an organization has at most %d webhook endpoints; delete one to add another", MaxEndpoints)
+	}
+	return nil
+}
+
 // CreateEndpoint registers an endpoint and returns it with its signing
 // secret, which is never shown again. Audited as webhook_endpoint.created.
 func (s *Service) CreateEndpoint(ctx context.Context, in NewEndpoint) (Endpoint, error) {
@@ -185,6 +208,9 @@ func (s *Service) CreateEndpoint(ctx context.Context, in NewEndpoint) (Endpoint,
 	var e Endpoint
 	err = s.db.Tx(ctx, func(ctx context.Context) error {
 		q := s.db.Q(ctx)
+		if err := checkRoom(ctx, q); err != nil {
+			return err
+		}
 		e, err = scanEndpoint(q.QueryRow(ctx, `
 			INSERT INTO webhook_endpoints (id, org_id, url, events, description, enabled, secret)
 			VALUES ($1, app_org_id(), $2, $3, $4, $5, $6) RETURNING `+endpointColumns,
