@@ -30,6 +30,38 @@ import (
 	"github.com/assessd/assessd/tenancy"
 )
 
+// removeAnUpload uploads file as a second file of question and removes it
+// with its button, as a student does: the list is back to one file and the
+// removed file's URL answers 404 (decision 0155).
+func removeAnUpload(t *testing.T, chrome context.Context, question, file string) {
+	t.Helper()
+	list := `#files-` + question + ` .file-list`
+	// A swapped list's buttons are wired once htmx has settled it.
+	settled := chromedp.Poll(`!document.querySelector("#files-`+question+`.htmx-added")`, nil, chromedp.WithPollingTimeout(10*time.Second))
+	var removed string
+	var ok bool
+	err := chromedp.Run(chrome,
+		settled,
+		chromedp.SetUploadFiles(`#file-`+question, []string{file}, chromedp.ByQuery),
+		chromedp.Click(`#files-`+question+` .upload button`, chromedp.ByQuery),
+		chromedp.WaitVisible(list+` li:nth-child(2) a`, chromedp.ByQuery),
+		settled,
+		chromedp.AttributeValue(list+` li:nth-child(2) a`, "href", &removed, &ok, chromedp.ByQuery),
+		chromedp.Click(list+` li:nth-child(2) button`, chromedp.ByQuery),
+		chromedp.Poll(`document.querySelectorAll("`+list+` li").length === 1`, nil, chromedp.WithPollingTimeout(10*time.Second)))
+	if err != nil || !ok {
+		t.Fatalf("removing an upload: %v", err)
+	}
+	res, err := http.Get(removed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusNotFound {
+		t.Fatalf("the removed file %s answers %d, want 404", removed, res.StatusCode)
+	}
+}
+
 // TestStudentUploadsFileAnswer drives a file answer in Chromium at 1280
 // and 360 px: refused files say why in the page, a PNG uploads to the
 // base URL's /media/, and the submitted answer's file is served back and
@@ -131,6 +163,9 @@ func TestStudentUploadsFileAnswer(t *testing.T) {
 			chromedp.Poll(`document.activeElement.id === "file-`+q.ID+`"`, &focused, chromedp.WithPollingTimeout(5*time.Second)))
 		if err != nil || !focused {
 			t.Fatalf("at %d px, uploading the PNG: %v, focus back on the file input: %v", width, err, focused)
+		}
+		if width == 1280 {
+			removeAnUpload(t, chrome, q.ID, plant)
 		}
 		name := "embed-student-exam-file"
 		if width != 1280 {
