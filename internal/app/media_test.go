@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/assessd/assessd/internal/app"
 	"github.com/assessd/assessd/internal/media"
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/internal/testkit/storetest"
@@ -335,5 +336,25 @@ func TestAnswerFilesAreFoundByKey(t *testing.T) {
 	var attached bool
 	if err := tx.QueryRow(ctx, `SELECT attached FROM media_files WHERE id = $1`, fileID).Scan(&attached); err != nil || !attached {
 		t.Fatalf("the stored answer's file: attached %v, %v", attached, err)
+	}
+}
+
+// TestPendingUploadsBoundAnswers409: POST /media past the uploader's bound
+// of files no answer names is a 409 PENDING_UPLOADS_FULL in the API's
+// error shape.
+func TestPendingUploadsBoundAnswers409(t *testing.T) {
+	e := newEnvWithConfig(t, func(c *app.Config) { c.MediaMaxUploadBytes = 64 })
+	student := e.newTenant("US", "pro").keys[tenancy.RoleStudent]
+	for range media.PendingUploads {
+		e.uploadedURL(student, strings.Repeat("a", 64))
+	}
+	res := e.uploadMedia(student, "notes.txt", []byte("one more"))
+	var body struct {
+		Message string
+		Details []struct{ Reason string }
+	}
+	if err := json.NewDecoder(res.Body).Decode(&body); err != nil || res.StatusCode != http.StatusConflict ||
+		len(body.Details) == 0 || body.Details[0].Reason != media.ReasonPendingFull || !strings.Contains(body.Message, "3 KiB") {
+		t.Fatalf("upload past the bound: %d %+v %v", res.StatusCode, body, err)
 	}
 }

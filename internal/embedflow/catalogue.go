@@ -81,6 +81,7 @@ var Catalogue = map[string]string{
 	"embed.student.fileType":                "This type of file is not accepted here. Accepted types:",
 	"embed.student.fileCount":               "No more files can be added to this answer. Remove one first; the most it takes is",
 	"embed.student.fileMissing":             "Choose a file to upload first.",
+	"embed.student.filesPending":            "Your uploaded files that are not submitted yet have reached the most you may keep:",
 	"embed.results.correctAnswer":           "Correct answer",
 	"embed.results.title":                   "Your result",
 	"embed.results.grading":                 "Your answers are being graded…",

@@ -13,6 +13,7 @@ import (
 
 	"github.com/assessd/assessd/internal/assessment"
 	"github.com/assessd/assessd/internal/media"
+	"github.com/assessd/assessd/internal/platform/errs"
 	"github.com/assessd/assessd/internal/web"
 )
 
@@ -23,6 +24,7 @@ type Uploads interface {
 	// Discard deletes a file taken out of the draft before anything named it.
 	Discard(ctx context.Context, fileURL string) error
 	MaxBytes() int64
+	PendingBytes() int64
 }
 
 // maxFilesPerAnswer bounds a file answer whose question sets no maxFiles
@@ -104,6 +106,9 @@ func (s *Service) uploadFile(w http.ResponseWriter, r *http.Request) {
 			return v.T("embed.student.fileType") + " " + accepted + "."
 		}
 		fileURL, err := s.Files.Put(ctx, "file", header.Filename, data)
+		if e, ok := errs.As(err); ok && e.Reason == media.ReasonPendingFull {
+			return v.T("embed.student.filesPending") + " " + media.Size(s.Files.PendingBytes()) + "."
+		}
 		if err != nil {
 			return pageError(err)
 		}

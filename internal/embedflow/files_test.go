@@ -279,22 +279,7 @@ func TestFileAnswerLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	post := func(question string, data []byte) (int, string) {
-		t.Helper()
-		var body bytes.Buffer
-		mw := multipart.NewWriter(&body)
-		part, _ := mw.CreateFormFile("file", "notes.txt")
-		_, _ = part.Write(data)
-		_ = mw.Close()
-		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/embed/"+sess.ID+"/files/"+question, &body)
-		req.Header.Set("Content-Type", mw.FormDataContentType())
-		req.Header.Set("HX-Request", "true")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		out, _ := io.ReadAll(res.Body)
-		return res.StatusCode, string(out)
+		return uploadPart(t, srv.URL+"/embed/"+sess.ID, question, data)
 	}
 	if code, page := post(q.ID, []byte("leaves are green")); code != 200 || !strings.Contains(page, "/media/med_") || !strings.Contains(page, "1 / 1") {
 		t.Fatalf("first upload: %d %s", code, page)
@@ -331,5 +316,62 @@ func TestFileAnswerLimits(t *testing.T) {
 	}
 	if got := draft(); len(got) != 0 {
 		t.Fatalf("after removal: %v", got)
+	}
+}
+
+// uploadPart posts data as notes.txt to the file question of the embed
+// session at base, as htmx does, and returns the status and the body.
+func uploadPart(t *testing.T, base, question string, data []byte) (int, string) {
+	t.Helper()
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	part, _ := mw.CreateFormFile("file", "notes.txt")
+	_, _ = part.Write(data)
+	_ = mw.Close()
+	req, _ := http.NewRequest(http.MethodPost, base+"/files/"+question, &body)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	req.Header.Set("HX-Request", "true")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	out, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(out)
+}
+
+// TestUploadPastThePendingBound: a student whose files not yet submitted
+// reach media.Files.PendingBytes is told so on the file question, and
+// nothing is stored.
+func TestUploadPastThePendingBound(t *testing.T) {
+	db, rdb := storetest.New(t), redistest.Client(t)
+	f := newFixtureWith(t, rdb, db, nilGenerator)
+	files := media.NewFiles(db, "http://127.0.0.1:8080", 64)
+	f.svc.Files = files
+	srv := serve(t, f)
+	content := assessment.NewService(db)
+	exam, err := content.CreateExam(f.teacher, assessment.NewExam{Name: "Leaves", Language: "en"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := content.CreateQuestion(f.teacher, exam.ID, assessment.NewQuestion{Type: assessment.TypeFileUpload, Prompt: "Notes?", Points: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := f.svc.Create(f.teacher, embedflow.NewSession{Flow: "student-exam", ActorID: f.users[tenancy.RoleStudent].ID, ExamID: exam.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	student := tenancy.WithCaller(context.Background(), &tenancy.Caller{Kind: tenancy.KindEmbed, OrgID: callerOrg(f.teacher),
+		UserID: f.users[tenancy.RoleStudent].ID, Role: tenancy.RoleStudent, Scopes: []tenancy.Scope{tenancy.ScopeResultsWrite}})
+	for range media.PendingUploads {
+		if _, err := files.Put(student, "file", "old.txt", bytes.Repeat([]byte("a"), 64)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, page := uploadPart(t, srv.URL+"/embed/"+sess.ID, q.ID, []byte("leaves"))
+	if want := "have reached the most you may keep: 3 KiB."; code != http.StatusUnprocessableEntity || !strings.Contains(page, want) ||
+		strings.Contains(page, "/media/med_") {
+		t.Fatalf("upload past the bound: %d, want 422 saying %q and no file:\n%s", code, want, page)
 	}
 }

@@ -103,12 +103,44 @@ func (f *Files) Put(ctx context.Context, field, name string, data []byte) (strin
 		return "", errs.Invalid(field, "must be an image (PNG, JPEG, GIF, WebP), a PDF or plain text")
 	}
 	file := File{ID: newFileID(), Name: safeName(name), ContentType: ct}
-	if _, err := f.db.Q(ctx).Exec(ctx, `INSERT INTO media_files (id, org_id, name, content_type, content, uploaded_by)
-		VALUES ($1, app_org_id(), $2, $3, $4, $5)`, file.ID, file.Name, file.ContentType, data, caller.UserID); err != nil {
-		return "", fmt.Errorf("media: store file: %w", err)
+	err = f.db.Tx(ctx, func(ctx context.Context) error {
+		q := f.db.Q(ctx)
+		// One uploader's files are stored one at a time, so two uploads at
+		// once cannot both pass the bound.
+		if _, err := q.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('uploads:' || $1))`, caller.UserID); err != nil {
+			return fmt.Errorf("media: lock uploads: %w", err)
+		}
+		tag, err := q.Exec(ctx, `INSERT INTO media_files (id, org_id, name, content_type, content, uploaded_by)
+			SELECT $1, app_org_id(), $2, $3, $4::bytea, $5::text
+			 WHERE (SELECT coalesce(sum(octet_length(content)), 0) FROM media_files
+			         WHERE org_id = app_org_id() AND uploaded_by = $5 AND NOT attached) + octet_length($4::bytea) <= $6::bigint`,
+			file.ID, file.Name, file.ContentType, data, caller.UserID, f.PendingBytes())
+		if err != nil {
+			return fmt.Errorf("media: store file: %w", err)
+		}
+		if tag.RowsAffected() == 0 {
+			return errs.Conflict(ReasonPendingFull, "your files not yet submitted in an answer reach %s; submit or remove some first", Size(f.PendingBytes()))
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
 	}
 	return f.prefix + file.ID + "/" + file.Name, nil
 }
+
+// ReasonPendingFull refuses an upload past PendingBytes.
+const ReasonPendingFull = "PENDING_UPLOADS_FULL"
+
+// PendingUploads is how many files of the largest size one uploader may
+// hold that no stored answer names yet (decision 0158): enough for an
+// exam's file answers, while a key or a session cannot fill the database
+// with uploads it never submits.
+const PendingUploads = 50
+
+// PendingBytes bounds the bytes of one uploader's files that no stored
+// answer names yet: PendingUploads files at the size limit.
+func (f *Files) PendingBytes() int64 { return PendingUploads * f.maxBytes }
 
 // Discard deletes the file at fileURL when the caller uploaded it and no
 // stored answer names it yet: a file the student took back out of a draft

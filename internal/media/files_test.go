@@ -6,6 +6,7 @@ import (
 	"image"
 	"image/png"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -117,21 +118,11 @@ func TestAccepts(t *testing.T) {
 // caller uploaded, but not another student's (of the same or another
 // organization), one an answer names, or a URL off assessd's media.
 func TestDiscardTakesOnlyTheCallersUnnamedUploads(t *testing.T) {
-	url := storetest.NewURL(t)
-	db, err := store.Open(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db.Close)
-	owner, err := pgx.Connect(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { owner.Close(context.Background()) })
+	db, owner := openWithOwner(t)
 	ten := tenancy.NewService(db)
 	files := media.NewFiles(db, "http://127.0.0.1:8080/", 1024)
 	a, stranger := student(t, ten), student(t, ten)
-	caller, _ := tenancy.CallerFrom(a)
+	caller := callerOf(a)
 	classmate, err := ten.CreateUser(tenancy.WithCaller(context.Background(), tenancy.SystemCaller(caller.OrgID)),
 		tenancy.NewUser{Email: "c@x.test", Name: "c", Role: tenancy.RoleStudent})
 	if err != nil {
@@ -174,4 +165,78 @@ func TestDiscardTakesOnlyTheCallersUnnamedUploads(t *testing.T) {
 	if err := files.Discard(a, own); err != nil || exists(ownID, ownName) {
 		t.Fatalf("the uploader's discard: %v, file still there %v", err, exists(ownID, ownName))
 	}
+}
+
+// TestPendingUploadsAreBounded: an uploader holds at most PendingBytes of
+// files that no answer names, even uploading concurrently; a file an
+// answer names makes room, and other uploaders have their own bound.
+func TestPendingUploadsAreBounded(t *testing.T) {
+	db, owner := openWithOwner(t)
+	ten := tenancy.NewService(db)
+	const size = 1024
+	files := media.NewFiles(db, "http://127.0.0.1:8080/", size)
+	a, b := student(t, ten), student(t, ten)
+	data := append(pngBytes(t), make([]byte, size)...)[:size]
+	for range media.PendingUploads - 2 {
+		if _, err := files.Put(a, "file", "x.png", data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Four uploads race for the last two places.
+	var wg sync.WaitGroup
+	results := make(chan error, 4)
+	for range 4 {
+		wg.Go(func() {
+			_, err := files.Put(a, "file", "x.png", data)
+			results <- err
+		})
+	}
+	wg.Wait()
+	close(results)
+	stored, refused := 0, 0
+	for err := range results {
+		if e, ok := errs.As(err); ok && e.Kind == errs.KindConflict && e.Reason == "PENDING_UPLOADS_FULL" {
+			refused++
+		} else if err == nil {
+			stored++
+		} else {
+			t.Fatal(err)
+		}
+	}
+	if stored != 2 || refused != 2 {
+		t.Fatalf("racing for the last 2 places: %d stored, %d refused; want 2 and 2", stored, refused)
+	}
+	if _, err := files.Put(b, "file", "x.png", data); err != nil {
+		t.Fatalf("another uploader: %v", err)
+	}
+	if _, err := owner.Exec(context.Background(), `UPDATE media_files SET attached = true
+		WHERE id = (SELECT min(id) FROM media_files WHERE uploaded_by = $1)`, callerOf(a).UserID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := files.Put(a, "file", "x.png", data); err != nil {
+		t.Fatalf("after an answer named a file: %v", err)
+	}
+}
+
+func callerOf(ctx context.Context) *tenancy.Caller {
+	c, _ := tenancy.CallerFrom(ctx)
+	return c
+}
+
+// openWithOwner returns a fresh database, and a connection to it as the
+// schema's owner, outside row-level security.
+func openWithOwner(t *testing.T) (*store.DB, *pgx.Conn) {
+	t.Helper()
+	url := storetest.NewURL(t)
+	db, err := store.Open(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	owner, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { owner.Close(context.Background()) })
+	return db, owner
 }
