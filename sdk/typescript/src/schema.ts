@@ -1091,7 +1091,8 @@ export interface paths {
         /**
          * Registers an endpoint.
          * @description Registers an endpoint. The answer carries the signing secret, shown
-         *      this once. Audited as webhook_endpoint.created.
+         *      this once. An organization holds at most 20 endpoints, enabled or not:
+         *      409 (ENDPOINT_LIMIT) beyond. Audited as webhook_endpoint.created.
          *
          *     Requires scope `webhooks:write` and one of the roles owner, admin.
          */

@@ -65,7 +65,8 @@ type WebhookEndpointServiceClient interface {
 	// Lists the organization's webhook endpoints, oldest first.
 	ListWebhookEndpoints(context.Context, *connect.Request[v1.ListWebhookEndpointsRequest]) (*connect.Response[v1.ListWebhookEndpointsResponse], error)
 	// Registers an endpoint. The answer carries the signing secret, shown
-	// this once. Audited as webhook_endpoint.created.
+	// this once. An organization holds at most 20 endpoints, enabled or not:
+	// 409 (ENDPOINT_LIMIT) beyond. Audited as webhook_endpoint.created.
 	CreateWebhookEndpoint(context.Context, *connect.Request[v1.CreateWebhookEndpointRequest]) (*connect.Response[v1.WebhookEndpoint], error)
 	// Returns one endpoint, without its secret.
 	GetWebhookEndpoint(context.Context, *connect.Request[v1.GetWebhookEndpointRequest]) (*connect.Response[v1.WebhookEndpoint], error)
@@ -208,7 +209,8 @@ type WebhookEndpointServiceHandler interface {
 	// Lists the organization's webhook endpoints, oldest first.
 	ListWebhookEndpoints(context.Context, *connect.Request[v1.ListWebhookEndpointsRequest]) (*connect.Response[v1.ListWebhookEndpointsResponse], error)
 	// Registers an endpoint. The answer carries the signing secret, shown
-	// this once. Audited as webhook_endpoint.created.
+	// this once. An organization holds at most 20 endpoints, enabled or not:
+	// 409 (ENDPOINT_LIMIT) beyond. Audited as webhook_endpoint.created.
 	CreateWebhookEndpoint(context.Context, *connect.Request[v1.CreateWebhookEndpointRequest]) (*connect.Response[v1.WebhookEndpoint], error)
 	// Returns one endpoint, without its secret.
 	GetWebhookEndpoint(context.Context, *connect.Request[v1.GetWebhookEndpointRequest]) (*connect.Response[v1.WebhookEndpoint], error)
