@@ -64,14 +64,23 @@ func invalid(field, reason, msg string) error {
 
 // Limit is the row count to query: one more than the page, to learn
 // whether another page follows.
-func (p Page) Limit() int { return p.Size + 1 }
+func (p Page) Limit() int { return p.size() + 1 }
+
+// size is the page's size; a Page built without one (the zero Page) is a
+// page of DefaultSize, as a request without pageSize is.
+func (p Page) size() int {
+	if p.Size <= 0 {
+		return DefaultSize
+	}
+	return p.Size
+}
 
 // Trim cuts items fetched with Limit to the page and returns the token of
 // the next page ("" on the last page); id returns an item's id.
 func Trim[T any](p Page, items []T, id func(T) string) ([]T, string) {
-	if len(items) <= p.Size {
+	if len(items) <= p.size() {
 		return items, ""
 	}
-	items = items[:p.Size]
+	items = items[:p.size()]
 	return items, base64.RawURLEncoding.EncodeToString([]byte(tokenVersion + id(items[len(items)-1])))
 }

@@ -2,6 +2,7 @@ package paging_test
 
 import (
 	"encoding/base64"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -59,6 +60,20 @@ func TestTokensRoundTrip(t *testing.T) {
 	q, err := paging.Parse(2, next)
 	if err != nil || q.After != "b_2" {
 		t.Fatalf("Parse(next) = %+v, %v", q, err)
+	}
+}
+
+// TestZeroPageIsADefaultPage: a Page built without a size pages like a
+// request without pageSize instead of panicking in Trim.
+func TestZeroPageIsADefaultPage(t *testing.T) {
+	var p paging.Page
+	items := make([]string, p.Limit())
+	for i := range items {
+		items[i] = fmt.Sprintf("id_%03d", i)
+	}
+	page, next := paging.Trim(p, items, func(s string) string { return s })
+	if p.Limit() != paging.DefaultSize+1 || len(page) != paging.DefaultSize || next == "" {
+		t.Fatalf("zero page: limit %d, %d items, next %q", p.Limit(), len(page), next)
 	}
 }
 
