@@ -201,7 +201,7 @@ func TestAnswerFilesGoWithTheirAnswers(t *testing.T) {
 	for _, s := range []struct {
 		user  string
 		files []string
-	}{{tn.users[tenancy.RoleStudent].ID, []string{own, shared}}, {other, []string{shared}}} {
+	}{{tn.users[tenancy.RoleStudent].ID, []string{own, shared, "https://cdn.example.com/leaf.png"}}, {other, []string{shared}}} {
 		e.submitFiles(teacher, exam, q, s.user, s.files...)
 	}
 	e.do("DELETE", "/users/"+tn.users[tenancy.RoleStudent].ID, tn.keys[tenancy.RoleAdmin], nil).must(t, http.StatusOK)
@@ -225,15 +225,17 @@ func (e *env) fileUploadExam(key string) (examID, questionID string) {
 
 // TestUnattachedUploadsAreSwept: an upload that no answer names is deleted
 // once it is older than media.UnattachedRetention, and one that an answer
-// names stays. An answer of another organization naming the URL does not
-// keep it.
+// names stays, whatever other URLs the answer lists. An answer of another
+// organization naming the URL does not keep it.
 func TestUnattachedUploadsAreSwept(t *testing.T) {
 	e := newEnv(t)
 	tn, other := e.newTenant("US", "pro"), e.newTenant("DE", "pro")
 	teacher := tn.keys[tenancy.RoleTeacher]
 	exam, q := e.fileUploadExam(teacher)
 	submitted, abandoned := e.uploadedURL(teacher, "handed in"), e.uploadedURL(teacher, "never handed in")
-	e.submitFiles(teacher, exam, q, tn.users[tenancy.RoleStudent].ID, submitted)
+	// Beside it, URLs that name no upload of assessd's attach nothing.
+	e.submitFiles(teacher, exam, q, tn.users[tenancy.RoleStudent].ID, submitted, "https://cdn.example.com/leaf.png",
+		"https://cdn.example.com/media/med_x/y.png")
 	otherExam, otherQ := e.fileUploadExam(other.keys[tenancy.RoleTeacher])
 	e.submitFiles(other.keys[tenancy.RoleTeacher], otherExam, otherQ, other.users[tenancy.RoleStudent].ID, abandoned)
 	for _, c := range []struct {
