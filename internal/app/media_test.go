@@ -266,7 +266,22 @@ func TestUploadsNamedBeforeTheSweepStay(t *testing.T) {
 	tn := e.newTenant("US", "pro")
 	teacher := tn.keys[tenancy.RoleTeacher]
 	exam, q := e.fileUploadExam(teacher)
-	named, unnamed := e.uploadedURL(teacher, "named"), e.uploadedURL(teacher, "unnamed")
+	// Today's uploads need today's schema: the files are stored as that of
+	// migration 027 held them.
+	owner, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { owner.Close(ctx) })
+	stored := func(text string) string {
+		id := "med_" + strings.Repeat(text[:1], 32)
+		if _, err := owner.Exec(ctx, `INSERT INTO media_files (id, org_id, name, content_type, content, uploaded_by)
+			VALUES ($1, $2, 'notes.txt', 'text/plain; charset=utf-8', $3, $4)`, id, tn.org.ID, []byte(text), tn.users[tenancy.RoleTeacher].ID); err != nil {
+			t.Fatal(err)
+		}
+		return e.srv.URL + "/media/" + id + "/notes.txt"
+	}
+	named, unnamed := stored("named"), stored("unnamed")
 	e.submitFiles(teacher, exam, q, tn.users[tenancy.RoleStudent].ID, named)
 	if err := store.Migrate(ctx, url); err != nil {
 		t.Fatal(err)
