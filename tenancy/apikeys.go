@@ -83,6 +83,9 @@ func (s *Service) CreateAPIKey(ctx context.Context, userID, name string) (APIKey
 		if _, err := s.loadUser(ctx, q, userID, false); err != nil {
 			return err
 		}
+		if err := checkKeyRoom(ctx, s.db, userID); err != nil {
+			return err
+		}
 		if err := q.QueryRow(ctx, `
 			INSERT INTO api_keys (id, org_id, user_id, name, secret_hash)
 			VALUES ($1, app_org_id(), $2, $3, $4) RETURNING created_at`,
@@ -99,6 +102,25 @@ func (s *Service) CreateAPIKey(ctx context.Context, userID, name string) (APIKey
 		return APIKey{}, "", err
 	}
 	return k, plain, nil
+}
+
+// MaxActiveKeys bounds a user's unrevoked API keys (decision 0159). An
+// integration needs a key per system that calls as the user; beyond a
+// handful, keys are forgotten rather than used, and each is a live secret.
+const MaxActiveKeys = 20
+
+// checkKeyRoom refuses a key beyond MaxActiveKeys, counting under the
+// user's lock of key creations.
+func checkKeyRoom(ctx context.Context, db *store.DB, userID string) error {
+	n, err := db.CountLocked(ctx, "api_keys:"+userID,
+		`SELECT count(*) FROM api_keys WHERE org_id = app_org_id() AND user_id = $1 AND revoked_at IS NULL`, userID)
+	if err != nil {
+		return err
+	}
+	if n >= MaxActiveKeys {
+		return errs.Conflict("API_KEY_LIMIT", "a user has at most %d active API keys; revoke one to create another", MaxActiveKeys)
+	}
+	return nil
 }
 
 // RevokeAPIKey revokes key id at once.
@@ -137,14 +159,24 @@ func (s *Service) RevokeAPIKey(ctx context.Context, id string) error {
 	return err
 }
 
-// ListAPIKeys returns the keys of userID, newest first.
+// ListedRevokedKeys bounds the revoked keys ListAPIKeys returns: they
+// stay in the table (an audit entry names each), but a list of every key
+// a user ever revoked would grow without end.
+const ListedRevokedKeys = 20
+
+// ListAPIKeys returns the active keys of userID and the ListedRevokedKeys
+// it revoked last, newest first.
 func (s *Service) ListAPIKeys(ctx context.Context, userID string) ([]APIKey, error) {
 	if _, err := s.authorizeKeyOwner(ctx, userID); err != nil {
 		return nil, err
 	}
 	rows, err := s.db.Q(ctx).Query(ctx, `
-		SELECT id, user_id, name, created_at, last_used_at, revoked_at FROM api_keys
-		 WHERE org_id = app_org_id() AND user_id = $1 ORDER BY id DESC`, userID)
+		SELECT id, user_id, name, created_at, last_used_at, revoked_at FROM (
+			SELECT * FROM api_keys WHERE org_id = app_org_id() AND user_id = $1 AND revoked_at IS NULL
+			UNION ALL
+			(SELECT * FROM api_keys WHERE org_id = app_org_id() AND user_id = $1 AND revoked_at IS NOT NULL
+			  ORDER BY revoked_at DESC, id DESC LIMIT $2)) k
+		 ORDER BY id DESC`, userID, ListedRevokedKeys)
 	if err != nil {
 		return nil, fmt.Errorf("list api keys: %w", err)
 	}

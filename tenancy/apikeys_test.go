@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -148,4 +149,72 @@ func TestCredentialCacheDropsLookupsOlderThanAPurge(t *testing.T) {
 	if _, _, _, ok := s.CachedCredential(hash); !ok {
 		t.Fatal("a fresh lookup was not cached")
 	}
+}
+
+// TestActiveKeysAreBounded: a user holds MaxActiveKeys unrevoked keys; one
+// more is a 409 API_KEY_LIMIT, and revoking one makes room. The list holds
+// the active keys and only the ListedRevokedKeys revoked last.
+func TestActiveKeysAreBounded(t *testing.T) {
+	ctx := context.Background()
+	s := tenancy.NewService(storetest.New(t))
+	org, err := s.CreateOrg(ctx, tenancy.NewOrg{Name: "X", Country: "US"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys := tenancy.WithCaller(ctx, tenancy.SystemCaller(org.ID))
+	u, err := s.CreateUser(sys, tenancy.NewUser{Email: "k@x.test", Name: "K", Role: tenancy.RoleTeacher})
+	if err != nil {
+		t.Fatal(err)
+	}
+	create := func() (tenancy.APIKey, error) {
+		k, _, err := s.CreateAPIKey(sys, u.ID, "k")
+		return k, err
+	}
+	// Revoke more keys than the list shows, oldest first.
+	var revoked []string
+	for range tenancy.ListedRevokedKeys + 5 {
+		k, err := create()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RevokeAPIKey(sys, k.ID); err != nil {
+			t.Fatal(err)
+		}
+		revoked = append(revoked, k.ID)
+	}
+	var active []string
+	for range tenancy.MaxActiveKeys {
+		k, err := create()
+		if err != nil {
+			t.Fatalf("revoked keys counted against the bound: %v", err)
+		}
+		active = append(active, k.ID)
+	}
+	if _, err := create(); !isReason(err, errs.KindConflict, "API_KEY_LIMIT") {
+		t.Fatalf("key %d: %v, want 409 API_KEY_LIMIT", tenancy.MaxActiveKeys+1, err)
+	}
+	keys, err := s.ListAPIKeys(sys, u.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []string
+	for _, k := range keys {
+		listed = append(listed, k.ID)
+	}
+	want := append(slices.Clone(revoked[len(revoked)-tenancy.ListedRevokedKeys:]), active...)
+	slices.Reverse(want)
+	if !slices.Equal(listed, want) {
+		t.Fatalf("listed %d keys %v,\nwant the %d active and the %d revoked last, newest first: %v", len(listed), listed, len(active), tenancy.ListedRevokedKeys, want)
+	}
+	if err := s.RevokeAPIKey(sys, active[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := create(); err != nil {
+		t.Fatalf("after a revocation: %v", err)
+	}
+}
+
+func isReason(err error, kind errs.Kind, reason string) bool {
+	e, ok := errs.As(err)
+	return ok && e.Kind == kind && e.Reason == reason
 }

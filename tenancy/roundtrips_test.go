@@ -58,7 +58,7 @@ func TestRecordingAWriteCostsNoRoundTrip(t *testing.T) {
 		return err
 	})
 	var keyID string
-	costs("CreateAPIKey (user read, insert)", 3, func() error {
+	costs("CreateAPIKey (user read, bound, insert)", 4, func() error {
 		k, _, err := s.CreateAPIKey(sys, u.ID, "ci")
 		keyID = k.ID
 		return err

@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -124,6 +125,39 @@ func TestDeveloperArea(t *testing.T) {
 	e.signIn(tb, teacher)
 	if p := tb.get(e.srv.URL + "/developer"); p.status != http.StatusForbidden {
 		t.Fatalf("teacher in the developer area: %d", p.status)
+	}
+}
+
+// TestPagesShowTheBounds: past MaxClients the developer page refuses a
+// client with the bound's message and registers nothing, and past
+// MaxActiveKeys the account page refuses a key the same way.
+func TestPagesShowTheBounds(t *testing.T) {
+	e := newEnv(t)
+	tn := e.newTenant("US", "pro")
+	admin := e.newOAuthApp(tn, tenancy.RoleAdmin, identity.ClientInput{})
+	sys := tenancy.WithCaller(context.Background(), tenancy.SystemCaller(tn.org.ID))
+	for range identity.MaxClients - 1 { // newOAuthApp registered one
+		if _, _, err := e.app.Identity.CreateClient(sys, identity.ClientInput{Name: "Filler", RedirectURIs: []string{testRedirect}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range tenancy.MaxActiveKeys {
+		if _, _, err := e.app.Tenancy.CreateAPIKey(sys, admin.user.ID, "filler"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := e.newBrowser()
+	csrf := e.signIn(b, admin).field("csrf")
+	client := b.post(e.srv.URL+"/developer/clients", url.Values{"csrf": {csrf}, "name": {"One Too Many"}, "redirectUris": {"https://app.example/cb"}})
+	if client.status != http.StatusBadRequest || !strings.Contains(client.body, "at most 50 OAuth clients") {
+		t.Fatalf("client %d: %d\n%s", identity.MaxClients+1, client.status, client.body)
+	}
+	if list := b.get(e.srv.URL + "/developer"); strings.Contains(list.body, "One Too Many") {
+		t.Fatal("the refused client was registered")
+	}
+	key := b.post(e.srv.URL+"/account/api-keys", url.Values{"csrf": {csrf}, "name": {"one too many"}})
+	if key.status != http.StatusBadRequest || !strings.Contains(key.body, "at most 20 active API keys") || strings.Contains(key.body, "<code>ak_") {
+		t.Fatalf("key %d: %d\n%s", tenancy.MaxActiveKeys+1, key.status, key.body)
 	}
 }
 

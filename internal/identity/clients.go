@@ -14,6 +14,7 @@ import (
 	"github.com/assessd/assessd/internal/audit"
 	"github.com/assessd/assessd/internal/platform/errs"
 	"github.com/assessd/assessd/internal/platform/ids"
+	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/tenancy"
 )
 
@@ -119,6 +120,9 @@ func (p *Provider) CreateClient(ctx context.Context, in ClientInput) (Client, st
 	}
 	err = p.db.Tx(ctx, func(ctx context.Context) error {
 		q := p.db.Q(ctx)
+		if err := checkClientRoom(ctx, p.db, caller.OrgID); err != nil {
+			return err
+		}
 		if err := q.QueryRow(ctx, `
 			INSERT INTO oauth_clients (id, org_id, name, description, redirect_uris, secret_hash, scopes, created_by)
 			VALUES ($1, app_org_id(), $2, $3, $4, $5, $6, $7) RETURNING created_at`,
@@ -137,6 +141,24 @@ func (p *Provider) CreateClient(ctx context.Context, in ClientInput) (Client, st
 		return Client{}, "", err
 	}
 	return c, secret, nil
+}
+
+// MaxClients bounds an organization's OAuth clients (decision 0159): one
+// per app the organization builds or wires in, listed whole on the
+// developer page.
+const MaxClients = 50
+
+// checkClientRoom refuses a client beyond MaxClients, counting under the
+// organization's lock of client registrations.
+func checkClientRoom(ctx context.Context, db *store.DB, org string) error {
+	n, err := db.CountLocked(ctx, "oauth_clients:"+org, `SELECT count(*) FROM oauth_clients WHERE org_id = app_org_id()`)
+	if err != nil {
+		return err
+	}
+	if n >= MaxClients {
+		return errs.Conflict("CLIENT_LIMIT", "an organization has at most %d OAuth clients; delete one to register another", MaxClients)
+	}
+	return nil
 }
 
 func nonNil(s []string) []string {

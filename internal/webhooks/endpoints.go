@@ -163,17 +163,12 @@ func (s *Service) load(ctx context.Context, q store.Querier, id string, forUpdat
 // the most deliveries one event can cost (decision 0157).
 const MaxEndpoints = 20
 
-// checkRoom refuses an endpoint beyond MaxEndpoints. It serializes the
-// organization's creations on an advisory lock and counts in a statement
-// of its own, whose snapshot sees the creations that held the lock
-// before.
-func checkRoom(ctx context.Context, q store.Querier) error {
-	if _, err := q.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('webhook_endpoints:' || app_org_id()))`); err != nil {
-		return fmt.Errorf("lock webhook endpoints: %w", err)
-	}
-	var n int
-	if err := q.QueryRow(ctx, `SELECT count(*) FROM webhook_endpoints WHERE org_id = app_org_id()`).Scan(&n); err != nil {
-		return fmt.Errorf("count webhook endpoints: %w", err)
+// checkRoom refuses an endpoint beyond MaxEndpoints, counting under the
+// organization's lock of endpoint creations.
+func checkRoom(ctx context.Context, db *store.DB, org string) error {
+	n, err := db.CountLocked(ctx, "webhook_endpoints:"+org, `SELECT count(*) FROM webhook_endpoints WHERE org_id = app_org_id()`)
+	if err != nil {
+		return err
 	}
 	if n >= MaxEndpoints {
 		return errs.Conflict("ENDPOINT_LIMIT", "an organization has at most %d webhook endpoints; delete one to add another", MaxEndpoints)
@@ -208,7 +203,7 @@ func (s *Service) CreateEndpoint(ctx context.Context, in NewEndpoint) (Endpoint,
 	var e Endpoint
 	err = s.db.Tx(ctx, func(ctx context.Context) error {
 		q := s.db.Q(ctx)
-		if err := checkRoom(ctx, q); err != nil {
+		if err := checkRoom(ctx, s.db, caller.OrgID); err != nil {
 			return err
 		}
 		e, err = scanEndpoint(q.QueryRow(ctx, `
