@@ -25,7 +25,11 @@ const adminUsage = `usage: assessd admin <object> <verb> [flags]
   apikey revoke  --key KEY
   client create  --org ORG --name N [--description D] --redirect-uri U [--redirect-uri U2] [--scope S ...] [--public]
   service-account create     --org ORG --name N [--role admin|teacher|student]
+  service-account disable    --org ORG --service-account SVA
+  service-account enable     --org ORG --service-account SVA
   service-account key add    --org ORG --service-account SVA --public-key FILE.pem
+  service-account key list   --org ORG --service-account SVA
+  service-account key revoke --org ORG --key SAK
 `
 
 // services are what operator commands act through.
@@ -119,7 +123,7 @@ var adminCommands = map[string]adminCommand{
 			return map[string]any{"id": sa.ID, "orgId": sa.OrgID, "name": sa.Name, "role": sa.Role}, nil
 		}
 	}},
-	"service-account key": {func(fs *flag.FlagSet) func(context.Context, services) (any, error) {
+	"service-account key add": {func(fs *flag.FlagSet) func(context.Context, services) (any, error) {
 		org := fs.String("org", "", "organization id")
 		account := fs.String("service-account", "", "service account id (sva_...)")
 		keyFile := fs.String("public-key", "", "file with the PEM-encoded public key")
@@ -136,6 +140,37 @@ var adminCommands = map[string]adminCommand{
 			return map[string]any{"keyId": keyID, "serviceAccountId": *account}, nil
 		}
 	}},
+	"service-account key list": {func(fs *flag.FlagSet) func(context.Context, services) (any, error) {
+		org := fs.String("org", "", "organization id")
+		account := fs.String("service-account", "", "service account id (sva_...)")
+		return func(ctx context.Context, svc services) (any, error) {
+			keys, err := svc.identity.ServiceAccountKeys(tenancy.WithCaller(ctx, tenancy.SystemCaller(*org)), *account)
+			if err != nil {
+				return nil, err
+			}
+			out := make([]map[string]any, 0, len(keys))
+			for _, k := range keys {
+				key := map[string]any{"keyId": k.ID, "createdAt": k.CreatedAt, "revoked": k.RevokedAt != nil}
+				if k.RevokedAt != nil {
+					key["revokedAt"] = *k.RevokedAt
+				}
+				out = append(out, key)
+			}
+			return map[string]any{"serviceAccountId": *account, "keys": out}, nil
+		}
+	}},
+	"service-account key revoke": {func(fs *flag.FlagSet) func(context.Context, services) (any, error) {
+		org := fs.String("org", "", "organization id")
+		keyID := fs.String("key", "", "service account key id (sak_...)")
+		return func(ctx context.Context, svc services) (any, error) {
+			if err := svc.identity.RevokeServiceAccountKey(tenancy.WithCaller(ctx, tenancy.SystemCaller(*org)), *keyID); err != nil {
+				return nil, err
+			}
+			return map[string]any{"keyId": *keyID, "revoked": true}, nil
+		}
+	}},
+	"service-account disable": setServiceAccountDisabled(true),
+	"service-account enable":  setServiceAccountDisabled(false),
 	"apikey revoke": {func(fs *flag.FlagSet) func(context.Context, services) (any, error) {
 		keyID := fs.String("key", "", "API key id (key_...)")
 		return func(ctx context.Context, svc services) (any, error) {
@@ -152,15 +187,31 @@ var adminCommands = map[string]adminCommand{
 	}},
 }
 
+// setServiceAccountDisabled is the command that disables a service
+// account (its tokens refused at once) or enables it again.
+func setServiceAccountDisabled(disabled bool) adminCommand {
+	return adminCommand{func(fs *flag.FlagSet) func(context.Context, services) (any, error) {
+		org := fs.String("org", "", "organization id")
+		account := fs.String("service-account", "", "service account id (sva_...)")
+		return func(ctx context.Context, svc services) (any, error) {
+			if err := svc.identity.SetServiceAccountDisabled(tenancy.WithCaller(ctx, tenancy.SystemCaller(*org)), *account, disabled); err != nil {
+				return nil, err
+			}
+			return map[string]any{"id": *account, "disabled": disabled}, nil
+		}
+	}}
+}
+
 func admin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) < 2 {
 		fmt.Fprint(stderr, adminUsage)
 		return errUsage
 	}
-	name := args[0] + " " + args[1]
-	rest := args[2:]
-	if name == "service-account key" && len(rest) > 0 && rest[0] == "add" {
-		rest = rest[1:] // "service-account key add"
+	name, rest := args[0]+" "+args[1], args[2:]
+	if len(rest) > 0 {
+		if _, ok := adminCommands[name+" "+rest[0]]; ok { // "service-account key add"
+			name, rest = name+" "+rest[0], rest[1:]
+		}
 	}
 	cmd, ok := adminCommands[name]
 	if !ok {

@@ -157,8 +157,27 @@ func TestAdminIdentityCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	added := runJSON(t, "admin", "service-account", "key", "add", "--org", org, "--service-account", sa["id"].(string), "--public-key", file)
-	if !strings.HasPrefix(added["keyId"].(string), "sak_") {
+	keyID, account := added["keyId"].(string), sa["id"].(string)
+	if !strings.HasPrefix(keyID, "sak_") {
 		t.Fatalf("service-account key add = %v", added)
+	}
+	if got := runJSON(t, "admin", "service-account", "key", "revoke", "--org", org, "--key", keyID); got["revoked"] != true {
+		t.Fatalf("service-account key revoke = %v", got)
+	}
+	listed := runJSON(t, "admin", "service-account", "key", "list", "--org", org, "--service-account", account)
+	keys := listed["keys"].([]any)
+	if len(keys) != 1 || keys[0].(map[string]any)["keyId"] != keyID || keys[0].(map[string]any)["revoked"] != true {
+		t.Fatalf("service-account key list = %v", listed)
+	}
+	if got := runJSON(t, "admin", "service-account", "disable", "--org", org, "--service-account", account); got["disabled"] != true {
+		t.Fatalf("service-account disable = %v", got)
+	}
+	if got := runJSON(t, "admin", "service-account", "enable", "--org", org, "--service-account", account); got["disabled"] != false {
+		t.Fatalf("service-account enable = %v", got)
+	}
+	other := runJSON(t, "admin", "org", "create", "--name", "Other Org", "--country", "US")["id"].(string)
+	if err := run(context.Background(), []string{"admin", "service-account", "disable", "--org", other, "--service-account", account}, &out, &errOut); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Fatalf("disabling another organization's service account: err = %v", err)
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/assessd/assessd/internal/identity"
+	"github.com/assessd/assessd/internal/platform/errs"
 	"github.com/assessd/assessd/tenancy"
 )
 
@@ -247,18 +248,58 @@ func TestAuditLogWriteByCallerKind(t *testing.T) {
 // exchanges a signed assertion for a JWT access token (RFC 7523).
 func (e *env) serviceAccountToken(tn tenant, role tenancy.Role, scope string) string {
 	e.t.Helper()
+	sa := e.newServiceAccount(tn, role)
+	status, tok := e.exchangeAssertion(sa, sa.addKey(e), scope)
+	if status != http.StatusOK || tok == "" {
+		e.t.Fatalf("jwt-bearer grant: %d", status)
+	}
+	return tok
+}
+
+// serviceAccount is a service account the test signs assertions for.
+type serviceAccount struct {
+	identity.ServiceAccount
+	ctx context.Context // the organization's system caller
+}
+
+// signingKey is a service account's registered key and its private half.
+type signingKey struct {
+	id      string
+	private *rsa.PrivateKey
+}
+
+func (e *env) newServiceAccount(tn tenant, role tenancy.Role) serviceAccount {
+	e.t.Helper()
 	ctx := tenancy.WithCaller(context.Background(), tenancy.SystemCaller(tn.org.ID))
 	sa, err := e.app.Identity.CreateServiceAccount(ctx, "sync bot", role)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	key, _ := rsa.GenerateKey(rand.Reader, 2048)
-	der, _ := x509.MarshalPKIXPublicKey(&key.PublicKey)
-	keyID, err := e.app.Identity.AddServiceAccountKey(ctx, sa.ID, string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})))
+	return serviceAccount{sa, ctx}
+}
+
+// addKey registers a fresh RSA key for the account.
+func (sa serviceAccount) addKey(e *env) signingKey {
+	e.t.Helper()
+	key, err := sa.tryAddKey(e)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	signer, _ := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: key}, (&jose.SignerOptions{}).WithHeader("kid", keyID))
+	return key
+}
+
+func (sa serviceAccount) tryAddKey(e *env) (signingKey, error) {
+	key, _ := rsa.GenerateKey(rand.Reader, 2048)
+	der, _ := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	keyID, err := e.app.Identity.AddServiceAccountKey(sa.ctx, sa.ID, string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})))
+	return signingKey{keyID, key}, err
+}
+
+// exchangeAssertion signs an assertion with key and posts it to the token
+// endpoint: the status and the access token, if one was issued.
+func (e *env) exchangeAssertion(sa serviceAccount, key signingKey, scope string) (int, string) {
+	e.t.Helper()
+	signer, _ := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: key.private}, (&jose.SignerOptions{}).WithHeader("kid", key.id))
 	now := time.Now()
 	claims, _ := json.Marshal(map[string]any{"iss": sa.ID, "sub": sa.ID, "aud": e.srv.URL, "iat": now.Unix(), "exp": now.Add(5 * time.Minute).Unix()})
 	sig, _ := signer.Sign(claims)
@@ -275,10 +316,73 @@ func (e *env) serviceAccountToken(tn tenant, role tenancy.Role, scope string) st
 	var out map[string]any
 	_ = json.NewDecoder(res.Body).Decode(&out)
 	tok, _ := out["access_token"].(string)
-	if res.StatusCode != http.StatusOK || tok == "" {
-		e.t.Fatalf("jwt-bearer grant: %d %v", res.StatusCode, out)
+	return res.StatusCode, tok
+}
+
+// TestServiceAccountRevocation: a revoked key obtains no token while the
+// tokens it obtained run out their hour; a disabled account's tokens are
+// refused at once and work again once it is enabled; an account holds at
+// most MaxServiceAccountKeys active keys, and revoking one makes room.
+func TestServiceAccountRevocation(t *testing.T) {
+	e := newEnv(t)
+	tn, other := e.newTenant("US", "pro"), e.newTenant("DE", "pro")
+	sa := e.newServiceAccount(tn, tenancy.RoleTeacher)
+	key := sa.addKey(e)
+	_, jwt := e.exchangeAssertion(sa, key, "users:read")
+	e.do("GET", "/users", jwt, nil).must(t, http.StatusOK)
+
+	foreign := tenancy.WithCaller(context.Background(), tenancy.SystemCaller(other.org.ID))
+	if err := e.app.Identity.RevokeServiceAccountKey(foreign, key.id); !errs.Is(err, errs.KindNotFound) {
+		t.Fatalf("another organization revoking the key: %v, want not found", err)
 	}
-	return tok
+	if err := e.app.Identity.SetServiceAccountDisabled(foreign, sa.ID, true); !errs.Is(err, errs.KindNotFound) {
+		t.Fatalf("another organization disabling the account: %v, want not found", err)
+	}
+	e.do("GET", "/users", jwt, nil).must(t, http.StatusOK)
+
+	if err := e.app.Identity.RevokeServiceAccountKey(sa.ctx, key.id); err != nil {
+		t.Fatal(err)
+	}
+	if status, tok := e.exchangeAssertion(sa, key, "users:read"); status == http.StatusOK || tok != "" {
+		t.Fatalf("a revoked key obtained a token: %d", status)
+	}
+	e.do("GET", "/users", jwt, nil).must(t, http.StatusOK)
+
+	if err := e.app.Identity.SetServiceAccountDisabled(sa.ctx, sa.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	e.do("GET", "/users", jwt, nil).must(t, http.StatusUnauthorized)
+	if err := e.app.Identity.SetServiceAccountDisabled(sa.ctx, sa.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	e.do("GET", "/users", jwt, nil).must(t, http.StatusOK)
+
+	for range identity.MaxServiceAccountKeys {
+		key = sa.addKey(e)
+	}
+	if _, err := sa.tryAddKey(e); !isConflict(err, "SERVICE_ACCOUNT_KEY_LIMIT") {
+		t.Fatalf("key %d: %v, want SERVICE_ACCOUNT_KEY_LIMIT", identity.MaxServiceAccountKeys+1, err)
+	}
+	keys, err := e.app.Identity.ServiceAccountKeys(sa.ctx, sa.ID)
+	if err != nil || len(keys) != identity.MaxServiceAccountKeys+1 || keys[0].ID != key.id || keys[len(keys)-1].RevokedAt == nil {
+		t.Fatalf("keys: %v %+v, want the %d active newest first and the revoked one last", err, keys, identity.MaxServiceAccountKeys)
+	}
+	if err := e.app.Identity.RevokeServiceAccountKey(sa.ctx, key.id); err != nil {
+		t.Fatal(err)
+	}
+	sa.addKey(e)
+
+	logged := e.do("GET", "/audit-logs?targetId="+sa.ID, tn.keys[tenancy.RoleOwner], nil).must(t, http.StatusOK)
+	for _, action := range []string{"service_account.key_revoked", "service_account.disabled", "service_account.enabled"} {
+		if !strings.Contains(string(logged.raw), `"`+action+`"`) {
+			t.Errorf("no %s entry: %s", action, logged.raw)
+		}
+	}
+}
+
+func isConflict(err error, reason string) bool {
+	e, ok := errs.As(err)
+	return ok && e.Kind == errs.KindConflict && e.Reason == reason
 }
 
 func TestServiceAccountJWT(t *testing.T) {

@@ -55,6 +55,11 @@ func (p *Provider) CreateServiceAccount(ctx context.Context, name string, role t
 	return sa, err
 }
 
+// MaxServiceAccountKeys bounds a service account's unrevoked keys
+// (decision 0160): room to rotate a key per system that signs as the
+// account, not a growing set of live keys.
+const MaxServiceAccountKeys = 10
+
 // AddServiceAccountKey registers a PEM-encoded RSA or ECDSA public key for
 // signing JWT assertions and returns its key id (the assertion's "kid").
 func (p *Provider) AddServiceAccountKey(ctx context.Context, serviceAccountID, publicKeyPEM string) (string, error) {
@@ -65,10 +70,20 @@ func (p *Provider) AddServiceAccountKey(ctx context.Context, serviceAccountID, p
 	if _, err := parsePublicKey(publicKeyPEM); err != nil {
 		return "", errs.Invalid("publicKey", "must be a PEM-encoded RSA or ECDSA public key")
 	}
-	keyID := ids.New("sak_")
+	if !ids.Valid(ids.ServiceAccount, serviceAccountID) {
+		return "", errs.NotFound("service account")
+	}
+	keyID := ids.New(ids.ServiceAccountKey)
 	err = p.db.Tx(ctx, func(ctx context.Context) error {
-		q := p.db.Q(ctx)
-		tag, err := q.Exec(ctx, `INSERT INTO service_account_keys (id, org_id, service_account_id, public_key_pem)
+		n, err := p.db.CountLocked(ctx, "service_account_keys:"+serviceAccountID, `SELECT count(*) FROM service_account_keys
+			WHERE org_id = app_org_id() AND service_account_id = $1 AND revoked_at IS NULL`, serviceAccountID)
+		if err != nil {
+			return err
+		}
+		if n >= MaxServiceAccountKeys {
+			return errs.Conflict("SERVICE_ACCOUNT_KEY_LIMIT", "a service account has at most %d active keys; revoke one to add another", MaxServiceAccountKeys)
+		}
+		tag, err := p.db.Q(ctx).Exec(ctx, `INSERT INTO service_account_keys (id, org_id, service_account_id, public_key_pem)
 			SELECT $1, app_org_id(), id, $3 FROM service_accounts WHERE org_id = app_org_id() AND id = $2`,
 			keyID, serviceAccountID, publicKeyPEM)
 		if err != nil {
@@ -82,6 +97,109 @@ func (p *Provider) AddServiceAccountKey(ctx context.Context, serviceAccountID, p
 		return err
 	})
 	return keyID, err
+}
+
+// ServiceAccountKey describes a registered key, without the key itself.
+type ServiceAccountKey struct {
+	ID        string
+	CreatedAt time.Time
+	RevokedAt *time.Time
+}
+
+// ServiceAccountKeys lists a service account's keys, newest first.
+func (p *Provider) ServiceAccountKeys(ctx context.Context, serviceAccountID string) ([]ServiceAccountKey, error) {
+	if _, err := tenancy.Authorize(ctx, tenancy.WriteUsers); err != nil {
+		return nil, err
+	}
+	if !ids.Valid(ids.ServiceAccount, serviceAccountID) {
+		return nil, errs.NotFound("service account")
+	}
+	var keys []ServiceAccountKey
+	err := p.db.Tx(ctx, func(ctx context.Context) error {
+		q := p.db.Q(ctx)
+		var exists bool
+		if err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM service_accounts WHERE org_id = app_org_id() AND id = $1)`, serviceAccountID).Scan(&exists); err != nil {
+			return fmt.Errorf("list service account keys: %w", err)
+		}
+		if !exists {
+			return errs.NotFound("service account")
+		}
+		rows, err := q.Query(ctx, `SELECT id, created_at, revoked_at FROM service_account_keys
+			WHERE org_id = app_org_id() AND service_account_id = $1 ORDER BY id DESC`, serviceAccountID)
+		if err != nil {
+			return fmt.Errorf("list service account keys: %w", err)
+		}
+		keys, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (ServiceAccountKey, error) {
+			var k ServiceAccountKey
+			return k, row.Scan(&k.ID, &k.CreatedAt, &k.RevokedAt)
+		})
+		return err
+	})
+	return keys, err
+}
+
+// RevokeServiceAccountKey refuses the assertions key signs from now on.
+// Access tokens it already obtained stay valid until they expire (at most
+// JWTAccessTokenTTL); DisableServiceAccount stops those at once. Revoking
+// a revoked key changes nothing.
+func (p *Provider) RevokeServiceAccountKey(ctx context.Context, keyID string) error {
+	caller, err := tenancy.Authorize(ctx, tenancy.WriteUsers)
+	if err != nil {
+		return err
+	}
+	if !ids.Valid(ids.ServiceAccountKey, keyID) {
+		return errs.NotFound("service account key")
+	}
+	return p.db.Tx(ctx, func(ctx context.Context) error {
+		var accountID string
+		var already bool
+		err := p.db.Q(ctx).QueryRow(ctx, `
+			UPDATE service_account_keys k SET revoked_at = coalesce(k.revoked_at, now())
+			  FROM service_account_keys old
+			 WHERE k.org_id = app_org_id() AND k.id = $1 AND old.id = k.id
+			RETURNING k.service_account_id, old.revoked_at IS NOT NULL`, keyID).Scan(&accountID, &already)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errs.NotFound("service account key")
+		}
+		if err != nil || already {
+			return err
+		}
+		return audit.Record(ctx, p.db, audit.Entry{Action: "service_account.key_revoked", Actor: tenancy.ActorOf(caller),
+			Target: audit.Target{Type: "service_account", ID: accountID}, After: map[string]any{"keyId": keyID}})
+	})
+}
+
+// SetServiceAccountDisabled disables or re-enables a service account. A
+// disabled account obtains no token and its tokens are refused on their
+// next request, since AuthenticateJWT reads the account every time.
+func (p *Provider) SetServiceAccountDisabled(ctx context.Context, serviceAccountID string, disabled bool) error {
+	caller, err := tenancy.Authorize(ctx, tenancy.WriteUsers)
+	if err != nil {
+		return err
+	}
+	action := "service_account.enabled"
+	if disabled {
+		action = "service_account.disabled"
+	}
+	if !ids.Valid(ids.ServiceAccount, serviceAccountID) {
+		return errs.NotFound("service account")
+	}
+	return p.db.Tx(ctx, func(ctx context.Context) error {
+		var was bool
+		err := p.db.Q(ctx).QueryRow(ctx, `
+			UPDATE service_accounts a SET disabled_at = CASE WHEN $2 THEN coalesce(a.disabled_at, now()) END
+			  FROM service_accounts old
+			 WHERE a.org_id = app_org_id() AND a.id = $1 AND old.id = a.id
+			RETURNING old.disabled_at IS NOT NULL`, serviceAccountID, disabled).Scan(&was)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errs.NotFound("service account")
+		}
+		if err != nil || was == disabled {
+			return err
+		}
+		return audit.Record(ctx, p.db, audit.Entry{Action: action, Actor: tenancy.ActorOf(caller),
+			Target: audit.Target{Type: "service_account", ID: serviceAccountID}})
+	})
 }
 
 func parsePublicKey(pemText string) (any, error) {

@@ -29,9 +29,12 @@ const (
 	Generation     Prefix = "gen_"
 	Embed          Prefix = "emb_"
 	ServiceAccount Prefix = "sva_"
-	Regeneration   Prefix = "rgn_"
-	Scan           Prefix = "scn_"
-	Import         Prefix = "imp_"
+	// ServiceAccountKey names a service account's key: the "kid" of the
+	// assertions it signs.
+	ServiceAccountKey Prefix = "sak_"
+	Regeneration      Prefix = "rgn_"
+	Scan              Prefix = "scn_"
+	Import            Prefix = "imp_"
 	// Webhooks: endpoints, their delivery attempts and the events
 	// (messages, the webhook-id header).
 	WebhookEndpoint Prefix = "whe_"
