@@ -25,6 +25,7 @@ const adminUsage = `usage: assessd admin <object> <verb> [flags]
   apikey revoke  --key KEY
   client create  --org ORG --name N [--description D] --redirect-uri U [--redirect-uri U2] [--scope S ...] [--public]
   service-account create     --org ORG --name N [--role admin|teacher|student]
+  service-account list       --org ORG
   service-account disable    --org ORG --service-account SVA
   service-account enable     --org ORG --service-account SVA
   service-account key add    --org ORG --service-account SVA --public-key FILE.pem
@@ -121,6 +122,20 @@ var adminCommands = map[string]adminCommand{
 				return nil, err
 			}
 			return map[string]any{"id": sa.ID, "orgId": sa.OrgID, "name": sa.Name, "role": sa.Role}, nil
+		}
+	}},
+	"service-account list": {func(fs *flag.FlagSet) func(context.Context, services) (any, error) {
+		org := fs.String("org", "", "organization id")
+		return func(ctx context.Context, svc services) (any, error) {
+			accounts, err := svc.identity.ServiceAccounts(tenancy.WithCaller(ctx, tenancy.SystemCaller(*org)))
+			if err != nil {
+				return nil, err
+			}
+			out := make([]map[string]any, 0, len(accounts))
+			for _, a := range accounts {
+				out = append(out, map[string]any{"id": a.ID, "name": a.Name, "role": a.Role, "createdAt": a.CreatedAt, "disabled": a.Disabled})
+			}
+			return map[string]any{"serviceAccounts": out}, nil
 		}
 	}},
 	"service-account key add": {func(fs *flag.FlagSet) func(context.Context, services) (any, error) {

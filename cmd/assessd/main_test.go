@@ -172,6 +172,10 @@ func TestAdminIdentityCommands(t *testing.T) {
 	if got := runJSON(t, "admin", "service-account", "disable", "--org", org, "--service-account", account); got["disabled"] != true {
 		t.Fatalf("service-account disable = %v", got)
 	}
+	accounts := runJSON(t, "admin", "service-account", "list", "--org", org)["serviceAccounts"].([]any)
+	if len(accounts) != 1 || accounts[0].(map[string]any)["id"] != account || accounts[0].(map[string]any)["disabled"] != true {
+		t.Fatalf("service-account list = %v, want the disabled account", accounts)
+	}
 	if got := runJSON(t, "admin", "service-account", "enable", "--org", org, "--service-account", account); got["disabled"] != false {
 		t.Fatalf("service-account enable = %v", got)
 	}

@@ -27,6 +27,7 @@ type ServiceAccount struct {
 	Name      string
 	Role      tenancy.Role
 	CreatedAt time.Time
+	Disabled  bool
 }
 
 // CreateServiceAccount adds a service account with role (not owner).
@@ -53,6 +54,23 @@ func (p *Provider) CreateServiceAccount(ctx context.Context, name string, role t
 		return err
 	})
 	return sa, err
+}
+
+// ServiceAccounts lists the caller's organization's service accounts,
+// newest first. Only operators create them, so the list is short.
+func (p *Provider) ServiceAccounts(ctx context.Context) ([]ServiceAccount, error) {
+	if _, err := tenancy.Authorize(ctx, tenancy.WriteUsers); err != nil {
+		return nil, err
+	}
+	rows, err := p.db.Q(ctx).Query(ctx, `SELECT id, org_id, name, role, created_at, disabled_at IS NOT NULL
+		FROM service_accounts WHERE org_id = app_org_id() ORDER BY id DESC`)
+	if err != nil {
+		return nil, fmt.Errorf("list service accounts: %w", err)
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (ServiceAccount, error) {
+		var a ServiceAccount
+		return a, row.Scan(&a.ID, &a.OrgID, &a.Name, &a.Role, &a.CreatedAt, &a.Disabled)
+	})
 }
 
 // MaxServiceAccountKeys bounds a service account's unrevoked keys
