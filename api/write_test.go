@@ -10,6 +10,7 @@ import (
 	"connectrpc.com/connect"
 
 	v1 "github.com/assessd/assessd/api/gen/assessd/v1"
+	"github.com/assessd/assessd/internal/platform/errs"
 )
 
 // TestPlainHandlersWriteCompactJSON: errors written by middleware and the
@@ -34,5 +35,18 @@ func TestPlainHandlersWriteCompactJSON(t *testing.T) {
 		if compact.String() != rec.Body.String() {
 			t.Errorf("%s body %s is not compact JSON", name, rec.Body)
 		}
+	}
+}
+
+// TestKindsAnswerTheAPIStatus: the status errs gives a kind, which the
+// pages answer with, is the one the API answers through its Connect code.
+func TestKindsAnswerTheAPIStatus(t *testing.T) {
+	for kind, code := range kindCodes {
+		if got, want := kind.HTTPStatus(), httpStatus[code]; got != want {
+			t.Errorf("kind %d: errs says %d, the API answers %d", kind, got, want)
+		}
+	}
+	if len(kindCodes) != int(errs.KindUnavailable) {
+		t.Errorf("%d kinds mapped to Connect codes, want every kind up to KindUnavailable (%d)", len(kindCodes), errs.KindUnavailable)
 	}
 }

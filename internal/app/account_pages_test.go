@@ -129,8 +129,8 @@ func TestDeveloperArea(t *testing.T) {
 }
 
 // TestPagesShowTheBounds: past MaxClients the developer page refuses a
-// client with the bound's message and registers nothing, and past
-// MaxActiveKeys the account page refuses a key the same way.
+// client with the bound's message and the API's 409, and registers
+// nothing; past MaxActiveKeys the account page refuses a key the same way.
 func TestPagesShowTheBounds(t *testing.T) {
 	e := newEnv(t)
 	tn := e.newTenant("US", "pro")
@@ -149,14 +149,14 @@ func TestPagesShowTheBounds(t *testing.T) {
 	b := e.newBrowser()
 	csrf := e.signIn(b, admin).field("csrf")
 	client := b.post(e.srv.URL+"/developer/clients", url.Values{"csrf": {csrf}, "name": {"One Too Many"}, "redirectUris": {"https://app.example/cb"}})
-	if client.status != http.StatusBadRequest || !strings.Contains(client.body, "at most 50 OAuth clients") {
+	if client.status != http.StatusConflict || !strings.Contains(client.body, "at most 50 OAuth clients") {
 		t.Fatalf("client %d: %d\n%s", identity.MaxClients+1, client.status, client.body)
 	}
 	if list := b.get(e.srv.URL + "/developer"); strings.Contains(list.body, "One Too Many") {
 		t.Fatal("the refused client was registered")
 	}
 	key := b.post(e.srv.URL+"/account/api-keys", url.Values{"csrf": {csrf}, "name": {"one too many"}})
-	if key.status != http.StatusBadRequest || !strings.Contains(key.body, "at most 20 active API keys") || strings.Contains(key.body, "<code>ak_") {
+	if key.status != http.StatusConflict || !strings.Contains(key.body, "at most 20 active API keys") || strings.Contains(key.body, "<code>ak_") {
 		t.Fatalf("key %d: %d\n%s", tenancy.MaxActiveKeys+1, key.status, key.body)
 	}
 }

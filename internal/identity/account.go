@@ -135,17 +135,12 @@ func (p *Provider) accountPage(w http.ResponseWriter, r *http.Request, s *sessio
 	p.renderAccount(w, r, s, accountView{Notice: notices[r.URL.Query().Get("notice")]}, http.StatusOK)
 }
 
-// userError is the message of a domain error a page can show, or "".
-func userError(err error) string {
+// pageError shows a domain error's message on the page the form came
+// from, with the status the API answers that error with; anything else is
+// the page's failure.
+func (p *Provider) pageError(w http.ResponseWriter, r *http.Request, err error, retry func(msg string, status int)) {
 	if e, ok := errs.As(err); ok && e.Kind != errs.KindUnavailable {
-		return e.Message
-	}
-	return ""
-}
-
-func (p *Provider) pageError(w http.ResponseWriter, r *http.Request, err error, retry func(msg string)) {
-	if msg := userError(err); msg != "" {
-		retry(msg)
+		retry(e.Message, e.Kind.HTTPStatus())
 		return
 	}
 	p.failPage(w, r, http.StatusServiceUnavailable, "Try again later", "That did not work right now.")
@@ -154,7 +149,7 @@ func (p *Provider) pageError(w http.ResponseWriter, r *http.Request, err error, 
 func (p *Provider) updateProfile(w http.ResponseWriter, r *http.Request, s *session) {
 	name := r.PostFormValue("name")
 	if _, err := p.tenancy.UpdateMe(r.Context(), &name); err != nil {
-		p.pageError(w, r, err, func(msg string) { p.renderAccount(w, r, s, accountView{Error: msg}, http.StatusBadRequest) })
+		p.pageError(w, r, err, func(msg string, status int) { p.renderAccount(w, r, s, accountView{Error: msg}, status) })
 		return
 	}
 	http.Redirect(w, r, "/account?notice=saved", http.StatusSeeOther)
@@ -165,7 +160,7 @@ func (p *Provider) updateProfile(w http.ResponseWriter, r *http.Request, s *sess
 func (p *Provider) createKey(w http.ResponseWriter, r *http.Request, s *session) {
 	_, plain, err := p.tenancy.CreateAPIKey(r.Context(), s.userID, r.PostFormValue("name"))
 	if err != nil {
-		p.pageError(w, r, err, func(msg string) { p.renderAccount(w, r, s, accountView{Error: msg}, http.StatusBadRequest) })
+		p.pageError(w, r, err, func(msg string, status int) { p.renderAccount(w, r, s, accountView{Error: msg}, status) })
 		return
 	}
 	p.renderAccount(w, r, s, accountView{NewKey: plain}, http.StatusOK)
@@ -173,7 +168,7 @@ func (p *Provider) createKey(w http.ResponseWriter, r *http.Request, s *session)
 
 func (p *Provider) revokeKey(w http.ResponseWriter, r *http.Request, s *session) {
 	if err := p.tenancy.RevokeAPIKey(r.Context(), r.PathValue("id")); err != nil {
-		p.pageError(w, r, err, func(msg string) { p.renderAccount(w, r, s, accountView{Error: msg}, http.StatusBadRequest) })
+		p.pageError(w, r, err, func(msg string, status int) { p.renderAccount(w, r, s, accountView{Error: msg}, status) })
 		return
 	}
 	http.Redirect(w, r, "/account?notice=key-revoked", http.StatusSeeOther)
@@ -192,8 +187,8 @@ func (p *Provider) revokeApp(w http.ResponseWriter, r *http.Request, s *session)
 func (p *Provider) allowApp(w http.ResponseWriter, r *http.Request, s *session) {
 	clientID := strings.TrimSpace(r.PostFormValue("clientId"))
 	if _, err := p.AllowClient(r.Context(), clientID, allowableScopes); err != nil {
-		p.pageError(w, r, err, func(msg string) {
-			p.renderAccount(w, r, s, accountView{Error: "Client ID " + msg + "."}, http.StatusBadRequest)
+		p.pageError(w, r, err, func(msg string, status int) {
+			p.renderAccount(w, r, s, accountView{Error: "Client ID " + msg + "."}, status)
 		})
 		return
 	}
@@ -202,7 +197,7 @@ func (p *Provider) allowApp(w http.ResponseWriter, r *http.Request, s *session) 
 
 func (p *Provider) removeAllowedApp(w http.ResponseWriter, r *http.Request, s *session) {
 	if err := p.RemoveAllowedClient(r.Context(), r.PathValue("client")); err != nil {
-		p.pageError(w, r, err, func(msg string) { p.renderAccount(w, r, s, accountView{Error: msg}, http.StatusBadRequest) })
+		p.pageError(w, r, err, func(msg string, status int) { p.renderAccount(w, r, s, accountView{Error: msg}, status) })
 		return
 	}
 	http.Redirect(w, r, "/account?notice=app-removed", http.StatusSeeOther)
@@ -286,8 +281,8 @@ func (p *Provider) createClient(w http.ResponseWriter, r *http.Request, s *sessi
 	in, form := formInput(r)
 	c, secret, err := p.CreateClient(r.Context(), in)
 	if err != nil {
-		p.pageError(w, r, err, func(msg string) {
-			p.renderDeveloper(w, r, s, developerView{Error: msg, Form: form}, http.StatusBadRequest)
+		p.pageError(w, r, err, func(msg string, status int) {
+			p.renderDeveloper(w, r, s, developerView{Error: msg, Form: form}, status)
 		})
 		return
 	}
@@ -313,10 +308,10 @@ func (p *Provider) updateClient(w http.ResponseWriter, r *http.Request, s *sessi
 	in, form := formInput(r)
 	c, err := p.UpdateClient(r.Context(), r.PathValue("id"), in)
 	if err != nil {
-		p.pageError(w, r, err, func(msg string) {
+		p.pageError(w, r, err, func(msg string, status int) {
 			form.ID = r.PathValue("id")
 			p.renderClient(w, r, s, Client{ID: form.ID, Name: form.Name, Description: form.Description,
-				RedirectURIs: strings.Fields(form.RedirectURIs), AuditLogsWrite: form.AuditLogsWrite}, msg, "", http.StatusBadRequest)
+				RedirectURIs: strings.Fields(form.RedirectURIs), AuditLogsWrite: form.AuditLogsWrite}, msg, "", status)
 		})
 		return
 	}

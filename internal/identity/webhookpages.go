@@ -104,8 +104,8 @@ func (p *Provider) createWebhook(w http.ResponseWriter, r *http.Request, s *sess
 	typed, evs := webhookInput(r)
 	e, err := p.cfg.Webhooks.CreateEndpoint(r.Context(), webhooks.NewEndpoint{URL: typed.URL, Events: evs, Description: typed.Description})
 	if err != nil {
-		p.pageError(w, r, err, func(msg string) {
-			p.renderWebhooks(w, r, s, webhooksView{Error: msg, Form: newWebhookForm(s.csrf, typed)}, http.StatusBadRequest)
+		p.pageError(w, r, err, func(msg string, status int) {
+			p.renderWebhooks(w, r, s, webhooksView{Error: msg, Form: newWebhookForm(s.csrf, typed)}, status)
 		})
 		return
 	}
@@ -139,9 +139,9 @@ func (p *Provider) updateWebhook(w http.ResponseWriter, r *http.Request, s *sess
 	e, err := p.cfg.Webhooks.UpdateEndpoint(r.Context(), id, webhooks.EndpointPatch{URL: &typed.URL, Events: nonNil(evs),
 		Description: &typed.Description, Enabled: &typed.Enabled})
 	if err != nil {
-		p.pageError(w, r, err, func(msg string) {
+		p.pageError(w, r, err, func(msg string, status int) {
 			typed.ID = id
-			p.renderWebhook(w, r, s, typed, msg, "", http.StatusBadRequest)
+			p.renderWebhook(w, r, s, typed, msg, "", status)
 		})
 		return
 	}
@@ -169,13 +169,13 @@ func (p *Provider) redeliverWebhook(w http.ResponseWriter, r *http.Request, s *s
 	id := r.PathValue("id")
 	err := p.cfg.Webhooks.Redeliver(r.Context(), id, r.PathValue("delivery"))
 	if err != nil {
-		p.pageError(w, r, err, func(msg string) {
+		p.pageError(w, r, err, func(msg string, status int) {
 			e, lerr := p.cfg.Webhooks.Endpoint(r.Context(), id)
 			if lerr != nil {
 				p.failPage(w, r, http.StatusNotFound, "Endpoint not found", "There is no such webhook endpoint in your organization.")
 				return
 			}
-			p.renderWebhook(w, r, s, e, msg, "", http.StatusBadRequest)
+			p.renderWebhook(w, r, s, e, msg, "", status)
 		})
 		return
 	}

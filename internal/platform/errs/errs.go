@@ -6,6 +6,7 @@ package errs
 import (
 	"errors"
 	"fmt"
+	"net/http"
 )
 
 // Kind classifies an error by what the client should do about it.
@@ -22,6 +23,28 @@ const (
 	KindRateLimited                        // 429: slow down
 	KindUnavailable                        // 503: a dependency is down
 )
+
+// HTTPStatus is the status the API answers an error of kind k with. Pages
+// that show the error on a form answer with it too.
+func (k Kind) HTTPStatus() int {
+	switch k {
+	case KindInvalid, KindFailedPrecondition:
+		return http.StatusBadRequest
+	case KindUnauthenticated:
+		return http.StatusUnauthorized
+	case KindForbidden:
+		return http.StatusForbidden
+	case KindNotFound:
+		return http.StatusNotFound
+	case KindConflict:
+		return http.StatusConflict
+	case KindRateLimited:
+		return http.StatusTooManyRequests
+	case KindUnavailable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
 
 // Error is a domain error with a stable machine-readable reason.
 type Error struct {
