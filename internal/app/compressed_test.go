@@ -2,8 +2,11 @@ package app_test
 
 import (
 	"bytes"
+	"compress/flate"
 	"compress/gzip"
 	"encoding/binary"
+	"hash/crc32"
+	"io"
 	"net/http"
 	"runtime"
 	"strings"
@@ -29,15 +32,71 @@ func gzipped(t *testing.T, data ...[]byte) string {
 }
 
 // bomb is a gzip stream of under a megabyte that inflates to size bytes:
-// prefix, then zeros.
+// prefix, then zeros, a whole number of MiB of them. Compressing 256 MiB
+// takes seconds under the race detector, so only the first MiB is
+// compressed. Once the window holds nothing but zeros, the deflate blocks
+// that encode the next MiB of zeros decode the same whatever came before,
+// so they are written once and repeated.
 func bomb(t *testing.T, prefix []byte, size int) string {
 	t.Helper()
-	zeros := make([]byte, 1<<20)
-	parts := [][]byte{prefix}
-	for n := len(prefix); n < size; n += len(zeros) {
-		parts = append(parts, zeros)
+	const mib = 1 << 20
+	zeros := make([]byte, mib)
+	var body bytes.Buffer
+	zw, err := flate.NewWriter(&body, flate.BestCompression)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return gzipped(t, parts...)
+	// Each Flush ends its blocks on a byte boundary.
+	flush := func(data ...[]byte) []byte {
+		start := body.Len()
+		for _, d := range data {
+			if _, err := zw.Write(d); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := zw.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		return body.Bytes()[start:]
+	}
+	count := max(1, (size-len(prefix)+mib-1)/mib) // MiB of zeros
+	flush(prefix, zeros)
+	if count > 1 {
+		chunk := bytes.Clone(flush(zeros))
+		for range count - 2 {
+			body.Write(chunk)
+		}
+	}
+	crc := crc32.ChecksumIEEE(prefix)
+	for range count {
+		crc = crc32.Update(crc, crc32.IEEETable, zeros)
+	}
+	inflated := len(prefix) + count*mib
+	out := []byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff} // gzip, deflate, no name or time
+	out = append(out, body.Bytes()...)
+	out = append(out, 0x03, 0x00) // the last block: fixed codes, only its end
+	out = binary.LittleEndian.AppendUint32(out, crc)
+	out = binary.LittleEndian.AppendUint32(out, uint32(inflated))
+	return string(out)
+}
+
+// TestBombInflatesToItsSize: the hand-assembled stream is gzip that
+// inflates to the prefix and the zeros, its checksum and length right.
+func TestBombInflatesToItsSize(t *testing.T) {
+	for _, size := range []int{1 << 20, 3 << 20, 5<<20 + 7} {
+		zr, err := gzip.NewReader(strings.NewReader(bomb(t, []byte("head"), size)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(zr)
+		if err != nil {
+			t.Fatalf("size %d: %v", size, err)
+		}
+		want := len("head") + (size-len("head")+(1<<20)-1)/(1<<20)*(1<<20)
+		if len(got) != want || string(got[:4]) != "head" || bytes.ContainsFunc(got[4:], func(r rune) bool { return r != 0 }) {
+			t.Fatalf("size %d: inflated to %d bytes starting %q, want %d: the prefix, then zeros", size, len(got), got[:4], want)
+		}
+	}
 }
 
 // TestCompressedAndBinaryBodies holds compressed and protobuf request
