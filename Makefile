@@ -75,8 +75,9 @@ SQL_PACKAGES := ./internal/store/... ./tenancy/... ./internal/assessment/... ./i
 	./internal/generation/... ./internal/regeneration/... ./internal/scanning/... ./activities/...
 
 # QTI_CHECK=1: the QTI export is also scored by the independent player.
-# internal/app's end-to-end tests take 5-9 minutes under the race detector
-# on two busy cores: beyond go test's default 10-minute bound per package.
+# internal/app's end-to-end tests run in parallel and take 3-5 minutes under
+# the race detector on two busy cores; the 20-minute bound leaves room for a
+# slower machine beyond go test's default 10 minutes per package.
 test: lint sdk webhook-verify $(BIN)/temporal tools/qti-check/node_modules
 	QTI_CHECK=1 $(GO) test -count=1 -race -timeout 20m ./...
 	# The packages that own SQL again, with prepared statements (decision 0122).

@@ -24,6 +24,7 @@ var pathVariable = regexp.MustCompile(`\{[^}]+\}`)
 // publishes) against what the server enforces: a token without the scope
 // is refused with 403 naming exactly that scope.
 func TestEveryMethodDocumentsItsAccess(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn := e.newTenant("US", "pro")
 	a := e.newOAuthApp(tn, tenancy.RoleOwner, identity.ClientInput{})

@@ -26,6 +26,7 @@ func (e *env) signIn(b *browser, a *oauthApp) page {
 var codeTag = regexp.MustCompile(`<code>([^<]+)</code>`)
 
 func TestAccountPage(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn := e.newTenant("US", "pro")
 	a := e.newOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{Name: "Gradebook"})
@@ -77,6 +78,7 @@ func TestAccountPage(t *testing.T) {
 }
 
 func TestDeveloperArea(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn := e.newTenant("US", "pro")
 	admin := e.newOAuthApp(tn, tenancy.RoleAdmin, identity.ClientInput{})
@@ -132,6 +134,7 @@ func TestDeveloperArea(t *testing.T) {
 // client with the bound's message and the API's 409, and registers
 // nothing; past MaxActiveKeys the account page refuses a key the same way.
 func TestPagesShowTheBounds(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn := e.newTenant("US", "pro")
 	admin := e.newOAuthApp(tn, tenancy.RoleAdmin, identity.ClientInput{})
@@ -180,6 +183,7 @@ func (e *env) clientAuthStatus(clientID, secret string) int {
 // area: the secret is shown once, internal targets are refused, edits and
 // rotation work, and teachers are kept out.
 func TestDeveloperAreaWebhooks(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn := e.newTenant("US", "pro")
 	admin := e.newOAuthApp(tn, tenancy.RoleAdmin, identity.ClientInput{})
@@ -226,6 +230,7 @@ func TestDeveloperAreaWebhooks(t *testing.T) {
 // cannot store, and invalid UTF-8 through every kind of input the pages
 // take: a 400 that says what is wrong, not "try again later".
 func TestPagesRefuseTextTheDatabaseCannotHold(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn := e.newTenant("US", "pro")
 	a := e.newOAuthApp(tn, tenancy.RoleOwner, identity.ClientInput{Name: "Gradebook"})

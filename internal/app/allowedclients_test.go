@@ -32,6 +32,7 @@ func (e *env) auditEntry(tn tenant, action, actorID, targetType, targetID string
 // registered a client) can allow the vendor's app audit-logs:write for its
 // own users over HTTP, and withdraw it.
 func TestOrgAllowedClients(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	vendor := e.newTenant("US", "pro")
 	school := e.newTenant("FR", "pro")
@@ -94,6 +95,7 @@ func TestOrgAllowedClients(t *testing.T) {
 // TestAccountPageAllowedApps allows and removes an app from the account
 // page, as an owner; a teacher does not see the section.
 func TestAccountPageAllowedApps(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	vendor := e.newTenant("US", "pro")
 	school := e.newTenant("FR", "pro")

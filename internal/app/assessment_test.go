@@ -28,6 +28,7 @@ func items(m map[string]any, k string) []map[string]any {
 }
 
 func TestFoldersAndExams(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn := e.newTenant("FR", "pro")
 	other := e.newTenant("US", "pro")
@@ -131,6 +132,7 @@ func TestFoldersAndExams(t *testing.T) {
 }
 
 func TestExamPaginationIsStable(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn := e.newTenant("US", "pro")
 	key := tn.keys[tenancy.RoleTeacher]
@@ -188,6 +190,7 @@ func (e *env) authorAllTypes(t *testing.T, key string) authoring {
 }
 
 func TestQuestionsScoringAndResults(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn := e.newTenant("US", "pro")
 	other := e.newTenant("DE", "pro")
@@ -327,6 +330,7 @@ func customType(key string, public bool) map[string]any {
 }
 
 func TestQuestionTypeDefinitionsAcrossOrganizations(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	owner := e.newTenant("US", "pro")
 	user := e.newTenant("FR", "pro")
@@ -430,6 +434,7 @@ func TestQuestionTypeDefinitionsAcrossOrganizations(t *testing.T) {
 }
 
 func TestQuestionTypeExpressionsAreValidated(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn := e.newTenant("US", "pro")
 	key := tn.keys[tenancy.RoleTeacher]
@@ -480,6 +485,7 @@ func TestQuestionTypeExpressionsAreValidated(t *testing.T) {
 }
 
 func TestResultsSummaryMath(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn := e.newTenant("US", "pro")
 	key := tn.keys[tenancy.RoleTeacher]
@@ -523,6 +529,7 @@ func TestResultsSummaryMath(t *testing.T) {
 }
 
 func TestQuestionQuality(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn := e.newTenant("US", "pro")
 	key := tn.keys[tenancy.RoleTeacher]

@@ -16,6 +16,7 @@ import (
 // the platform audits beyond plain create/update/delete, over HTTP or the
 // pages, and finds its entry with the right actor and target.
 func TestSignificantActionsAreAudited(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn := e.newTenant("US", "pro")
 	teacherKey := tn.keys[tenancy.RoleTeacher]

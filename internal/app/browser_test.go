@@ -18,6 +18,7 @@ import (
 )
 
 func TestLoginAndConsentInABrowser(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn := e.newTenant("DE", "pro")
 	callback := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -61,6 +62,7 @@ func TestLoginAndConsentInABrowser(t *testing.T) {
 }
 
 func TestAPIReferenceInABrowser(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := browsertest.NewChrome(t)
 	// Redoc's bundle links its badge image from its CDN; the page's

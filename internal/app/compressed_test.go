@@ -83,6 +83,7 @@ func bomb(t *testing.T, prefix []byte, size int) string {
 // TestBombInflatesToItsSize: the hand-assembled stream is gzip that
 // inflates to the prefix and the zeros, its checksum and length right.
 func TestBombInflatesToItsSize(t *testing.T) {
+	t.Parallel()
 	for _, size := range []int{1 << 20, 3 << 20, 5<<20 + 7} {
 		zr, err := gzip.NewReader(strings.NewReader(bomb(t, []byte("head"), size)))
 		if err != nil {
@@ -103,6 +104,7 @@ func TestBombInflatesToItsSize(t *testing.T) {
 // bodies to the rules of plain JSON ones: bounded once inflated, and a
 // client's mistake when they cannot be decoded, never a server error.
 func TestCompressedAndBinaryBodies(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn := e.newTenant("US", "pro")
 	key := tn.keys[tenancy.RoleOwner]

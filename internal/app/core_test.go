@@ -11,6 +11,7 @@ import (
 )
 
 func TestAuthentication(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn := e.newTenant("DE", "pro")
 	key := tn.keys[tenancy.RoleOwner]
@@ -56,6 +57,7 @@ func TestAuthentication(t *testing.T) {
 }
 
 func TestFailedAuthenticationsAreRateLimited(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn := e.newTenant("US", "free")
 	owner := tn.keys[tenancy.RoleOwner]
@@ -82,6 +84,7 @@ func TestFailedAuthenticationsAreRateLimited(t *testing.T) {
 }
 
 func TestScopesAndRoles(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn := e.newTenant("US", "pro")
 	r := e.do("GET", "/users", tn.keys[tenancy.RoleStudent], nil).must(t, http.StatusForbidden)
@@ -103,6 +106,7 @@ func TestScopesAndRoles(t *testing.T) {
 }
 
 func TestForeignIDsAreNotFound(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a, b := e.newTenant("DE", "pro"), e.newTenant("FR", "pro")
 	keyA := a.keys[tenancy.RoleOwner]
@@ -130,6 +134,7 @@ func TestForeignIDsAreNotFound(t *testing.T) {
 }
 
 func TestUserMetadata(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn := e.newTenant("US", "pro")
 	key := tn.keys[tenancy.RoleAdmin]
@@ -172,6 +177,7 @@ func TestUserMetadata(t *testing.T) {
 }
 
 func TestAIRegion(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	eu, us, free := e.newTenant("NO", "pro"), e.newTenant("US", "enterprise"), e.newTenant("DE", "free")
 	if eu.org.AIRegion != "eu" || us.org.AIRegion != "global" || free.org.AIRegion != "eu" {
@@ -223,6 +229,7 @@ func TestAIRegion(t *testing.T) {
 }
 
 func TestAuditLogs(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn := e.newTenant("US", "pro")
 	owner := tn.keys[tenancy.RoleOwner]
@@ -282,6 +289,7 @@ func TestAuditLogs(t *testing.T) {
 }
 
 func TestUserPaginationIsStableUnderInserts(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn := e.newTenant("US", "pro")
 	key := tn.keys[tenancy.RoleAdmin]
@@ -313,6 +321,7 @@ func TestUserPaginationIsStableUnderInserts(t *testing.T) {
 }
 
 func TestUserLifecycle(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn := e.newTenant("US", "pro")
 	owner := tn.keys[tenancy.RoleOwner]
@@ -351,6 +360,7 @@ func TestUserLifecycle(t *testing.T) {
 }
 
 func TestBadInputIsA4xxNamingTheField(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn := e.newTenant("US", "pro")
 	key := tn.keys[tenancy.RoleOwner]
@@ -399,6 +409,7 @@ func TestBadInputIsA4xxNamingTheField(t *testing.T) {
 }
 
 func TestRemovedAndUnknownMethods(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn := e.newTenant("US", "pro")
 	for _, req := range []struct{ method, path string }{{"POST", "/me"}, {"PUT", "/users"}, {"POST", "/users/usr_01ARZ3NDEKTSV4RRFFQ69G5FAV"}} {

@@ -10,6 +10,7 @@ import (
 )
 
 func TestEmbedSessionsAPI(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn, other := e.newTenant("US", "pro"), e.newTenant("DE", "pro")
 	teacher := tn.keys[tenancy.RoleTeacher]

@@ -62,6 +62,7 @@ func sortedNames(fs []folderJSON) []string {
 // pagination, other organizations' folders (never listed, and a foreign
 // parent filters to nothing) and bad input.
 func TestListFolders(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn, other := e.newTenant("FR", "pro"), e.newTenant("US", "pro")
 	teacher := tn.keys[tenancy.RoleTeacher]
@@ -158,6 +159,7 @@ type generationJSON struct {
 // Temporal is needed here), bad input is a 400 naming the field, and
 // another organization's id is a 404.
 func TestExamGenerationsOverHTTP(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	eu, us := e.newTenant("FR", "pro"), e.newTenant("US", "pro")
 	teacher := eu.keys[tenancy.RoleTeacher]
@@ -236,6 +238,7 @@ type questionJSON struct {
 // against the (possibly new) type's schema, with a 400 naming the field
 // and nothing changed; other organizations and other exams get a 404.
 func TestUpdateQuestion(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn, other := e.newTenant("US", "pro"), e.newTenant("DE", "pro")
 	teacher := tn.keys[tenancy.RoleTeacher]
@@ -310,6 +313,7 @@ type questionTypeJSON struct {
 // resolving, and the type is discoverable again; the owner cannot disable
 // its own type; private and unknown ids are 404s.
 func TestDisableQuestionType(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	owner, user := e.newTenant("US", "pro"), e.newTenant("FR", "pro")
 	ok, uk := owner.keys[tenancy.RoleTeacher], user.keys[tenancy.RoleTeacher]

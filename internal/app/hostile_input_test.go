@@ -55,6 +55,7 @@ func hostileRounds(t *testing.T) (rounds int, seed uint64) {
 // API.md's shape: code, message and an ErrorInfo with an UPPER_SNAKE
 // reason, never naming internal (proto) identifiers.
 func TestHostileInputOverOpenAPI(t *testing.T) {
+	t.Parallel()
 	rounds, seed := hostileRounds(t)
 	e := newEnv(t)
 	tn := e.newTenant("US", "pro")

@@ -18,6 +18,7 @@ import (
 // the request path) deletes the auth requests expired over a day ago and
 // keeps the others.
 func TestExpiredAuthRequestsAreSwept(t *testing.T) {
+	t.Parallel()
 	var offset atomic.Int64
 	e := newEnvWithClock(t, func() time.Time { return time.Now().Add(time.Duration(offset.Load())) })
 	tn := e.newTenant("DE", "pro")
@@ -50,6 +51,7 @@ func TestExpiredAuthRequestsAreSwept(t *testing.T) {
 // 30 days), whichever organization they belong to, and keeps the others;
 // a grant goes with its last token.
 func TestExpiredTokensAreSwept(t *testing.T) {
+	t.Parallel()
 	var offset atomic.Int64
 	e := newEnvWithClock(t, func() time.Time { return time.Now().Add(time.Duration(offset.Load())) })
 	ctx := context.Background()

@@ -25,6 +25,7 @@ import (
 // TestEmbedFileUploadServedFromMedia uploads a file answer through the
 // whole server and reads it back, unauthenticated, from /media/.
 func TestEmbedFileUploadServedFromMedia(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn := e.newTenant("US", "pro")
 	teacher := tn.keys[tenancy.RoleTeacher]
@@ -86,6 +87,7 @@ func TestEmbedFileUploadServedFromMedia(t *testing.T) {
 
 // TestMediaUploadAPI stores a file through POST /media with an API key.
 func TestMediaUploadAPI(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn := e.newTenant("US", "pro")
 	upload := func(key string, data []byte) *http.Response { return e.uploadMedia(key, "notes.txt", data) }
@@ -191,6 +193,7 @@ func served(t *testing.T, url string) int {
 // their answers referenced, but one that another student's answer still
 // references; deleting the exam then deletes that one too.
 func TestAnswerFilesGoWithTheirAnswers(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn := e.newTenant("US", "pro")
 	teacher := tn.keys[tenancy.RoleTeacher]
@@ -228,6 +231,7 @@ func (e *env) fileUploadExam(key string) (examID, questionID string) {
 // names stays, whatever other URLs the answer lists. An answer of another
 // organization naming the URL does not keep it.
 func TestUnattachedUploadsAreSwept(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn, other := e.newTenant("US", "pro"), e.newTenant("DE", "pro")
 	teacher := tn.keys[tenancy.RoleTeacher]
@@ -257,6 +261,7 @@ func TestUnattachedUploadsAreSwept(t *testing.T) {
 // TestUploadsNamedBeforeTheSweepStay: migration 028 attaches the files
 // that answers stored before it name, so the first sweep leaves them.
 func TestUploadsNamedBeforeTheSweepStay(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url := storetest.NewEmptyURL(t)
 	if err := store.MigrateTo(ctx, url, 27); err != nil {
@@ -300,6 +305,7 @@ func TestUploadsNamedBeforeTheSweepStay(t *testing.T) {
 // triggers read all 1,000 of them. The counts are the transaction's own
 // (pg_stat_xact_user_tables), so nothing else running interferes.
 func TestAnswerFilesAreFoundByKey(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url := storetest.NewURL(t)
 	e := newEnvAt(t, url)
@@ -360,6 +366,7 @@ func TestAnswerFilesAreFoundByKey(t *testing.T) {
 // of files no answer names is a 409 PENDING_UPLOADS_FULL in the API's
 // error shape.
 func TestPendingUploadsBoundAnswers409(t *testing.T) {
+	t.Parallel()
 	e := newEnvWithConfig(t, func(c *app.Config) { c.MediaMaxUploadBytes = 64 })
 	student := e.newTenant("US", "pro").keys[tenancy.RoleStudent]
 	for range media.PendingUploads {

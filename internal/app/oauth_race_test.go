@@ -22,6 +22,7 @@ import (
 // Eight exchanges used to hold the pool's four connections and wait for a
 // fifth, which stopped the server.
 func TestCodeAndRefreshTokenUsedConcurrently(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a := e.newOAuthApp(e.newTenant("DE", "pro"), tenancy.RoleTeacher, identity.ClientInput{})
 	a.conf.Scopes = []string{"openid", "offline_access"}
@@ -85,6 +86,7 @@ func TestCodeAndRefreshTokenUsedConcurrently(t *testing.T) {
 // refused rather than sending a second code, whose exchange would be a
 // replay.
 func TestApproveClickedTwice(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a := e.newOAuthApp(e.newTenant("DE", "pro"), tenancy.RoleTeacher, identity.ClientInput{})
 	a.conf.Scopes = []string{"openid"}

@@ -27,6 +27,7 @@ import (
 )
 
 func TestDiscovery(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	res, err := http.Get(e.srv.URL + "/.well-known/openid-configuration")
 	if err != nil {
@@ -59,6 +60,7 @@ func TestDiscovery(t *testing.T) {
 func toJSON(v any) string { b, _ := json.Marshal(v); return string(b) }
 
 func TestDenyAndRedirectMismatch(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn := e.newTenant("US", "pro")
 	a := e.newOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
@@ -111,6 +113,7 @@ func (e *env) codeFor(a *oauthApp, opts ...oauth2.AuthCodeOption) string {
 }
 
 func TestCodeAndRefreshReplay(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn := e.newTenant("US", "pro")
 	a := e.newOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
@@ -149,6 +152,7 @@ func TestCodeAndRefreshReplay(t *testing.T) {
 }
 
 func TestPKCERules(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn := e.newTenant("US", "pro")
 	a := e.newOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
@@ -188,6 +192,7 @@ func TestPKCERules(t *testing.T) {
 }
 
 func TestExpiredAccessToken(t *testing.T) {
+	t.Parallel()
 	now := time.Now()
 	e := newEnvWithClock(t, func() time.Time { return now })
 	tn := e.newTenant("US", "pro")
@@ -211,6 +216,7 @@ func TestExpiredAccessToken(t *testing.T) {
 }
 
 func TestAuditLogWriteByCallerKind(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn := e.newTenant("US", "pro")
 	entry := `{"action":"grade.synced","target":{"type":"exam","id":"exm_42"},"reason":"nightly sync","after":{"grades":12}}`
@@ -324,6 +330,7 @@ func (e *env) exchangeAssertion(sa serviceAccount, key signingKey, scope string)
 // refused at once and work again once it is enabled; an account holds at
 // most MaxServiceAccountKeys active keys, and revoking one makes room.
 func TestServiceAccountRevocation(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn, other := e.newTenant("US", "pro"), e.newTenant("DE", "pro")
 	sa := e.newServiceAccount(tn, tenancy.RoleTeacher)
@@ -386,6 +393,7 @@ func isConflict(err error, reason string) bool {
 }
 
 func TestServiceAccountJWT(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn, other := e.newTenant("US", "pro"), e.newTenant("DE", "pro")
 	jwt := e.serviceAccountToken(tn, tenancy.RoleTeacher, "users:read exams:read")
@@ -408,6 +416,7 @@ func TestServiceAccountJWT(t *testing.T) {
 }
 
 func TestIntrospectionAndUserinfo(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn := e.newTenant("US", "pro")
 	a := e.newOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
@@ -453,6 +462,7 @@ func TestIntrospectionAndUserinfo(t *testing.T) {
 }
 
 func TestLoginPageProtections(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn := e.newTenant("US", "pro")
 	a := e.newOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
@@ -482,6 +492,7 @@ func TestLoginPageProtections(t *testing.T) {
 }
 
 func TestTokenScopesPerEndpointFamily(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn := e.newTenant("US", "pro")
 	a := e.newOAuthApp(tn, tenancy.RoleAdmin, identity.ClientInput{})
@@ -513,6 +524,7 @@ func TestTokenScopesPerEndpointFamily(t *testing.T) {
 }
 
 func TestTokenEndpointDetails(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn := e.newTenant("US", "pro")
 	a := e.newOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
@@ -562,6 +574,7 @@ func TestTokenEndpointDetails(t *testing.T) {
 }
 
 func TestJWTBearerMetrics(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn := e.newTenant("US", "pro")
 	e.serviceAccountToken(tn, tenancy.RoleTeacher, "users:read")
@@ -575,6 +588,7 @@ func TestJWTBearerMetrics(t *testing.T) {
 // returns a 30-day refresh token whether or not offline_access was asked
 // for, and that refresh token works.
 func TestRefreshTokenWithoutOfflineAccess(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn := e.newTenant("US", "pro")
 	a := e.newOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
@@ -598,6 +612,7 @@ func TestRefreshTokenWithoutOfflineAccess(t *testing.T) {
 // and checks grants the endpoint refuses (unsupported, or not allowed to
 // any client) are not advertised.
 func TestDiscoveryAdvertisesAcceptedGrants(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var d struct {
 		Grants        []string `json:"grant_types_supported"`
@@ -671,6 +686,7 @@ func (l *lockedBuffer) String() string {
 // reached with an unknown, expired or malformed request id is a 400 that
 // the library logs as a warning, not a server error that pages operators.
 func TestAStaleCallbackIsTheClientsMistake(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var logs lockedBuffer
 	previous := slog.Default()

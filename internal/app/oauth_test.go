@@ -17,6 +17,7 @@ import (
 )
 
 func TestAuthorizationCodeFlowWithPKCE(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn := e.newTenant("DE", "pro")
 	a := e.newOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{Description: "Syncs grades to the SIS"})

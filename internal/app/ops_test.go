@@ -9,6 +9,7 @@ import (
 )
 
 func TestOperationalEndpoints(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn := e.newTenant("US", "pro")
 	e.do("GET", "/users/"+tn.users[tenancy.RoleStudent].ID, tn.keys[tenancy.RoleOwner], nil).must(t, http.StatusOK)

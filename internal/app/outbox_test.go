@@ -47,6 +47,7 @@ func (p *countingProvider) GenerateQuestions(ctx context.Context, req ai.Generat
 // generated exactly once. Then a workflow is lost with its server (a new,
 // empty dev server replaces it) and the reconciler starts it again.
 func TestWorkflowStartsSurviveATemporalOutage(t *testing.T) {
+	t.Parallel()
 	temporal := devenvtest.StartRestartable(t)
 	// Lazy, like serve: no connection is needed to build the app.
 	tc, err := client.NewLazyClient(client.Options{HostPort: temporal.Address})

@@ -26,6 +26,7 @@ import (
 // instance must be refused by the other within a second (its listener is
 // on the direct URL).
 func TestIsolationBehindTransactionPooling(t *testing.T) {
+	t.Parallel()
 	direct := storetest.NewURL(t)
 	pooled := storetest.PgBouncer(t, direct, 3)
 	ctx := context.Background()

@@ -14,6 +14,7 @@ import (
 // TestConcurrentQuestionCreatesGetDistinctPositions fires parallel creates
 // at one exam: every one succeeds and the positions are 1..n.
 func TestConcurrentQuestionCreatesGetDistinctPositions(t *testing.T) {
+	t.Parallel()
 	const n = 16
 	e := newEnv(t)
 	key := e.newTenant("US", "pro").keys[tenancy.RoleTeacher]

@@ -13,6 +13,7 @@ import (
 // organization's own key, configSchema is optional, and a deprecated
 // type is not readable by id where it was never enabled.
 func TestQuestionTypeContract(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	owner, user, late := e.newTenant("US", "pro"), e.newTenant("FR", "pro"), e.newTenant("DE", "pro")
 	ok := owner.keys[tenancy.RoleTeacher]

@@ -39,6 +39,7 @@ func (e *env) metricLine(prefix string) string {
 // attacker guessing at one tenant's key locks out neither that tenant's
 // user elsewhere nor another tenant sharing the attacker's address.
 func TestTenantsBehindOneProxy(t *testing.T) {
+	t.Parallel()
 	trusted, err := clientaddr.Parse("127.0.0.0/8")
 	if err != nil {
 		t.Fatal(err)
@@ -63,6 +64,7 @@ func TestTenantsBehindOneProxy(t *testing.T) {
 // TestUntrustedForwardedForIsIgnored: without trusted proxies a client
 // cannot escape its limit by inventing X-Forwarded-For values.
 func TestUntrustedForwardedForIsIgnored(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn := e.newTenant("US", "free")
 	var last response
@@ -77,6 +79,7 @@ var rateLimitField = regexp.MustCompile(`^"(\w+)";r=(\d+);t=(\d+)$`)
 // TestRequestQuotas holds each organization to its plan's quota, shown in
 // the RateLimit headers, and answers 429 with Retry-After beyond it.
 func TestRequestQuotas(t *testing.T) {
+	t.Parallel()
 	e := newEnvWithConfig(t, func(c *app.Config) {
 		c.RequestsPerMinute = func(plan string) int {
 			if plan == tenancy.PlanFree {
@@ -121,6 +124,7 @@ func TestRequestQuotas(t *testing.T) {
 // TestRedisDownLimitsPerProcess points the limits at a closed port: the
 // API keeps serving, limits hold per process, and the fallback is counted.
 func TestRedisDownLimitsPerProcess(t *testing.T) {
+	t.Parallel()
 	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	t.Cleanup(func() { down.Close() })
 	e := newEnvWithConfig(t, func(c *app.Config) {
@@ -150,6 +154,7 @@ func TestRedisDownLimitsPerProcess(t *testing.T) {
 // cannot be checked the answer is 503, never 401, for API keys, OAuth
 // access tokens and service-account JWTs, and for the login form.
 func TestDatabaseDownIsUnavailableForEveryCallerKind(t *testing.T) {
+	t.Parallel()
 	now := time.Now()
 	e := newEnvWithClock(t, func() time.Time { return now })
 	tn := e.newTenant("US", "pro")

@@ -74,6 +74,7 @@ func (e *env) regenerate(key, exam, question string, body any) map[string]any {
 // provider end to end, accepts the proposal, and checks that an earlier
 // result keeps the revision it answered, with its score and points.
 func TestQuestionRegenerationOverHTTP(t *testing.T) {
+	t.Parallel()
 	e := newWorkflowEnv(t, func(string) ai.Provider { return ai.NewBuiltin() })
 	tn := e.newTenant("US", "pro")
 	teacher, student := tn.keys[tenancy.RoleTeacher], tn.users[tenancy.RoleStudent].ID
@@ -172,6 +173,7 @@ func TestQuestionRegenerationOverHTTP(t *testing.T) {
 // type is deprecated, or another organization's enabled public type, and
 // accepts the proposals.
 func TestRegenerationOfDeprecatedAndSharedTypes(t *testing.T) {
+	t.Parallel()
 	e := newWorkflowEnv(t, func(string) ai.Provider { return ai.NewBuiltin() })
 	owner, user := e.newTenant("US", "pro"), e.newTenant("FR", "pro")
 	ok, uk := owner.keys[tenancy.RoleTeacher], user.keys[tenancy.RoleTeacher]
@@ -207,6 +209,7 @@ func TestRegenerationOfDeprecatedAndSharedTypes(t *testing.T) {
 // running in the outbox. Another organization's ids are 404, bad input is
 // 400, and nothing can be accepted before the proposal is ready.
 func TestRegenerationRefusals(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	owner, other := e.newTenant("US", "pro"), e.newTenant("FR", "pro")
 	ok, uk := owner.keys[tenancy.RoleTeacher], other.keys[tenancy.RoleTeacher]
@@ -268,6 +271,7 @@ func TestRegenerationRefusals(t *testing.T) {
 // its question's deletion commits: the question is not found, as it
 // would be a moment later, rather than a server fault.
 func TestRegenerationRacingTheQuestionsDeletion(t *testing.T) {
+	t.Parallel()
 	url := storetest.NewURL(t)
 	db, err := store.Open(context.Background(), url)
 	if err != nil {
@@ -320,6 +324,7 @@ func (p *recordingProvider) requests() []string {
 // TestRegenerationStaysInItsRegion regenerates an EU organization's
 // question: only the EU endpoint sees it, never the global one.
 func TestRegenerationStaysInItsRegion(t *testing.T) {
+	t.Parallel()
 	endpoints := map[string]*recordingProvider{"eu": newRecordingProvider(t), "global": newRecordingProvider(t)}
 	e := newWorkflowEnv(t, func(region string) ai.Provider {
 		return ai.NewOpenAI(ai.OpenAIConfig{BaseURL: endpoints[region].URL, APIKey: "test-key", Model: "m"})
@@ -352,6 +357,7 @@ func TestRegenerationStaysInItsRegion(t *testing.T) {
 // answer waits for grading: the grader still gets the revision the student
 // answered.
 func TestGradingUsesTheAnsweredRevision(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn := e.newTenant("US", "pro")
 	teacher := tn.keys[tenancy.RoleTeacher]

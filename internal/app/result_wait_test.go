@@ -16,6 +16,7 @@ import (
 // Waits outside 0-30 s and undecodable ones are 400s in the API's error
 // shape; a foreign result is a 404 at once.
 func TestReadingAResultWaitsForItsGrading(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn := e.newTenant("US", "pro")
 	other := e.newTenant("FR", "pro")

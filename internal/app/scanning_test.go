@@ -168,6 +168,7 @@ func scannedValues(sheet map[string]any) map[string]any {
 }
 
 func TestAnswerSheetScanning(t *testing.T) {
+	t.Parallel()
 	s := newScanEnv(t)
 	tn := s.newTenant("US", tenancy.PlanPro)
 	teacher := tn.keys[tenancy.RoleTeacher]
@@ -283,6 +284,7 @@ func TestAnswerSheetScanning(t *testing.T) {
 }
 
 func TestAnswerSheetScanOfAnEUOrganizationStaysInTheEU(t *testing.T) {
+	t.Parallel()
 	s := newScanEnv(t)
 	tn := s.newTenant("DE", tenancy.PlanPro)
 	teacher := tn.keys[tenancy.RoleTeacher]
@@ -401,6 +403,7 @@ func TestAnswerSheetsAndUploadChecks(t *testing.T) {
 }
 
 func TestUnreadableAnswerSheetPagesAreReported(t *testing.T) {
+	t.Parallel()
 	s := newScanEnv(t)
 	tn := s.newTenant("US", tenancy.PlanPro)
 	teacher := tn.keys[tenancy.RoleTeacher]
@@ -442,6 +445,7 @@ func TestUnreadableAnswerSheetPagesAreReported(t *testing.T) {
 }
 
 func TestAMultiPageSheetBecomesOneResult(t *testing.T) {
+	t.Parallel()
 	s := newScanEnv(t)
 	tn := s.newTenant("US", tenancy.PlanPro)
 	teacher := tn.keys[tenancy.RoleTeacher]

@@ -13,6 +13,7 @@ import (
 // TestTypeScriptSDK runs the SDK's own tests (node --test) against this
 // server; `make sdk` builds the SDK first.
 func TestTypeScriptSDK(t *testing.T) {
+	t.Parallel()
 	sdk, _ := filepath.Abs("../../sdk/typescript")
 	if _, err := os.Stat(filepath.Join(sdk, "dist", "esm", "index.js")); err != nil {
 		t.Skip("the SDK is not built: run make sdk")

@@ -17,6 +17,7 @@ import (
 // rather than hanging until its client gives up; the next request after
 // the pool frees answers 200.
 func TestStarvedPoolAnswers503(t *testing.T) {
+	t.Parallel()
 	const wait = 300 * time.Millisecond
 	db, err := store.Open(context.Background(), storetest.NewURL(t)+"&pool_max_conns=2", store.WithAcquireTimeout(wait))
 	if err != nil {

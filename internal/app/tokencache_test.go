@@ -18,6 +18,7 @@ import (
 // revoking instance on the very next request and by the other as soon as
 // the revocation's notification arrives.
 func TestAccessTokenRevocationReachesOtherInstances(t *testing.T) {
+	t.Parallel()
 	db := storetest.New(t)
 	a, b := newEnvOn(t, db, nil), newEnvOn(t, db, nil)
 	tn := a.newTenant("DE", "pro")

@@ -37,6 +37,7 @@ func (e *env) questionContent(t *testing.T, key, examID string) (ids []string, c
 }
 
 func TestExamExportImportAcrossOrganizations(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a, b := e.newTenant("US", "pro"), e.newTenant("DE", "pro")
 	keyA, keyB := a.keys[tenancy.RoleTeacher], b.keys[tenancy.RoleTeacher]
@@ -117,6 +118,7 @@ func TestExamExportImportAcrossOrganizations(t *testing.T) {
 }
 
 func TestExamImportOfOtherToolsPackages(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn := e.newTenant("FR", "pro")
 	key := tn.keys[tenancy.RoleTeacher]
@@ -134,6 +136,7 @@ func TestExamImportOfOtherToolsPackages(t *testing.T) {
 }
 
 func TestExamImportRefusesHostilePackages(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn := e.newTenant("GB", "pro")
 	key := tn.keys[tenancy.RoleTeacher]
@@ -163,6 +166,7 @@ func TestExamImportRefusesHostilePackages(t *testing.T) {
 }
 
 func TestEmbedAuthoringExport(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn := e.newTenant("NL", "pro")
 	key := tn.keys[tenancy.RoleTeacher]
@@ -220,6 +224,7 @@ func tooManyQuestions(t *testing.T) []byte {
 // imports with its type created, then deprecated, in the importing
 // organization (decision 0072).
 func TestExamImportKeepsDeprecatedTypes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a, b := e.newTenant("US", "pro"), e.newTenant("DE", "pro")
 	keyA, keyB := a.keys[tenancy.RoleTeacher], b.keys[tenancy.RoleTeacher]

@@ -39,6 +39,7 @@ import (
 // rotation only, internal targets are refused, another organization sees
 // nothing, and every change is audited.
 func TestWebhookEndpointsAPI(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tn := e.newTenant("US", tenancy.PlanPro)
 	other := e.newTenant("FR", tenancy.PlanPro)
@@ -213,6 +214,7 @@ func verifyWithReferenceLibrary(t *testing.T, secret string, ds []delivery) {
 // an endpoint that never recovers is disabled and the owner told in the
 // audit log. The EU organization's deliveries run on the EU queue.
 func TestWebhookDeliveries(t *testing.T) {
+	t.Parallel()
 	tc := devenvtest.Temporal(t)
 	e := newEnvWithConfig(t, func(c *app.Config) {
 		c.Temporal = tc

@@ -25,6 +25,7 @@ import (
 )
 
 func TestAuthoringFlow(t *testing.T) {
+	t.Parallel()
 	db := storetest.New(t)
 	f := newFixtureWith(t, redistest.Client(t), db, nilGenerator)
 	content := assessment.NewService(db)
@@ -180,6 +181,7 @@ func ids(qs []assessment.Question) []string {
 // shown and reordered whole, though it is more than the API's largest
 // page of questions.
 func TestAuthoringAFullExam(t *testing.T) {
+	t.Parallel()
 	db := storetest.New(t)
 	f := newFixtureWith(t, redistest.Client(t), db, nilGenerator)
 	content := assessment.NewService(db)

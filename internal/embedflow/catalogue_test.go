@@ -8,6 +8,7 @@ import (
 
 // Every label of the flow templates is looked up through the catalogue.
 func TestTemplatesUseOnlyCatalogueKeys(t *testing.T) {
+	t.Parallel()
 	page, err := os.ReadFile("../web/templates/embed.html")
 	if err != nil {
 		t.Fatal(err)

@@ -69,6 +69,7 @@ func newFixtureWith(t *testing.T, rdb *redis.Client, db *store.DB, gen func(*sto
 }
 
 func TestCreateAndOpen(t *testing.T) {
+	t.Parallel()
 	rdb := redistest.Client(t)
 	f := newFixture(t, rdb)
 	in := embedflow.NewSession{Flow: "generate-exam", ActorID: f.users[tenancy.RoleTeacher].ID, ExpiresIn: 120,
@@ -109,6 +110,7 @@ func TestCreateAndOpen(t *testing.T) {
 }
 
 func TestCreateRules(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, redistest.Client(t))
 	teacher, student := f.users[tenancy.RoleTeacher].ID, f.users[tenancy.RoleStudent].ID
 	tests := []struct {
@@ -155,6 +157,7 @@ func TestCreateRules(t *testing.T) {
 // the same address: creating a session is a clear 503 while it is down and
 // works again once it is back.
 func TestRedisOutage(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client(&redis.Options{MaxRetries: 1, DialTimeout: 500 * time.Millisecond})
 	defer rdb.Close()

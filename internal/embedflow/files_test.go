@@ -67,6 +67,7 @@ func removeAnUpload(t *testing.T, chrome context.Context, question, file string)
 // base URL's /media/, and the submitted answer's file is served back and
 // fetched by the grading fetcher.
 func TestStudentUploadsFileAnswer(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := storetest.New(t)
 	f := newFixtureWith(t, redistest.Client(t), db, nilGenerator)
@@ -256,6 +257,7 @@ func callerOrg(ctx context.Context) string {
 // holds, removal frees a place, and only the session's exam's file
 // questions take files.
 func TestFileAnswerLimits(t *testing.T) {
+	t.Parallel()
 	db, rdb := storetest.New(t), redistest.Client(t)
 	f := newFixtureWith(t, rdb, db, nilGenerator)
 	f.svc.Files = media.NewFiles(db, "http://127.0.0.1:8080", 0)
@@ -344,6 +346,7 @@ func uploadPart(t *testing.T, base, question string, data []byte) (int, string) 
 // reach media.Files.PendingBytes is told so on the file question, and
 // nothing is stored.
 func TestUploadPastThePendingBound(t *testing.T) {
+	t.Parallel()
 	db, rdb := storetest.New(t), redistest.Client(t)
 	f := newFixtureWith(t, rdb, db, nilGenerator)
 	files := media.NewFiles(db, "http://127.0.0.1:8080", 64)

@@ -34,6 +34,7 @@ import (
 // hidden, preset student level, and follows the progress page until the
 // exam is ready (Temporal dev server, builtin provider).
 func TestGenerateExamFlow(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tc := devenvtest.Temporal(t)
 	db := storetest.New(t)

@@ -26,6 +26,7 @@ func serve(t *testing.T, f fixture) *httptest.Server {
 }
 
 func TestGenerateExamPage(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, redistest.Client(t))
 	srv := serve(t, f)
 	sess, err := f.svc.Create(f.teacher, embedflow.NewSession{
@@ -100,6 +101,7 @@ func TestGenerateExamPage(t *testing.T) {
 }
 
 func TestExpiredSessionPage(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, redistest.Client(t))
 	srv := serve(t, f)
 	for _, id := range []string{"emb_" + strings.Repeat("b", 32), "nonsense"} {
@@ -121,6 +123,7 @@ func TestExpiredSessionPage(t *testing.T) {
 // nonce'd style element, with no inline script or style the CSP would
 // block, and that Arabic is laid out right to left.
 func TestThemedPage(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, redistest.Client(t))
 	srv := serve(t, f)
 	radius := int32(12)

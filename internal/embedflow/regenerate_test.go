@@ -32,6 +32,7 @@ import (
 // proposal shows beside the current version, and accepting it makes it the
 // question's next revision.
 func TestAuthoringRegenerate(t *testing.T) {
+	t.Parallel()
 	tc := devenvtest.Temporal(t)
 	db := storetest.New(t)
 	// The fixture's organization is German: its AI region is eu.

@@ -36,6 +36,7 @@ import (
 // Chromium: answer a true/false and an essay question, submit once, then
 // open the results flow and watch the AI-graded result arrive.
 func TestStudentTakesExamAndSeesGradedResult(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tc := devenvtest.Temporal(t)
 	db := storetest.New(t)
@@ -222,6 +223,7 @@ func hostMessages(t *testing.T, chrome context.Context, host, src, want string) 
 // TestStudentExamPaged drives the paged layout: one question per screen,
 // Next saves and moves on without JavaScript's help, answers survive.
 func TestStudentExamPaged(t *testing.T) {
+	t.Parallel()
 	db := storetest.New(t)
 	f := newFixtureWith(t, redistest.Client(t), db, nilGenerator)
 	content := assessment.NewService(db)
@@ -265,6 +267,7 @@ func TestStudentExamPaged(t *testing.T) {
 // 2.5 seconds later: the page, which has held one long poll since it
 // loaded, shows the grade within a second of the finish, without a reload.
 func TestResultPageShowsTheGradeWhenGradingFinishes(t *testing.T) {
+	t.Parallel()
 	db := storetest.New(t)
 	content := assessment.NewService(db)
 	watch, stop := context.WithCancel(context.Background())

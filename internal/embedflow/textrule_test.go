@@ -20,6 +20,7 @@ import (
 // forms: each is refused as the field's mistake (400, naming the rule),
 // the draft keeps what it had and no result or question is recorded.
 func TestFormsRefuseTextTheDatabaseCannotHold(t *testing.T) {
+	t.Parallel()
 	db := storetest.New(t)
 	f := newFixtureWith(t, redistest.Client(t), db, nilGenerator)
 	content := assessment.NewService(db)

@@ -6,6 +6,7 @@ import (
 )
 
 func TestValidateLook(t *testing.T) {
+	t.Parallel()
 	radius := int32(30)
 	for name, l := range map[string]Look{
 		"injection in a colour": {Colors: Colors{Primary: "#000;}body{display:none"}},
