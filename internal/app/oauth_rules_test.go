@@ -255,9 +255,9 @@ func TestAuditLogWriteByCallerKind(t *testing.T) {
 func (e *env) serviceAccountToken(tn tenant, role tenancy.Role, scope string) string {
 	e.t.Helper()
 	sa := e.newServiceAccount(tn, role)
-	status, tok := e.exchangeAssertion(sa, sa.addKey(e), scope)
+	status, tok, code := e.exchangeAssertion(sa, sa.addKey(e), scope)
 	if status != http.StatusOK || tok == "" {
-		e.t.Fatalf("jwt-bearer grant: %d", status)
+		e.t.Fatalf("jwt-bearer grant: %d %s", status, code)
 	}
 	return tok
 }
@@ -302,8 +302,8 @@ func (sa serviceAccount) tryAddKey(e *env) (signingKey, error) {
 }
 
 // exchangeAssertion signs an assertion with key and posts it to the token
-// endpoint: the status and the access token, if one was issued.
-func (e *env) exchangeAssertion(sa serviceAccount, key signingKey, scope string) (int, string) {
+// endpoint: the status, then the access token or the error code.
+func (e *env) exchangeAssertion(sa serviceAccount, key signingKey, scope string) (status int, token, errorCode string) {
 	e.t.Helper()
 	signer, _ := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: key.private}, (&jose.SignerOptions{}).WithHeader("kid", key.id))
 	now := time.Now()
@@ -319,10 +319,12 @@ func (e *env) exchangeAssertion(sa serviceAccount, key signingKey, scope string)
 		e.t.Fatal(err)
 	}
 	defer res.Body.Close()
-	var out map[string]any
+	var out struct {
+		AccessToken string `json:"access_token"`
+		Error       string `json:"error"`
+	}
 	_ = json.NewDecoder(res.Body).Decode(&out)
-	tok, _ := out["access_token"].(string)
-	return res.StatusCode, tok
+	return res.StatusCode, out.AccessToken, out.Error
 }
 
 // TestServiceAccountRevocation: a revoked key obtains no token while the
@@ -335,7 +337,7 @@ func TestServiceAccountRevocation(t *testing.T) {
 	tn, other := e.newTenant("US", "pro"), e.newTenant("DE", "pro")
 	sa := e.newServiceAccount(tn, tenancy.RoleTeacher)
 	key := sa.addKey(e)
-	_, jwt := e.exchangeAssertion(sa, key, "users:read")
+	_, jwt, _ := e.exchangeAssertion(sa, key, "users:read")
 	e.do("GET", "/users", jwt, nil).must(t, http.StatusOK)
 
 	foreign := tenancy.WithCaller(context.Background(), tenancy.SystemCaller(other.org.ID))
@@ -350,8 +352,9 @@ func TestServiceAccountRevocation(t *testing.T) {
 	if err := e.app.Identity.RevokeServiceAccountKey(sa.ctx, key.id); err != nil {
 		t.Fatal(err)
 	}
-	if status, tok := e.exchangeAssertion(sa, key, "users:read"); status == http.StatusOK || tok != "" {
-		t.Fatalf("a revoked key obtained a token: %d", status)
+	// RFC 7523, section 3.1: an assertion that does not verify is invalid_grant.
+	if status, tok, code := e.exchangeAssertion(sa, key, "users:read"); status != http.StatusBadRequest || tok != "" || code != "invalid_grant" {
+		t.Fatalf("a revoked key: %d %q, want 400 invalid_grant", status, code)
 	}
 	e.do("GET", "/users", jwt, nil).must(t, http.StatusOK)
 

@@ -1,6 +1,8 @@
 package app_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/oauth2"
 
 	"github.com/assessd/assessd/internal/app"
 	"github.com/assessd/assessd/internal/identity"
@@ -159,14 +162,19 @@ func TestDatabaseDownIsUnavailableForEveryCallerKind(t *testing.T) {
 	e := newEnvWithClock(t, func() time.Time { return now })
 	tn := e.newTenant("US", "pro")
 	oauth := e.newOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
-	oauth.conf.Scopes = []string{"profile", "users:read"}
+	oauth.conf.Scopes = []string{"profile", "users:read", "offline_access"}
+	tok := e.token(oauth)
 	callers := map[string]string{
 		"api key":      tn.keys[tenancy.RoleTeacher], // never used, so not cached
-		"access token": e.token(oauth).AccessToken,
+		"access token": tok.AccessToken,
 		"jwt":          e.serviceAccountToken(tn, tenancy.RoleTeacher, "users:read"),
 	}
 	b := e.newBrowser()
 	login := b.get(e.srv.URL + "/login")
+	verifier := oauth2.GenerateVerifier()
+	code := e.codeFor(oauth, oauth2.S256ChallengeOption(verifier))
+	sa := e.newServiceAccount(tn, tenancy.RoleTeacher)
+	key := sa.addKey(e)
 
 	e.db.Close()
 	check := func(kind, token string) {
@@ -183,8 +191,39 @@ func TestDatabaseDownIsUnavailableForEveryCallerKind(t *testing.T) {
 	now = now.Add(2 * time.Minute)
 	check("jwt after the key cache expired", callers["jwt"])
 
+	// The token endpoint cannot read the credentials, which may well be
+	// good: 503 server_error, for the client to retry, never invalid_client
+	// or invalid_grant, which would make it drop them.
+	ctx := context.Background()
+	_, err := oauth.conf.Exchange(ctx, code, oauth2.VerifierOption(verifier))
+	checkUnavailable(t, "code exchange", err)
+	_, err = oauth.conf.TokenSource(ctx, &oauth2.Token{RefreshToken: tok.RefreshToken}).Token()
+	checkUnavailable(t, "refresh", err)
+	if status, _, code := e.exchangeAssertion(sa, key, "users:read"); status != http.StatusServiceUnavailable || code != "server_error" {
+		t.Errorf("jwt-bearer grant with the database down: %d %q, want 503 server_error", status, code)
+	}
+	res, err := http.PostForm(e.srv.URL+"/oauth/revoke", url.Values{
+		"token": {tok.RefreshToken}, "client_id": {oauth.conf.ClientID}, "client_secret": {oauth.conf.ClientSecret}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("revocation with the database down: %d, want 503 (nothing was revoked)", res.StatusCode)
+	}
+
 	p := b.post(e.srv.URL+"/login", url.Values{"csrf": {login.field("csrf")}, "email": {oauth.email}, "password": {oauth.password}})
 	if p.status != http.StatusServiceUnavailable {
 		t.Errorf("login with the database down: %d", p.status)
+	}
+}
+
+// checkUnavailable fails t unless err is the token endpoint's 503
+// server_error.
+func checkUnavailable(t *testing.T, what string, err error) {
+	t.Helper()
+	var re *oauth2.RetrieveError
+	if !errors.As(err, &re) || re.Response.StatusCode != http.StatusServiceUnavailable || re.ErrorCode != "server_error" {
+		t.Errorf("%s with the database down: %v, want 503 server_error", what, err)
 	}
 }

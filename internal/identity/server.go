@@ -28,8 +28,9 @@ func (s *server) CodeExchange(ctx context.Context, r *op.ClientRequest[oidc.Acce
 	// Read the request before delegating: the exchange marks it used.
 	a, err := s.p.storage.AuthRequestByCode(ctx, r.Data.Code)
 	if err != nil {
-		s.p.metrics.tokenErrors.WithLabelValues("authorization_code", "invalid_grant").Inc()
-		return nil, oidc.ErrInvalidGrant().WithDescription("invalid code").WithParent(err)
+		err = grantError(err, "invalid code")
+		s.p.metrics.tokenErrors.WithLabelValues("authorization_code", errorCode(err)).Inc()
+		return nil, err
 	}
 	req := a.(*authRequest)
 	if req.codeChallenge != "" && r.Data.CodeVerifier == "" {
@@ -43,11 +44,22 @@ func (s *server) CodeExchange(ctx context.Context, r *op.ClientRequest[oidc.Acce
 func (s *server) RefreshToken(ctx context.Context, r *op.ClientRequest[oidc.RefreshTokenRequest]) (*op.Response, error) {
 	t, err := s.p.storage.token(ctx, r.Data.RefreshToken)
 	if err != nil {
-		s.p.metrics.tokenErrors.WithLabelValues("refresh_token", "invalid_grant").Inc()
-		return nil, oidc.ErrInvalidGrant().WithParent(err)
+		err = grantError(err, "invalid refresh token")
+		s.p.metrics.tokenErrors.WithLabelValues("refresh_token", errorCode(err)).Inc()
+		return nil, err
 	}
 	resp, err := s.LegacyServer.RefreshToken(ctx, r)
 	return s.respond(resp, err, "refresh_token", t.orgID, t.userID, t.clientID, t.scopes)
+}
+
+// grantError is invalid_grant for a code, refresh token or assertion that
+// does not hold, and the storage's 503 when it could not tell (unavailable).
+func grantError(err error, description string) error {
+	var status op.StatusError
+	if errors.As(err, &status) {
+		return status
+	}
+	return oidc.ErrInvalidGrant().WithDescription("%s", description).WithParent(err)
 }
 
 // supportedGrants are the grants the token endpoint accepts; the library's
@@ -69,20 +81,33 @@ func (s *server) Discovery(ctx context.Context, r *op.Request[struct{}]) (*op.Re
 	return resp, nil
 }
 
+// JWTProfile is the library's grant (RFC 7523) but for its error: an
+// assertion that does not verify (a bad signature, an unknown or revoked
+// key, a disabled account, an expired JWT) is invalid_grant, as section 3.1
+// requires, where the library answers invalid_request.
 func (s *server) JWTProfile(ctx context.Context, r *op.Request[oidc.JWTProfileGrantRequest]) (*op.Response, error) {
-	resp, err := s.LegacyServer.JWTProfile(ctx, r)
+	resp, issuer, err := s.jwtProfile(ctx, r.Data)
 	if err != nil {
 		s.p.metrics.tokenErrors.WithLabelValues("jwt_bearer", errorCode(err)).Inc()
 		return nil, err
 	}
-	// The assertion was verified above; its issuer is the service account.
-	var claims oidc.JWTTokenRequest
-	if _, err := oidc.ParseToken(r.Data.Assertion, &claims); err == nil {
-		if org, _, err := s.p.storage.serviceAccount(ctx, claims.Issuer); err == nil {
-			s.p.metrics.tokensIssued.WithLabelValues(org, claims.Issuer, "jwt_bearer").Inc()
-		}
+	if org, _, err := s.p.storage.serviceAccount(ctx, issuer); err == nil {
+		s.p.metrics.tokensIssued.WithLabelValues(org, issuer, "jwt_bearer").Inc()
 	}
-	return resp, nil
+	return op.NewResponse(resp), nil
+}
+
+func (s *server) jwtProfile(ctx context.Context, data *oidc.JWTProfileGrantRequest) (*oidc.AccessTokenResponse, string, error) {
+	request, err := op.VerifyJWTAssertion(ctx, data.Assertion, s.p.op.JWTProfileVerifier(ctx))
+	if err != nil {
+		return nil, "", grantError(err, "assertion invalid")
+	}
+	request.Scopes, err = s.p.storage.ValidateJWTProfileScopes(ctx, request.Issuer, data.Scope)
+	if err != nil {
+		return nil, "", err
+	}
+	resp, err := op.CreateJWTTokenResponse(ctx, request, s.p.op)
+	return resp, request.Issuer, err
 }
 
 // respond adds user_id and org_id, removes an id_token that openid did not

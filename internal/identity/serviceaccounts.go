@@ -232,8 +232,11 @@ func parsePublicKey(pemText string) (any, error) {
 // account.
 func (s *storage) serviceAccount(ctx context.Context, id string) (orgID string, role tenancy.Role, err error) {
 	err = s.db.Unscoped().QueryRow(ctx, `SELECT org_id, role FROM service_account_for_auth($1)`, id).Scan(&orgID, &role)
-	if errors.Is(err, pgx.ErrNoRows) {
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
 		err = errNotFound{"service account"}
+	case err != nil:
+		err = unavailable(err)
 	}
 	return orgID, role, err
 }
@@ -249,7 +252,7 @@ func (s *storage) GetKeyByIDAndClientID(ctx context.Context, keyID, clientID str
 		return nil, errNotFound{"key"}
 	}
 	if err != nil {
-		return nil, err
+		return nil, unavailable(err)
 	}
 	key, err := parsePublicKey(pemText)
 	if err != nil {

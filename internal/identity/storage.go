@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -74,6 +75,15 @@ type errNotFound struct{ what string }
 func (e errNotFound) Error() string { return e.what + " not found" }
 func (errNotFound) IsNotFound()     {}
 
+// unavailable is a failed credential lookup as the token endpoint answers
+// it: 503 server_error, which a client retries. The library would turn a
+// plain error into invalid_client or invalid_grant, and a client told that
+// drops a secret, refresh token or key that is fine.
+func unavailable(err error) error {
+	return op.NewStatusError(oidc.ErrServerError().WithDescription("the service is unavailable; retry shortly").WithParent(err),
+		http.StatusServiceUnavailable)
+}
+
 func (s *storage) Health(ctx context.Context) error { return s.db.Ping(ctx) }
 
 // --- clients ---
@@ -91,7 +101,7 @@ func (s *storage) client(ctx context.Context, id string) (*client, error) {
 		return nil, errNotFound{"client"}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("load client: %w", err)
+		return nil, unavailable(fmt.Errorf("load client: %w", err))
 	}
 	return c, nil
 }
@@ -223,7 +233,7 @@ func (s *storage) AuthRequestByCode(ctx context.Context, code string) (op.AuthRe
 		return nil, errNotFound{"code"}
 	}
 	if err != nil {
-		return nil, err
+		return nil, unavailable(err)
 	}
 	if usedAt != nil {
 		if a.grantID != "" {
@@ -406,7 +416,10 @@ func (s *storage) token(ctx context.Context, secret string) (*tokenInfo, error) 
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, errNotFound{"token"}
 	}
-	return t, err
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	return t, nil
 }
 
 // TokenRequestByRefreshToken validates a refresh token for exchange. A
