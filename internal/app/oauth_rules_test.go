@@ -450,18 +450,39 @@ func TestIntrospectionAndUserinfo(t *testing.T) {
 		t.Fatalf("introspection of garbage = %v", got)
 	}
 
+	status, info := e.userinfo(tok.AccessToken)
+	if status != http.StatusOK || info["sub"] != a.user.ID || info["name"] != "Signing In" || info["email"] != nil {
+		t.Fatalf("userinfo with openid profile = %d %v (email must need the email scope)", status, info)
+	}
+
+	// A token that is no longer good is 401, for the app to sign the user
+	// in again, whether it is garbage or was revoked.
+	if status, info := e.userinfo("garbage"); status != http.StatusUnauthorized {
+		t.Errorf("userinfo with garbage = %d %v, want 401", status, info)
+	}
+	res, err := http.PostForm(e.srv.URL+"/oauth/revoke", url.Values{"token": {tok.AccessToken}, "client_id": {a.conf.ClientID}, "client_secret": {a.conf.ClientSecret}})
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("revoke: %v %v", res, err)
+	}
+	res.Body.Close()
+	if status, info := e.userinfo(tok.AccessToken); status != http.StatusUnauthorized || info["error"] != "access_denied" {
+		t.Errorf("userinfo with a revoked token = %d %v, want 401 access_denied", status, info)
+	}
+}
+
+// userinfo calls the OIDC userinfo endpoint with an access token.
+func (e *env) userinfo(accessToken string) (int, map[string]any) {
+	e.t.Helper()
 	req, _ := http.NewRequest("GET", e.srv.URL+"/oauth/userinfo", nil)
-	req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+	req.Header.Set("Authorization", "Bearer "+accessToken)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		e.t.Fatal(err)
 	}
+	defer res.Body.Close()
 	var info map[string]any
 	_ = json.NewDecoder(res.Body).Decode(&info)
-	res.Body.Close()
-	if info["sub"] != a.user.ID || info["name"] != "Signing In" || info["email"] != nil {
-		t.Fatalf("userinfo with openid profile = %v (email must need the email scope)", info)
-	}
+	return res.StatusCode, info
 }
 
 func TestLoginPageProtections(t *testing.T) {

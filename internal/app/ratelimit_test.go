@@ -211,6 +211,9 @@ func TestDatabaseDownIsUnavailableForEveryCallerKind(t *testing.T) {
 	if res.StatusCode != http.StatusServiceUnavailable {
 		t.Errorf("revocation with the database down: %d, want 503 (nothing was revoked)", res.StatusCode)
 	}
+	if status, info := e.userinfo(tok.AccessToken); status != http.StatusServiceUnavailable || info["error"] != "server_error" {
+		t.Errorf("userinfo with the database down: %d %v, want 503 server_error", status, info)
+	}
 
 	p := b.post(e.srv.URL+"/login", url.Values{"csrf": {login.field("csrf")}, "email": {oauth.email}, "password": {oauth.password}})
 	if p.status != http.StatusServiceUnavailable {

@@ -3,6 +3,7 @@ package identity
 import (
 	"context"
 	"errors"
+	"net/http"
 	"slices"
 
 	"github.com/zitadel/oidc/v3/pkg/oidc"
@@ -50,6 +51,23 @@ func (s *server) RefreshToken(ctx context.Context, r *op.ClientRequest[oidc.Refr
 	}
 	resp, err := s.LegacyServer.RefreshToken(ctx, r)
 	return s.respond(resp, err, "refresh_token", t.orgID, t.userID, t.clientID, t.scopes)
+}
+
+// UserInfo answers a token that is no longer good (revoked, expired, its
+// user deleted) as the library answers one it cannot decrypt: 401
+// access_denied, for the client to sign the user in again. The library
+// answers 403 server_error. A token the storage could not read keeps the
+// storage's 503.
+func (s *server) UserInfo(ctx context.Context, r *op.Request[oidc.UserInfoRequest]) (*op.Response, error) {
+	resp, err := s.LegacyServer.UserInfo(ctx, r)
+	var storage op.StatusError
+	switch {
+	case errors.Is(err, errTokenInvalid):
+		return nil, op.NewStatusError(oidc.ErrAccessDenied().WithDescription("access token invalid"), http.StatusUnauthorized)
+	case errors.As(errors.Unwrap(err), &storage):
+		return nil, storage
+	}
+	return resp, err
 }
 
 // grantError is invalid_grant for a code, refresh token or assertion that

@@ -19,6 +19,7 @@ import (
 	"github.com/zitadel/oidc/v3/pkg/op"
 
 	"github.com/assessd/assessd/internal/audit"
+	"github.com/assessd/assessd/internal/platform/errs"
 	"github.com/assessd/assessd/internal/platform/ids"
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/tenancy"
@@ -563,8 +564,11 @@ func (s *storage) changeCredentials(ctx context.Context, fn func(ctx context.Con
 func (s *storage) fillUserinfo(ctx context.Context, info *oidc.UserInfo, orgID, userID string, scopes []string) error {
 	ctx = store.WithOrg(ctx, orgID)
 	u, err := s.users.LookupUser(ctx, userID)
+	if errs.Is(err, errs.KindNotFound) {
+		return errTokenInvalid
+	}
 	if err != nil {
-		return fmt.Errorf("load user: %w", err)
+		return unavailable(fmt.Errorf("load user: %w", err))
 	}
 	info.Subject = userID
 	if slices.Contains(scopes, oidc.ScopeProfile) {
@@ -595,10 +599,17 @@ func (s *storage) SetUserinfoFromScopes(context.Context, *oidc.UserInfo, string,
 	return nil
 }
 
+// errTokenInvalid is a userinfo request's token that is not a live access
+// token: unknown, expired, revoked, or a refresh token.
+var errTokenInvalid = errors.New("access token invalid")
+
 func (s *storage) SetUserinfoFromToken(ctx context.Context, info *oidc.UserInfo, tokenID, _, _ string) error {
 	t, err := s.token(ctx, tokenID)
+	if errors.As(err, new(op.StatusError)) {
+		return err
+	}
 	if err != nil || t.kind != "access" || !t.active(s.now()) {
-		return errors.New("access token invalid")
+		return errTokenInvalid
 	}
 	return s.fillUserinfo(ctx, info, t.orgID, t.userID, t.scopes)
 }
