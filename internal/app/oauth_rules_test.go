@@ -305,12 +305,7 @@ func (sa serviceAccount) tryAddKey(e *env) (signingKey, error) {
 // endpoint: the status, then the access token or the error code.
 func (e *env) exchangeAssertion(sa serviceAccount, key signingKey, scope string) (status int, token, errorCode string) {
 	e.t.Helper()
-	signer, _ := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: key.private}, (&jose.SignerOptions{}).WithHeader("kid", key.id))
-	now := time.Now()
-	claims, _ := json.Marshal(map[string]any{"iss": sa.ID, "sub": sa.ID, "aud": e.srv.URL, "iat": now.Unix(), "exp": now.Add(5 * time.Minute).Unix()})
-	sig, _ := signer.Sign(claims)
-	assertion, _ := sig.CompactSerialize()
-	form := url.Values{"grant_type": {string(oidc.GrantTypeBearer)}, "assertion": {assertion}}
+	form := url.Values{"grant_type": {string(oidc.GrantTypeBearer)}, "assertion": {e.assertion(sa, key)}}
 	if scope != "" {
 		form.Set("scope", scope)
 	}
@@ -325,6 +320,16 @@ func (e *env) exchangeAssertion(sa serviceAccount, key signingKey, scope string)
 	}
 	_ = json.NewDecoder(res.Body).Decode(&out)
 	return res.StatusCode, out.AccessToken, out.Error
+}
+
+// assertion is a JWT assertion (RFC 7523) for the account, signed with key.
+func (e *env) assertion(sa serviceAccount, key signingKey) string {
+	signer, _ := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: key.private}, (&jose.SignerOptions{}).WithHeader("kid", key.id))
+	now := time.Now()
+	claims, _ := json.Marshal(map[string]any{"iss": sa.ID, "sub": sa.ID, "aud": e.srv.URL, "iat": now.Unix(), "exp": now.Add(5 * time.Minute).Unix()})
+	sig, _ := signer.Sign(claims)
+	assertion, _ := sig.CompactSerialize()
+	return assertion
 }
 
 // TestServiceAccountRevocation: a revoked key obtains no token while the

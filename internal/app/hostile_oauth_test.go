@@ -1,0 +1,148 @@
+package app_test
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/oauth2"
+
+	"github.com/assessd/assessd/internal/app"
+	"github.com/assessd/assessd/internal/identity"
+	"github.com/assessd/assessd/tenancy"
+)
+
+// TestHostileInputOverOAuth sends seeded, mutated requests to the OAuth and
+// OpenID endpoints, which the OpenAPI sweep leaves out: the token,
+// introspection, revocation, userinfo, authorization and logout endpoints,
+// with forms and queries built from valid ones whose values are replaced
+// by hostile ones (empty, NUL, invalid UTF-8, 64 KiB, JWT-shaped garbage,
+// another client's ids) and with broken client authentication. No answer
+// may be a 5xx.
+func TestHostileInputOverOAuth(t *testing.T) {
+	t.Parallel()
+	rounds, seed := hostileRounds(t)
+	var limits *redis.Client
+	e := newEnvWithConfig(t, func(c *app.Config) { limits = c.Redis })
+	tn, other := e.newTenant("US", "pro"), e.newTenant("DE", "pro")
+	a := e.newOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
+	a.conf.Scopes = []string{"openid", "profile", "offline_access"}
+	// The refresh and revocation sweeps revoke their grant (a refresh
+	// token presented twice revokes it, decision 0146); the other sweeps use
+	// a grant of their own, which stays live.
+	tok, rotating := e.token(a), e.token(a)
+	foreign := e.newOAuthApp(other, tenancy.RoleTeacher, identity.ClientInput{})
+	sa := e.newServiceAccount(tn, tenancy.RoleTeacher)
+	key := sa.addKey(e)
+	verifier := oauth2.GenerateVerifier()
+	code := e.codeFor(a, oauth2.S256ChallengeOption(verifier))
+	idToken, _ := tok.Extra("id_token").(string)
+
+	valid := []struct {
+		method, path string
+		form         url.Values
+	}{
+		{"POST", "/oauth/token", url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {testRedirect},
+			"code_verifier": {verifier}, "client_id": {a.conf.ClientID}, "client_secret": {a.conf.ClientSecret}}},
+		{"POST", "/oauth/token", url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rotating.RefreshToken}, "scope": {"openid profile"},
+			"client_id": {a.conf.ClientID}, "client_secret": {a.conf.ClientSecret}}},
+		{"POST", "/oauth/token", url.Values{"grant_type": {"urn:ietf:params:oauth:grant-type:jwt-bearer"}, "assertion": {e.assertion(sa, key)}, "scope": {"users:read"}}},
+		{"POST", "/oauth/introspect", url.Values{"token": {tok.AccessToken}, "token_type_hint": {"access_token"},
+			"client_id": {a.conf.ClientID}, "client_secret": {a.conf.ClientSecret}}},
+		{"POST", "/oauth/revoke", url.Values{"token": {rotating.RefreshToken}, "token_type_hint": {"refresh_token"},
+			"client_id": {a.conf.ClientID}, "client_secret": {a.conf.ClientSecret}}},
+		{"GET", "/oauth/userinfo", url.Values{"access_token": {tok.AccessToken}}},
+		{"GET", "/oauth/authorize", url.Values{"client_id": {a.conf.ClientID}, "redirect_uri": {testRedirect}, "response_type": {"code"},
+			"scope": {"openid profile"}, "state": {"s"}, "nonce": {"n"}, "code_challenge": {oauth2.S256ChallengeFromVerifier(verifier)},
+			"code_challenge_method": {"S256"}, "prompt": {"login"}, "max_age": {"60"}, "ui_locales": {"en"}}},
+		{"GET", "/oauth/logout", url.Values{"id_token_hint": {idToken}, "post_logout_redirect_uri": {testRedirect}, "state": {"s"},
+			"client_id": {a.conf.ClientID}}},
+		{"GET", "/login", url.Values{"authRequestID": {"oar_00000000000000000000000000"}}},
+	}
+	hostile := []string{
+		"", "\x00", "\xff\xfe", strings.Repeat("a", 64<<10), "a.b.c", "eyJhbGciOiJub25lIn0.e30.", "eyJhbGciOiJSUzI1NiIsImtpZCI6Ii4uLyJ9.e30.AA",
+		"%zz", "null", "-1", "99999999999999999999", "oar_" + strings.Repeat("0", 26), foreign.conf.ClientID, foreign.conf.ClientSecret,
+		"openid openid " + strings.Repeat("x ", 2000), "S256", "plain", "none", "code token id_token", "http://evil.example/",
+	}
+	authHeaders := []string{
+		"", "Basic", "Basic !!!", "Basic " + base64.StdEncoding.EncodeToString([]byte("no colon")),
+		"Basic " + base64.StdEncoding.EncodeToString([]byte(":")), "Basic " + base64.StdEncoding.EncodeToString([]byte("%zz:%zz")),
+		"Basic " + base64.StdEncoding.EncodeToString([]byte(foreign.conf.ClientID+":"+foreign.conf.ClientSecret)),
+		"Bearer ", "Bearer a.b.c", "Bearer " + strings.Repeat("A", 16<<10), "Bearer " + tok.RefreshToken, "Bearer " + foreign.conf.ClientSecret,
+		"Bearer " + tok.AccessToken,
+	}
+	rng := rand.New(rand.NewPCG(seed, seed^0x51a7e))
+	pick := func(s []string) string { return s[rng.IntN(len(s))] }
+
+	var sent int
+	var failures []string
+	for _, v := range valid {
+		for range rounds {
+			form := url.Values{}
+			for k, vals := range v.form {
+				form[k] = append([]string(nil), vals...)
+			}
+			// Replace one to three values, drop or repeat one, or add an unknown one.
+			keys := make([]string, 0, len(form))
+			for k := range form {
+				keys = append(keys, k)
+			}
+			for range 1 + rng.IntN(3) {
+				k := keys[rng.IntN(len(keys))]
+				switch rng.IntN(4) {
+				case 0:
+					delete(form, k)
+				case 1:
+					form.Add(k, pick(hostile))
+				default:
+					form.Set(k, pick(hostile))
+				}
+			}
+			if rng.IntN(5) == 0 {
+				form.Set(pick(hostile), pick(hostile))
+			}
+			var req *http.Request
+			if v.method == "GET" {
+				req, _ = http.NewRequest("GET", e.srv.URL+v.path+"?"+form.Encode(), nil)
+			} else {
+				req, _ = http.NewRequest("POST", e.srv.URL+v.path, strings.NewReader(form.Encode()))
+				req.Header.Set("Content-Type", pick([]string{"application/x-www-form-urlencoded", "application/x-www-form-urlencoded",
+					"application/json", "multipart/form-data; boundary=x", "text/plain; charset=\xff"}))
+			}
+			if h := pick(authHeaders); h != "" && rng.IntN(3) == 0 {
+				req.Header.Set("Authorization", h)
+			}
+			// The failure limiter would answer 429 to most of a sweep from one
+			// address; what is under test is what lies behind it.
+			if err := limits.FlushDB(context.Background()).Err(); err != nil {
+				t.Fatal(err)
+			}
+			res, err := noRedirects.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, _ := io.ReadAll(io.LimitReader(res.Body, 512))
+			res.Body.Close()
+			sent++
+			if res.StatusCode >= 500 && len(failures) < 40 {
+				failures = append(failures, fmt.Sprintf("%s %s %.300q (Authorization %.60q): %d %s", v.method, v.path, form.Encode(),
+					req.Header.Get("Authorization"), res.StatusCode, raw))
+			}
+		}
+	}
+	t.Logf("hostile OAuth input: %d requests (seed %d)", sent, seed)
+	for _, f := range failures {
+		t.Error(f)
+	}
+}
+
+// noRedirects is a client that returns redirects instead of following them:
+// the authorization endpoint redirects to the app with its answer.
+var noRedirects = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
