@@ -455,31 +455,39 @@ func TestIntrospectionAndUserinfo(t *testing.T) {
 		t.Fatalf("introspection of garbage = %v", got)
 	}
 
-	status, info := e.userinfo(tok.AccessToken)
+	status, info, _ := e.userinfo(tok.AccessToken)
 	if status != http.StatusOK || info["sub"] != a.user.ID || info["name"] != "Signing In" || info["email"] != nil {
 		t.Fatalf("userinfo with openid profile = %d %v (email must need the email scope)", status, info)
 	}
 
-	// A token that is no longer good is 401, for the app to sign the user
-	// in again, whether it is garbage or was revoked.
-	if status, info := e.userinfo("garbage"); status != http.StatusUnauthorized {
-		t.Errorf("userinfo with garbage = %d %v, want 401", status, info)
+	// A token that is no longer good is 401 with RFC 6750's challenge, for
+	// the app to sign the user in again, whether it is garbage or was
+	// revoked; no token at all gets the bare challenge.
+	const invalidToken = `Bearer realm="assessd", error="invalid_token"`
+	if status, info, challenge := e.userinfo("garbage"); status != http.StatusUnauthorized || challenge != invalidToken {
+		t.Errorf("userinfo with garbage = %d %v (WWW-Authenticate %q), want 401 %s", status, info, challenge, invalidToken)
+	}
+	if status, _, challenge := e.userinfo(""); status != http.StatusUnauthorized || challenge != `Bearer realm="assessd"` {
+		t.Errorf("userinfo without a token = %d (WWW-Authenticate %q), want 401 with the bare challenge", status, challenge)
 	}
 	res, err := http.PostForm(e.srv.URL+"/oauth/revoke", url.Values{"token": {tok.AccessToken}, "client_id": {a.conf.ClientID}, "client_secret": {a.conf.ClientSecret}})
 	if err != nil || res.StatusCode != http.StatusOK {
 		t.Fatalf("revoke: %v %v", res, err)
 	}
 	res.Body.Close()
-	if status, info := e.userinfo(tok.AccessToken); status != http.StatusUnauthorized || info["error"] != "access_denied" {
-		t.Errorf("userinfo with a revoked token = %d %v, want 401 access_denied", status, info)
+	if status, info, challenge := e.userinfo(tok.AccessToken); status != http.StatusUnauthorized || info["error"] != "access_denied" || challenge != invalidToken {
+		t.Errorf("userinfo with a revoked token = %d %v (WWW-Authenticate %q), want 401 access_denied %s", status, info, challenge, invalidToken)
 	}
 }
 
-// userinfo calls the OIDC userinfo endpoint with an access token.
-func (e *env) userinfo(accessToken string) (int, map[string]any) {
+// userinfo calls the OIDC userinfo endpoint with an access token ("" sends
+// none): the status, the body and the WWW-Authenticate challenge.
+func (e *env) userinfo(accessToken string) (int, map[string]any, string) {
 	e.t.Helper()
 	req, _ := http.NewRequest("GET", e.srv.URL+"/oauth/userinfo", nil)
-	req.Header.Set("Authorization", "Bearer "+accessToken)
+	if accessToken != "" {
+		req.Header.Set("Authorization", "Bearer "+accessToken)
+	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		e.t.Fatal(err)
@@ -487,7 +495,7 @@ func (e *env) userinfo(accessToken string) (int, map[string]any) {
 	defer res.Body.Close()
 	var info map[string]any
 	_ = json.NewDecoder(res.Body).Decode(&info)
-	return res.StatusCode, info
+	return res.StatusCode, info, res.Header.Get("WWW-Authenticate")
 }
 
 func TestLoginPageProtections(t *testing.T) {

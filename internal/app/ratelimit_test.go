@@ -211,7 +211,7 @@ func TestDatabaseDownIsUnavailableForEveryCallerKind(t *testing.T) {
 	if res.StatusCode != http.StatusServiceUnavailable {
 		t.Errorf("revocation with the database down: %d, want 503 (nothing was revoked)", res.StatusCode)
 	}
-	if status, info := e.userinfo(tok.AccessToken); status != http.StatusServiceUnavailable || info["error"] != "server_error" {
+	if status, info, _ := e.userinfo(tok.AccessToken); status != http.StatusServiceUnavailable || info["error"] != "server_error" {
 		t.Errorf("userinfo with the database down: %d %v, want 503 server_error", status, info)
 	}
 

@@ -187,9 +187,40 @@ func (s *statusWriter) WriteHeader(code int) {
 // operator commands, which never serve, should not print.
 func (p *Provider) Handler() http.Handler {
 	p.handlerOnce.Do(func() {
-		p.handler = noStore(p.limitTokenFailures(op.RegisterLegacyServer(p.server, callbackWithID(op.AuthorizeCallbackHandler(p.op)))))
+		p.handler = noStore(bearerChallenge(p.limitTokenFailures(op.RegisterLegacyServer(p.server, callbackWithID(op.AuthorizeCallbackHandler(p.op))))))
 	})
 	return p.handler
+}
+
+// bearerChallenge adds the challenge RFC 6750 requires of a 401 to the
+// userinfo endpoint's, which the library writes without one; the API's
+// 401s carry the same realm. A request that sent a token is told it is
+// invalid_token; one that sent none gets the bare challenge (section 3.1).
+func bearerChallenge(next http.Handler) http.Handler {
+	userinfo := endpoints.Userinfo.Relative()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == userinfo {
+			challenge := `Bearer realm="assessd"`
+			if r.Header.Get("Authorization") != "" || r.FormValue("access_token") != "" {
+				challenge += `, error="invalid_token"`
+			}
+			w = &challengeWriter{ResponseWriter: w, challenge: challenge}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// challengeWriter sets WWW-Authenticate on a 401 that has none.
+type challengeWriter struct {
+	http.ResponseWriter
+	challenge string
+}
+
+func (c *challengeWriter) WriteHeader(code int) {
+	if code == http.StatusUnauthorized && c.Header().Get("WWW-Authenticate") == "" {
+		c.Header().Set("WWW-Authenticate", c.challenge)
+	}
+	c.ResponseWriter.WriteHeader(code)
 }
 
 // callbackWithID answers an authorization callback that names no request
