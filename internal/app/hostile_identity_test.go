@@ -5,9 +5,12 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -85,29 +88,7 @@ func TestHostileInputOverOAuth(t *testing.T) {
 	var failures []string
 	for _, v := range valid {
 		for range rounds {
-			form := url.Values{}
-			for k, vals := range v.form {
-				form[k] = append([]string(nil), vals...)
-			}
-			// Replace one to three values, drop or repeat one, or add an unknown one.
-			keys := make([]string, 0, len(form))
-			for k := range form {
-				keys = append(keys, k)
-			}
-			for range 1 + rng.IntN(3) {
-				k := keys[rng.IntN(len(keys))]
-				switch rng.IntN(4) {
-				case 0:
-					delete(form, k)
-				case 1:
-					form.Add(k, pick(hostile))
-				default:
-					form.Set(k, pick(hostile))
-				}
-			}
-			if rng.IntN(5) == 0 {
-				form.Set(pick(hostile), pick(hostile))
-			}
+			form := mutatedForm(rng, v.form, hostile)
 			var req *http.Request
 			if v.method == "GET" {
 				req, _ = http.NewRequest("GET", e.srv.URL+v.path+"?"+form.Encode(), nil)
@@ -146,3 +127,119 @@ func TestHostileInputOverOAuth(t *testing.T) {
 // noRedirects is a client that returns redirects instead of following them:
 // the authorization endpoint redirects to the app with its answer.
 var noRedirects = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+// TestHostileInputOverPages sends seeded, mutated forms to every form of
+// the signed-in account and developer pages, as an admin: values replaced
+// by hostile ones, dropped or repeated, path ids malformed or another
+// organization's, and the CSRF token now and then missing or wrong. No
+// answer may be a 5xx.
+func TestHostileInputOverPages(t *testing.T) {
+	t.Parallel()
+	rounds, seed := hostileRounds(t)
+	e := newEnvWithConfig(t, func(c *app.Config) { c.Webhooks.AllowPrivate = true })
+	tn, other := e.newTenant("US", "pro"), e.newTenant("DE", "pro")
+	a := e.newOAuthApp(tn, tenancy.RoleAdmin, identity.ClientInput{})
+	foreign := e.newOAuthApp(other, tenancy.RoleAdmin, identity.ClientInput{})
+	b := e.newBrowser()
+	csrf := e.signIn(b, a).field("csrf")
+	// Real ids of each kind, so unmutated paths reach the forms' handlers.
+	keyID := regexp.MustCompile(`/account/api-keys/(key_[0-9A-Z]+)/revoke`).FindStringSubmatch(
+		b.post(e.srv.URL+"/account/api-keys", url.Values{"csrf": {csrf}, "name": {"sweep"}}).body)
+	hook := b.post(e.srv.URL+"/developer/webhooks", url.Values{"csrf": {csrf}, "url": {"http://127.0.0.1:9/hook"}, "events": {"user.created"}})
+	hookID := regexp.MustCompile(`/developer/webhooks/(whe_[0-9A-Z]+)`).FindStringSubmatch(hook.body + hook.url.Path)
+	if keyID == nil || hookID == nil {
+		t.Fatalf("fixtures: key %v, webhook %v (%d)", keyID, hookID, hook.status)
+	}
+	ids := map[string]string{"{key}": keyID[1], "{client}": a.client.ID, "{webhook}": hookID[1], "{delivery}": "whd_" + strings.Repeat("0", 26)}
+
+	forms := []struct {
+		path string
+		form url.Values
+	}{
+		{"/account/profile", url.Values{"name": {"Renamed"}}},
+		{"/account/api-keys", url.Values{"name": {"export"}}},
+		{"/account/api-keys/{key}/revoke", url.Values{}},
+		{"/account/apps/{client}/revoke", url.Values{}},
+		{"/account/allowed-apps", url.Values{"clientId": {a.client.ID}}},
+		{"/account/allowed-apps/{client}/remove", url.Values{}},
+		{"/developer/clients", url.Values{"name": {"App"}, "description": {"d"}, "redirectUris": {"https://app.example/cb\nhttp://127.0.0.1:9/cb"}, "public": {"1"}, "auditLogsWrite": {"1"}}},
+		{"/developer/clients/{client}", url.Values{"name": {"App"}, "description": {"d"}, "redirectUris": {"https://app.example/cb"}, "auditLogsWrite": {"1"}}},
+		{"/developer/clients/{client}/rotate", url.Values{}},
+		{"/developer/webhooks", url.Values{"url": {"http://127.0.0.1:9/hook"}, "description": {"d"}, "events": {"user.created", "result.graded"}}},
+		{"/developer/webhooks/{webhook}", url.Values{"url": {"http://127.0.0.1:9/hook"}, "events": {"user.created"}, "enabled": {"1"}}},
+		{"/developer/webhooks/{webhook}/rotate", url.Values{}},
+		{"/developer/webhooks/{webhook}/deliveries/{delivery}/redeliver", url.Values{}},
+		// The deletions go last: they remove the fixtures the others use.
+		{"/developer/clients/{client}/delete", url.Values{}},
+		{"/developer/webhooks/{webhook}/delete", url.Values{}},
+	}
+	hostile := []string{
+		"", "\x00", "\xff\xfe", strings.Repeat("é", 40<<10), "<script>alert(1)</script>", "../../etc/passwd", "javascript:alert(1)",
+		"http://[::1", "1", "-1", "cli_" + strings.Repeat("0", 26), foreign.client.ID, "user.created\x00", "\r\nSet-Cookie: x=y",
+	}
+	rng := rand.New(rand.NewPCG(seed, seed^0x9a6e5))
+	pick := func(s []string) string { return s[rng.IntN(len(s))] }
+
+	var sent int
+	var failures []string
+	// Half the rounds: there are twice as many forms as OAuth endpoints.
+	for _, f := range forms {
+		for range max(rounds/2, 1) {
+			path := f.path
+			for _, placeholder := range slices.Sorted(maps.Keys(ids)) {
+				id := ids[placeholder]
+				if rng.IntN(4) == 0 {
+					id = pick(hostile)
+				}
+				path = strings.ReplaceAll(path, placeholder, url.PathEscape(id))
+			}
+			form := mutatedForm(rng, f.form, hostile)
+			switch rng.IntN(10) {
+			case 0: // no CSRF token
+			case 1:
+				form.Set("csrf", pick(hostile))
+			default:
+				form.Set("csrf", csrf)
+			}
+			p := b.post(e.srv.URL+path, form)
+			sent++
+			if p.status >= 500 && len(failures) < 40 {
+				failures = append(failures, fmt.Sprintf("POST %s %.300q: %d %.300s", path, form.Encode(), p.status, p.body))
+			}
+		}
+	}
+	t.Logf("hostile page input: %d requests (seed %d)", sent, seed)
+	for _, f := range failures {
+		t.Error(f)
+	}
+}
+
+// mutatedForm is a copy of base with one to three of its values replaced
+// by hostile ones, dropped or repeated, and now and then (always, for an
+// empty base) an unknown field added. Fields are picked in sorted order, so
+// the seed alone decides the result.
+func mutatedForm(rng *rand.Rand, base url.Values, hostile []string) url.Values {
+	pick := func() string { return hostile[rng.IntN(len(hostile))] }
+	form := url.Values{}
+	for k, v := range base {
+		form[k] = slices.Clone(v)
+	}
+	if len(form) == 0 || rng.IntN(5) == 0 {
+		form.Set(pick(), pick())
+	}
+	for range 1 + rng.IntN(3) {
+		keys := slices.Sorted(maps.Keys(form))
+		if len(keys) == 0 {
+			break
+		}
+		switch k := keys[rng.IntN(len(keys))]; rng.IntN(4) {
+		case 0:
+			delete(form, k)
+		case 1:
+			form.Add(k, pick())
+		default:
+			form.Set(k, pick())
+		}
+	}
+	return form
+}
