@@ -130,6 +130,23 @@ func fieldFor(path, name string, sch map[string]any, required bool, value any, e
 // parse (a number field holding "abc" stays a string), so the API's
 // validator, not this reader, says what is wrong.
 func parseConfigForm(schema map[string]any, form url.Values, prefix string) map[string]any {
+	return postedConfig{form: form, rows: rowNumbers(form)}.object(schema, prefix)
+}
+
+// postedConfig is a posted configuration form with the row numbers its
+// field names hold, indexed once: a form can name thousands of rows (the
+// schema's maxItems refuses them only after they were read), and reading
+// it must stay linear in its size.
+type postedConfig struct {
+	form url.Values
+	// rows holds the row numbers named under each path:
+	// "config.options.3.text" puts 3 under "config.options".
+	rows map[string]map[int]bool
+}
+
+// object reads the object of schema whose fields are under prefix.
+func (p postedConfig) object(schema map[string]any, prefix string) map[string]any {
+	form := p.form
 	props, _ := schema["properties"].(map[string]any)
 	out := map[string]any{}
 	for name, raw := range props {
@@ -175,7 +192,7 @@ func parseConfigForm(schema map[string]any, form url.Values, prefix string) map[
 					}
 				}
 			case "object":
-				list = parseRows(items, form, path)
+				list = p.list(items, path)
 			}
 			if len(list) > 0 || required {
 				out[name] = list
@@ -185,43 +202,64 @@ func parseConfigForm(schema map[string]any, form url.Values, prefix string) map[
 	return out
 }
 
-// parseRows reads a rows field: rows left empty are dropped (that is how
-// an item is removed), and an item without an id gets the first free one.
-func parseRows(items map[string]any, form url.Values, path string) []any {
+// list reads a rows field: rows left empty are dropped (that is how an
+// item is removed), and an item without an id gets the first free one.
+// Rows are numbered from 0 and end at the first missing number.
+func (p postedConfig) list(items map[string]any, path string) []any {
 	var list []any
-	var ids []string
-	for i := 0; ; i++ {
-		prefix := fmt.Sprintf("%s.%d", path, i)
-		if !hasPrefix(form, prefix+".") {
-			break
-		}
-		item := parseConfigForm(items, form, prefix)
+	taken := map[string]bool{}
+	for i := 0; p.rows[path][i]; i++ {
+		item := p.object(items, path+"."+strconv.Itoa(i))
 		id, _ := item["id"].(string)
 		delete(item, "id")
 		if empty(item) {
 			continue
 		}
 		if id != "" {
-			item["id"] = id
-			ids = append(ids, id)
+			item["id"], taken[id] = id, true
 		}
 		list = append(list, item)
 	}
 	if _, hasID := asMap(items["properties"])["id"]; hasID {
+		next := 1
 		for _, it := range list {
 			item := it.(map[string]any)
 			if item["id"] != nil {
 				continue
 			}
-			for n := 1; ; n++ {
-				if id := "o" + strconv.Itoa(n); !slices.Contains(ids, id) {
-					item["id"], ids = id, append(ids, id)
-					break
-				}
+			for taken["o"+strconv.Itoa(next)] {
+				next++
 			}
+			id := "o" + strconv.Itoa(next)
+			item["id"], taken[id] = id, true
 		}
 	}
 	return list
+}
+
+// rowNumbers indexes the row numbers the form's field names hold, by the
+// path before them, as the page writes them: decimal, without a sign or
+// leading zeros, and followed by a field name.
+func rowNumbers(form url.Values) map[string]map[int]bool {
+	rows := map[string]map[int]bool{}
+	for k := range form {
+		for start := strings.IndexByte(k, '.'); start >= 0; {
+			end := strings.IndexByte(k[start+1:], '.')
+			if end < 0 {
+				break
+			}
+			end += start + 1
+			number := k[start+1 : end]
+			if n, err := strconv.Atoi(number); err == nil && n >= 0 && strconv.Itoa(n) == number {
+				if rows[k[:start]] == nil {
+					rows[k[:start]] = map[int]bool{}
+				}
+				rows[k[:start]][n] = true
+			}
+			start = end
+		}
+	}
+	return rows
 }
 
 // empty reports an item with nothing filled in (false booleans and empty
@@ -233,15 +271,6 @@ func empty(item map[string]any) bool {
 		}
 	}
 	return true
-}
-
-func hasPrefix(form url.Values, prefix string) bool {
-	for k := range form {
-		if strings.HasPrefix(k, prefix) {
-			return true
-		}
-	}
-	return false
 }
 
 // propertyOrder lists the schema's properties: required ones first, then
