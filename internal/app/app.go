@@ -246,7 +246,9 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 			"/embed/":                           pages,
 			"GET /media/{id}/{name}":            api.MediaFiles(files),
 		},
-		Uploads: map[string]http.Handler{scanUploadRoute: api.ScanUploads(scans)},
+		// A file answer bounds its request by the upload limit itself.
+		PageUploads: map[string]http.Handler{"POST /embed/{id}/files/{question}": pages},
+		Uploads:     map[string]http.Handler{scanUploadRoute: api.ScanUploads(scans)},
 		Streams: map[string]http.Handler{
 			"POST /media":                api.MediaUploads(files),
 			"GET /exams/{examId}/export": api.ExamExport(transfers),

@@ -65,3 +65,10 @@ func TestEmbedSessionsAPI(t *testing.T) {
 		t.Fatal("an unknown session does not answer 404")
 	}
 }
+
+// embedSession creates, with key, the embed session body describes and
+// returns its id.
+func (e *env) embedSession(key string, body map[string]any) string {
+	e.t.Helper()
+	return str(e.do("POST", "/embed-sessions", key, body).must(e.t, http.StatusOK).body, "id")
+}

@@ -135,6 +135,22 @@ func statusClass(code int) string {
 	return strconv.Itoa(code/100) + "xx"
 }
 
+// limitPageBody bounds a page's request body by api.MaxBodyBytes. A form
+// is read by its handler (net/http's own bound on a form is 10 MiB, and a
+// multipart form's files beyond 32 MiB go to disk without any bound); a
+// body declared larger gets 413 before it is read, and one that turns out
+// larger fails its handler's read, which answers 400.
+func limitPageBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > api.MaxBodyBytes {
+			http.Error(w, "the request body is larger than 1 MiB", http.StatusRequestEntityTooLarge)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, api.MaxBodyBytes)
+		next.ServeHTTP(w, r)
+	})
+}
+
 // limitBody reads the body up front, the one read of it, bounded by
 // api.MaxBodyBytes: larger bodies get 413, and a body on a request that
 // takes none gets 400, both in the API's error shape (the transcoder would

@@ -45,9 +45,13 @@ type Config struct {
 	Metrics     *observability.Metrics
 	API         http.Handler
 	Credentials []Credential
-	// Pages are the non-API routes (OAuth endpoints, login and account
-	// pages), by ServeMux pattern; they authenticate themselves.
+	// Pages are the non-API routes (OAuth endpoints, login, account and
+	// embed pages), by ServeMux pattern; they authenticate themselves. A
+	// page's request body is bounded by api.MaxBodyBytes, as the API's is.
 	Pages map[string]http.Handler
+	// PageUploads are pages that take a file, by ServeMux pattern: they
+	// bound their request body themselves, above api.MaxBodyBytes.
+	PageUploads map[string]http.Handler
 	// Uploads take multipart/form-data requests to an API route, by
 	// ServeMux pattern: authenticated and counted against the quota like
 	// the API, but reading their own body under their own limit (the API's
@@ -92,6 +96,9 @@ func New(cfg Config) http.Handler {
 	mux.Handle("GET /metrics", named("GET /metrics", promhttp.HandlerFor(cfg.Metrics.Registry, promhttp.HandlerOpts{})))
 	mux.Handle("GET /openapi.yaml", named("GET /openapi.yaml", openapi(cfg.OpenAPI)))
 	for pattern, h := range cfg.Pages {
+		mux.Handle(pattern, named(pattern, limitPageBody(h)))
+	}
+	for pattern, h := range cfg.PageUploads {
 		mux.Handle(pattern, named(pattern, h))
 	}
 	apiChain := limitBody(auth.middleware(jsonErrors(cfg.API)))
