@@ -10,7 +10,9 @@
 //     no $reduce (an accumulator can double on every step), and functions
 //     (lambdas) only as the callback argument of a built-in higher-order
 //     function, so no function can reach itself: without self-reference
-//     there is no recursion beyond the depth of the syntax tree;
+//     there is no recursion beyond the depth of the syntax tree; and the
+//     tree with every variable written out is bounded too (MaxInlined), so
+//     a block cannot double a value on every step;
 //   - on the data: the evaluated JSON is at most MaxDataDepth deep;
 //   - at run time: each evaluation has a deadline, at most GOMAXPROCS
 //     evaluations run at once, and one organization's take at most half of
@@ -48,7 +50,10 @@ const (
 	MaxLength    = 2000 // characters of source, "=" included
 	MaxTreeDepth = 32   // nesting of the syntax tree
 	MaxNodes     = 400  // syntax-tree nodes
-	MaxDataDepth = 32   // nesting of the JSON it is evaluated against
+	// MaxInlined bounds the syntax tree as it would be with every
+	// variable's reference replaced by the expression bound to it.
+	MaxInlined   = 4000
+	MaxDataDepth = 32 // nesting of the JSON it is evaluated against
 	// Timeout is how long a caller waits for one evaluation.
 	Timeout = 100 * time.Millisecond
 )
@@ -102,9 +107,13 @@ func Compile(src string) (*Expr, error) {
 	if err != nil {
 		return nil, fmt.Errorf("is not valid JSONata: %s", parseMessage(err))
 	}
-	c := checker{}
-	if err := c.check(reflect.ValueOf(node), 1, false); err != nil {
+	c := checker{bound: []map[string]int{{}}}
+	size, err := c.check(reflect.ValueOf(node), 1, false)
+	if err != nil {
 		return nil, err
+	}
+	if size > MaxInlined {
+		return nil, fmt.Errorf("repeats its variables too often (at most %d terms with every variable written out)", MaxInlined)
 	}
 	e, err := jsonata.Compile(body)
 	if err != nil {
@@ -125,95 +134,147 @@ type checker struct {
 	nodes    int
 	builtins []builtin
 	applies  bool // a ~> onto a function call, which the library rewrites in place
+	// bound holds, per scope (the expression, each block and function),
+	// the inlined size of each variable assigned in it.
+	bound []map[string]int
 }
 
 var nodeType = reflect.TypeFor[jparse.Node]()
 
 // check walks the syntax tree generically (every field that holds nodes),
 // so node kinds added by the library are still bounded by depth and size.
-func (c *checker) check(v reflect.Value, depth int, callback bool) error {
+// It returns the node's inlined size: its terms, with each reference to an
+// assigned variable counted as the terms of what was assigned. A block of
+// 400 terms can double a string thirty times ($a := $a & $a) and take the
+// process's memory; its inlined size is 2^30.
+func (c *checker) check(v reflect.Value, depth int, callback bool) (int, error) {
 	if !v.IsValid() || (v.Kind() == reflect.Interface || v.Kind() == reflect.Pointer) && v.IsNil() {
-		return nil
+		return 0, nil
 	}
 	c.nodes++
 	if depth > MaxTreeDepth {
-		return fmt.Errorf("is nested too deeply (at most %d levels)", MaxTreeDepth)
+		return 0, fmt.Errorf("is nested too deeply (at most %d levels)", MaxTreeDepth)
 	}
 	if c.nodes > MaxNodes {
-		return fmt.Errorf("is too complex (at most %d terms)", MaxNodes)
+		return 0, fmt.Errorf("is too complex (at most %d terms)", MaxNodes)
 	}
 	n := v.Interface()
 	switch n := n.(type) {
 	case *jparse.RangeNode:
-		return errors.New("may not use the range operator (..)")
+		return 0, errors.New("may not use the range operator (..)")
 	case *jparse.VariableNode:
 		if why, ok := deniedFuncs[n.Name]; ok {
-			return fmt.Errorf("may not use $%s: %s", n.Name, why)
+			return 0, fmt.Errorf("may not use $%s: %s", n.Name, why)
 		}
 		if b, ok := sharedBuiltin(n.Name); ok && !slices.ContainsFunc(c.builtins, b.is) {
 			c.builtins = append(c.builtins, b)
 		}
+		return c.boundSize(n.Name), nil
 	case *jparse.AssignmentNode:
 		if _, ok := deniedFuncs[n.Name]; ok || callbackFuncs[n.Name] {
-			return fmt.Errorf("may not rebind the built-in function $%s", n.Name)
+			return 0, fmt.Errorf("may not rebind the built-in function $%s", n.Name)
 		}
+		size, err := c.check(reflect.ValueOf(n.Value), depth+1, false)
+		c.bound[len(c.bound)-1][n.Name] = size
+		return add(1, size), err
+	case *jparse.BlockNode, *jparse.LambdaNode, *jparse.TypedLambdaNode:
+		if _, ok := n.(*jparse.BlockNode); !ok && !callback {
+			return 0, errors.New("may define a function only as the callback of $map, $filter, $sort, $single, $sift or $each")
+		}
+		// A block's assignments end with it; a function's parameters hide
+		// the variables of the same names, and each stands for one value.
+		var params []string
+		switch l := n.(type) {
+		case *jparse.LambdaNode:
+			params = l.ParamNames
+		case *jparse.TypedLambdaNode:
+			params = l.ParamNames
+		}
+		scope := map[string]int{}
+		for _, p := range params {
+			scope[p] = 1
+		}
+		c.bound = append(c.bound, scope)
+		defer func() { c.bound = c.bound[:len(c.bound)-1] }()
 	case *jparse.FunctionApplicationNode:
 		if _, ok := n.RHS.(*jparse.FunctionCallNode); ok {
 			c.applies = true
-		}
-	case *jparse.LambdaNode, *jparse.TypedLambdaNode:
-		if !callback {
-			return errors.New("may define a function only as the callback of $map, $filter, $sort, $single, $sift or $each")
 		}
 	case *jparse.FunctionCallNode:
 		name := ""
 		if fn, ok := n.Func.(*jparse.VariableNode); ok {
 			name = fn.Name
 		}
-		if err := c.check(reflect.ValueOf(n.Func), depth+1, false); err != nil {
-			return err
+		size, err := c.check(reflect.ValueOf(n.Func), depth+1, false)
+		if err != nil {
+			return 0, err
 		}
 		for i, arg := range n.Args {
-			if err := c.check(reflect.ValueOf(arg), depth+1, i == 1 && callbackFuncs[name]); err != nil {
-				return err
+			argSize, err := c.check(reflect.ValueOf(arg), depth+1, i == 1 && callbackFuncs[name])
+			if err != nil {
+				return 0, err
 			}
+			size = add(size, argSize)
 		}
-		return nil
+		return add(1, size), nil
 	}
-	return c.children(v, depth)
+	size, err := c.children(v, depth)
+	return add(1, size), err
 }
 
-func (c *checker) children(v reflect.Value, depth int) error {
+// boundSize is the inlined size of a reference to $name: what the
+// innermost scope assigning it assigned, or one term.
+func (c *checker) boundSize(name string) int {
+	for i := len(c.bound) - 1; i >= 0; i-- {
+		if size, ok := c.bound[i][name]; ok {
+			return size
+		}
+	}
+	return 1
+}
+
+// add sums inlined sizes, saturating past MaxInlined so that doubling
+// cannot overflow.
+func add(a, b int) int { return min(a+b, MaxInlined+1) }
+
+func (c *checker) children(v reflect.Value, depth int) (int, error) {
 	for v.Kind() == reflect.Interface || v.Kind() == reflect.Pointer {
 		v = v.Elem()
 	}
 	if v.Kind() != reflect.Struct {
-		return nil
+		return 0, nil
 	}
+	size := 0
 	for i := range v.NumField() {
-		if err := c.walk(v.Field(i), depth); err != nil {
-			return err
+		fieldSize, err := c.walk(v.Field(i), depth)
+		if err != nil {
+			return 0, err
 		}
+		size = add(size, fieldSize)
 	}
-	return nil
+	return size, nil
 }
 
 // walk visits the nodes held by one struct field: a node, a slice or array
 // of nodes, or an embedded struct that holds nodes.
-func (c *checker) walk(f reflect.Value, depth int) error {
+func (c *checker) walk(f reflect.Value, depth int) (int, error) {
 	switch {
 	case f.Type().Implements(nodeType) && f.Kind() != reflect.Struct:
 		return c.check(f, depth+1, false)
 	case f.Kind() == reflect.Slice || f.Kind() == reflect.Array:
+		size := 0
 		for j := range f.Len() {
-			if err := c.walk(f.Index(j), depth); err != nil {
-				return err
+			itemSize, err := c.walk(f.Index(j), depth)
+			if err != nil {
+				return 0, err
 			}
+			size = add(size, itemSize)
 		}
+		return size, nil
 	case f.Kind() == reflect.Pointer && !f.IsNil() && f.Elem().Kind() == reflect.Struct:
 		return c.children(f, depth)
 	}
-	return nil
+	return 0, nil
 }
 
 // slots bounds concurrent evaluations (see the package comment).

@@ -29,6 +29,11 @@ func TestCompileRefuses(t *testing.T) {
 		{"rebinding a callback function", `=($map := $filter; 1)`, "rebind"},
 		{"too deep", "=" + strings.Repeat("(", 40) + "1" + strings.Repeat(")", 40), "nested too deeply"},
 		{"too long", "=" + strings.Repeat("1+", 1100) + "1", "at most"},
+		// 2^30 characters from 400 terms: each would take the process's
+		// memory, and an evaluation cannot be stopped.
+		{"a string doubled", `=($a := "x";` + strings.Repeat(" $a := $a & $a;", 30) + ` $length($a))`, "repeats its variables"},
+		{"a string doubled under new names", `=($a0 := "x";` + doublings(30) + ` $length($a30))`, "repeats its variables"},
+		{"an array doubled", `=($a := ["x"];` + strings.Repeat(" $a := [$a, $a];", 30) + ` $string($a))`, "repeats its variables"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := expr.Compile(tc.src)
@@ -37,6 +42,15 @@ func TestCompileRefuses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// doublings assigns $a1 to $an, each twice the one before.
+func doublings(n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, " $a%d := $a%d & $a%d;", i, i-1, i-1)
+	}
+	return b.String()
 }
 
 func TestEval(t *testing.T) {
@@ -55,6 +69,11 @@ func TestEval(t *testing.T) {
 		{`=$join($sort(answer.value), ",") = $join($sort(config.options[correct].id), ",")`, true},
 		{`=$count($filter(config.options, function($o){ $o.correct }))`, 2.0},
 		{`=answer.files`, []any{"https://cdn.example/a.pdf"}},
+		// Variables named many times, and a doubling's first steps, are
+		// within the bound; a function's parameter stands for one value.
+		{`=($v := $lowercase(answer.value[1]); $v = "b" or $v = "c" or $v = "a")`, true},
+		{`=($a0 := "x";` + doublings(5) + ` $length($a5))`, 32.0},
+		{`=$count($filter(config.options, function($o){ $o.correct and $o.id = $o.id and $o.id != "z" }))`, 2.0},
 	} {
 		e, err := expr.Compile(tc.src)
 		if err != nil {
