@@ -49,6 +49,9 @@ type ClientInput struct {
 // manageClients is who registers and edits clients: owners and admins.
 var manageClients = tenancy.Permission{Scope: tenancy.ScopeOrgsWrite, Roles: []tenancy.Role{tenancy.RoleOwner, tenancy.RoleAdmin}}
 
+// maxRedirectURIs bounds a client's redirect URIs.
+const maxRedirectURIs = 20
+
 func (in *ClientInput) validate() error {
 	in.Name = strings.TrimSpace(in.Name)
 	in.Description = strings.TrimSpace(in.Description)
@@ -63,8 +66,13 @@ func (in *ClientInput) validate() error {
 		if u = strings.TrimSpace(u); u != "" && !slices.Contains(uris, u) {
 			uris = append(uris, u)
 		}
+		// A form may list thousands: stop comparing once the count is
+		// refused anyway.
+		if len(uris) > maxRedirectURIs {
+			break
+		}
 	}
-	if len(uris) == 0 || len(uris) > 20 {
+	if len(uris) == 0 || len(uris) > maxRedirectURIs {
 		return errs.Invalid("redirectUris", "enter 1 to 20 redirect URIs")
 	}
 	for _, u := range uris {
