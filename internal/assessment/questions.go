@@ -286,10 +286,11 @@ func typeColumnsOf(def TypeDef) (builtin, typeID *string) {
 }
 
 func checkConfig(def TypeDef, config map[string]any) error {
-	sch, err := compileSchema("type", def.ConfigSchema)
+	sch, err := compileSchema("configSchema", def.ConfigSchema)
 	if err != nil {
-		// A stored schema always compiled when it was saved.
-		return fmt.Errorf("compile schema of %s: %w", def.Ref(), err)
+		// A stored schema compiled when it was saved, but one saved before
+		// its bounds grew (decision 0164) is refused here, with the reason.
+		return errs.Invalid("type", "question type %s cannot be used until its owner changes it: %v", def.Key, err)
 	}
 	return validateConfig(sch, config)
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -17,6 +19,10 @@ import (
 const (
 	maxSchemaBytes = 64 << 10
 	maxConfigBytes = 64 << 10
+	// maxSchemaNodes bounds the subschemas a schema applies with its
+	// references followed: far more than a config needs, and no more than
+	// 64 KiB holds without references (decision 0164).
+	maxSchemaNodes = 10_000
 )
 
 // noLoader refuses every external reference: a customer's schema must not
@@ -46,7 +52,60 @@ func compileSchema(field string, schema map[string]any) (*jsonschema.Schema, err
 	if err != nil {
 		return nil, errs.Invalid(field, "is not a valid JSON Schema: %s", schemaMessage(err))
 	}
+	if n, err := expandedSize(sch, map[*jsonschema.Schema]int{}); err != nil {
+		return nil, errs.Invalid(field, "%s", err.Error())
+	} else if n > maxSchemaNodes {
+		return nil, errs.Invalid(field, "must apply at most %d subschemas with its references followed", maxSchemaNodes)
+	}
 	return sch, nil
+}
+
+// expandedSize counts the subschemas validation against s may apply: the
+// validator follows a reference wherever it occurs, so a few bytes of
+// references to references stand for exponentially many checks. Sizes are
+// memoized per subschema (0 while counting) and stop growing past the
+// bound. Recursion is refused: question configs do not need it, and it
+// would have no size.
+func expandedSize(s *jsonschema.Schema, sizes map[*jsonschema.Schema]int) (int, error) {
+	if n, seen := sizes[s]; seen {
+		if n == 0 {
+			return 0, errors.New("must not refer to itself")
+		}
+		return n, nil
+	}
+	if s.DynamicRef != nil || s.RecursiveRef != nil {
+		return 0, errors.New("must not use $dynamicRef or $recursiveRef")
+	}
+	sizes[s] = 0
+	n := 1
+	for _, sub := range subschemas(s) {
+		m, err := expandedSize(sub, sizes)
+		if err != nil {
+			return 0, err
+		}
+		n = min(n+m, maxSchemaNodes+1)
+	}
+	sizes[s] = n
+	return n, nil
+}
+
+// subschemas are the schemas s applies to an instance or to its parts: every
+// field of jsonschema.Schema the validator descends into.
+func subschemas(s *jsonschema.Schema) []*jsonschema.Schema {
+	out := []*jsonschema.Schema{s.Ref, s.Not, s.If, s.Then, s.Else, s.PropertyNames, s.UnevaluatedProperties,
+		s.Contains, s.Items2020, s.UnevaluatedItems, s.ContentSchema}
+	out = slices.Concat(out, s.AllOf, s.AnyOf, s.OneOf, s.PrefixItems, slices.Collect(maps.Values(s.Properties)),
+		slices.Collect(maps.Values(s.PatternProperties)), slices.Collect(maps.Values(s.DependentSchemas)))
+	// Fields that hold a schema or something else.
+	for _, v := range append([]any{s.AdditionalProperties, s.Items, s.AdditionalItems}, slices.Collect(maps.Values(s.Dependencies))...) {
+		switch v := v.(type) {
+		case *jsonschema.Schema:
+			out = append(out, v)
+		case []*jsonschema.Schema:
+			out = append(out, v...)
+		}
+	}
+	return slices.DeleteFunc(out, func(s *jsonschema.Schema) bool { return s == nil })
 }
 
 // validateConfig checks a question's config against its type's schema and

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math"
 	"regexp"
-	"slices"
 	"strings"
 	"unicode"
 )
@@ -279,35 +278,63 @@ func countSyllables(word string) int {
 }
 
 // similarity is 1 minus the normalized edit distance of the normalized
-// texts: 1 for the same text, near 0 for unrelated ones.
+// texts: 1 for the same text, near 0 for unrelated ones. Only
+// near-duplicates need the exact figure; below nearDuplicate it is some
+// lower value.
 func similarity(a, b string) float64 {
 	x, y := []rune(normalize(a)), []rune(normalize(b))
-	if len(x) == 0 && len(y) == 0 {
+	n := max(len(x), len(y))
+	if n == 0 {
 		return 1
 	}
-	return 1 - float64(levenshtein(x, y))/float64(max(len(x), len(y)))
+	// One past the largest distance that is still near, so that float
+	// rounding at the boundary cannot matter.
+	limit := int((1-nearDuplicate)*float64(n)) + 1
+	return 1 - float64(levenshtein(x, y, limit))/float64(n)
 }
 
 func normalize(s string) string {
 	return strings.Join(strings.Fields(strings.ToLower(strings.TrimRightFunc(s, unicode.IsPunct))), " ")
 }
 
-func levenshtein(a, b []rune) int {
+// levenshtein is the edit distance of a and b, or limit+1 when it is
+// greater. An edit path through row i and column j costs at least |j-i| +
+// |diff-(j-i)|, so only paths within the band of columns where that is at
+// most limit are followed, and a row whose cells all exceed limit ends the
+// search: O(len(a)·limit) time instead of O(len(a)·len(b)).
+func levenshtein(a, b []rune, limit int) int {
+	over, diff := limit+1, len(b)-len(a)
+	if diff > limit || -diff > limit {
+		return over
+	}
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
 	for j := range prev {
 		prev[j] = j
 	}
 	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
+		lo, hi := max(1, i-(limit-diff)/2), min(len(b), i+(limit+diff)/2)
+		// The cells beside the band stand for any distance above limit.
+		cur[lo-1] = over
+		if lo == 1 {
+			cur[0] = i
+		}
+		if hi < len(b) {
+			cur[hi+1] = over
+		}
+		least := cur[lo-1]
+		for j := lo; j <= hi; j++ {
 			cost := 1
 			if a[i-1] == b[j-1] {
 				cost = 0
 			}
-			cur[j] = slices.Min([]int{prev[j] + 1, cur[j-1] + 1, prev[j-1] + cost})
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			least = min(least, cur[j])
+		}
+		if least > limit {
+			return over
 		}
 		prev, cur = cur, prev
 	}
-	return prev[len(b)]
+	return min(prev[len(b)], over)
 }
