@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -246,5 +247,86 @@ func TestImportNamesTheTextItRefuses(t *testing.T) {
 	_, err := exchange.Import(bytes.NewReader(native(`"n"`, `"p\u0000"`, `{}`)), limits)
 	if err == nil || !strings.Contains(err.Error(), "question 1: prompt must not contain NUL characters") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// nativeWith is a native document with the given JSON for its question
+// types and questions.
+func nativeWith(types, questions string) []byte {
+	return []byte(`{"schema":"assessd.exam/v1","exam":{"name":"n","language":"en"},"questionTypes":[` + types +
+		`],"questions":[` + questions + `]}`)
+}
+
+// times is n copies of the JSON value v, comma separated.
+func times(n int, v string) string { return strings.TrimSuffix(strings.Repeat(v+",", n), ",") }
+
+// packageDeclaring is a one-item QTI package whose side file declares n
+// (empty) question types.
+func packageDeclaring(t *testing.T, n int) []byte {
+	item := `<qti-assessment-item xmlns="http://www.imsglobal.org/xsd/imsqtiasi_v3p0" identifier="ok"><qti-response-declaration identifier="R" cardinality="single" base-type="string"/><qti-item-body><p>Say hi</p><qti-extended-text-interaction response-identifier="R"/></qti-item-body></qti-assessment-item>`
+	return ziptest.Of(t, map[string][]byte{"imsmanifest.xml": manifestWith("ok.xml"), "ok.xml": []byte(item),
+		"assessd.json": []byte(`{"schema":"assessd.package/v1","questionTypes":[` + times(n, "{}") + `]}`)})
+}
+
+// TestImportRefusesTooManyEntries: a document, or a package's side file,
+// declaring more question types or questions than the native schema
+// allows is refused before they are validated or decoded one by one. A
+// 5 KB package declared 1.4 million types, which took gigabytes to decode
+// and minutes to resolve (decision 0163).
+func TestImportRefusesTooManyEntries(t *testing.T) {
+	typ := `{"id":"t","key":"kind","name":"K","configSchema":{}}`
+	question := `{"type":"essay","prompt":"p","config":{},"points":1}`
+	cases := []struct {
+		name, message string
+		body          []byte
+	}{
+		{"types", "holds 501 question types; a document holds at most 500", nativeWith(times(501, typ), question)},
+		{"questions", "holds 1001 questions; a document holds at most 1000", nativeWith("", times(1001, question))},
+		{"types of a package", "assessd.json holds 1398080 question types; a package holds at most 500",
+			packageDeclaring(t, 1_398_080)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := exchange.Import(bytes.NewReader(tc.body), exchange.DefaultLimits)
+			var e *errs.Error
+			if !errors.As(err, &e) || e.Reason != exchange.ReasonMalformed || e.Field != "file" || !strings.HasSuffix(e.Message, tc.message) {
+				t.Fatalf("err = %v, want %s", err, tc.message)
+			}
+		})
+	}
+	p, err := exchange.Import(bytes.NewReader(nativeWith(times(500, typ), times(1000, question))), exchange.DefaultLimits)
+	if err != nil || len(p.Types) != 500 || len(p.Questions) != 1000 {
+		t.Errorf("the largest document: %d types, %d questions, %v", len(p.Types), len(p.Questions), err)
+	}
+	if p, err := exchange.Import(bytes.NewReader(packageDeclaring(t, 500)), exchange.DefaultLimits); err != nil || len(p.Types) != 500 {
+		t.Errorf("the largest package: %d types, %v", len(p.Types), err)
+	}
+}
+
+// TestImportRefusesAbsurdNumbers: a number literal longer than 32
+// characters or with an exponent beyond ±324 is refused before
+// validation, which compares numbers as exact rationals: 1,000 questions
+// worth 1e999999 points took minutes (decision 0163). Every float64 still
+// imports.
+func TestImportRefusesAbsurdNumbers(t *testing.T) {
+	for name, body := range map[string][]byte{
+		"huge exponents": nativeWith("", times(1000, `{"type":"essay","prompt":"p","config":{},"points":1e999999,"revision":1e999999}`)),
+		"tiny exponent":  native(`"n"`, `"p"`, `{"x":-1E-999999}`),
+		"exponent 325":   native(`"n"`, `"p"`, `{"x":1e+325}`),
+		"long literal":   native(`"n"`, `"p"`, `{"x":0.`+strings.Repeat("0", 30)+`1}`),
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := exchange.Import(bytes.NewReader(body), exchange.DefaultLimits)
+			var e *errs.Error
+			if !errors.As(err, &e) || e.Reason != exchange.ReasonMalformed ||
+				!strings.HasSuffix(e.Message, "holds a number longer than 32 characters or with an exponent beyond ±324") {
+				t.Fatalf("err = %v", err)
+			}
+		})
+	}
+	p, err := exchange.Import(bytes.NewReader(native(`"n"`, `"p"`, `{"min":-1.7976931348623157e+308,"tiny":5e-324,"int":100000000000000000000}`)),
+		exchange.DefaultLimits)
+	if want := map[string]any{"min": -math.MaxFloat64, "tiny": 5e-324, "int": 1e20}; err != nil || !reflect.DeepEqual(p.Questions[0].Config, want) {
+		t.Errorf("extreme float64s: %v, %v", p, err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -144,6 +145,20 @@ var nativeSchema = sync.OnceValues(func() (*jsonschema.Schema, error) {
 	return c.Compile("assessd.exam.v1.json")
 })
 
+// The native schema's maxItems.
+const (
+	maxQuestionTypes = 500
+	maxQuestions     = 1000
+)
+
+// Go and JavaScript write any float64 in at most 26 characters, with an
+// exponent of at most 324 (5e-324); a number literal beyond either bound
+// is refused.
+const (
+	maxNumberLen      = 32
+	maxNumberExponent = 324
+)
+
 // decodeNative validates a native document against NativeJSONSchema and
 // decodes it.
 func decodeNative(b []byte) (Document, error) {
@@ -151,8 +166,12 @@ func decodeNative(b []byte) (Document, error) {
 	if err != nil {
 		return Document{}, malformed("is not valid JSON").WithCause(err)
 	}
-	if m, ok := inst.(map[string]any); ok && m["schema"] != NativeSchema {
+	m, ok := inst.(map[string]any)
+	if ok && m["schema"] != NativeSchema {
 		return Document{}, malformed("must be a native document with \"schema\": %q", NativeSchema)
+	}
+	if err := checkBeforeValidation(m); err != nil {
+		return Document{}, err
 	}
 	sch, err := nativeSchema()
 	if err != nil {
@@ -166,6 +185,54 @@ func decodeNative(b []byte) (Document, error) {
 		return Document{}, malformed("does not match the %s schema", NativeSchema).WithCause(err)
 	}
 	return doc, nil
+}
+
+// checkBeforeValidation refuses what makes validation expensive: more
+// entries than maxItems allows (validation goes on through every entry
+// after maxItems failed), and number literals no float64 needs (it
+// compares numbers as exact rationals: 1e999999 costs a million-digit
+// power of ten at every comparison).
+func checkBeforeValidation(m map[string]any) error {
+	types, _ := m["questionTypes"].([]any)
+	questions, _ := m["questions"].([]any)
+	switch {
+	case len(types) > maxQuestionTypes:
+		return malformed("holds %d question types; a document holds at most %d", len(types), maxQuestionTypes)
+	case len(questions) > maxQuestions:
+		return malformed("holds %d questions; a document holds at most %d", len(questions), maxQuestions)
+	case !plausibleNumbers(m):
+		return malformed("holds a number longer than %d characters or with an exponent beyond ±%d",
+			maxNumberLen, maxNumberExponent)
+	}
+	return nil
+}
+
+// plausibleNumbers reports whether every number literal in v is within
+// maxNumberLen and maxNumberExponent.
+func plausibleNumbers(v any) bool {
+	switch v := v.(type) {
+	case json.Number:
+		if len(v) > maxNumberLen {
+			return false
+		}
+		if i := strings.IndexAny(string(v), "eE"); i >= 0 {
+			exp, err := strconv.Atoi(string(v[i+1:]))
+			return err == nil && exp >= -maxNumberExponent && exp <= maxNumberExponent
+		}
+	case []any:
+		for _, e := range v {
+			if !plausibleNumbers(e) {
+				return false
+			}
+		}
+	case map[string]any:
+		for _, e := range v {
+			if !plausibleNumbers(e) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 var printer = message.NewPrinter(language.English)
@@ -196,12 +263,13 @@ func (doc Document) Plan() Plan {
 			GradingEnabled: t.Grading.Enabled, FileInputs: t.Grading.FileInputs, Public: t.Public,
 			Deprecated: t.Deprecated})
 	}
+	defined := p.typeRefs()
 	for i, q := range doc.Questions {
 		item := q.ID
 		if item == "" {
 			item = fmt.Sprintf("questions/%d", i)
 		}
-		if _, ok := p.typeSpec(q.Type); !ok && !isBuiltin(q.Type) {
+		if !defined[q.Type] && !isBuiltin(q.Type) {
 			p.warn(item, "left out: its question type %q is neither built in nor defined in questionTypes", truncate(q.Type, 64))
 			continue
 		}

@@ -67,14 +67,14 @@ type Warning struct {
 // isBuiltin reports whether key names a built-in question type.
 func isBuiltin(key string) bool { return slices.Contains(assessment.BuiltinKeys(), key) }
 
-// typeSpec returns the Plan's type with the given Ref.
-func (p *Plan) typeSpec(ref string) (TypeSpec, bool) {
+// typeRefs is the set of the Plan's type Refs, for looking up each
+// question's type in constant time.
+func (p *Plan) typeRefs() map[string]bool {
+	refs := make(map[string]bool, len(p.Types))
 	for _, t := range p.Types {
-		if t.Ref == ref {
-			return t, true
-		}
+		refs[t.Ref] = true
 	}
-	return TypeSpec{}, false
+	return refs
 }
 
 func (p *Plan) warn(item, format string, args ...any) {

@@ -70,8 +70,9 @@ func readPackage(a *archive) (Plan, error) {
 	if len(hrefs) == 0 {
 		return Plan{}, malformed("the package lists no QTI items")
 	}
+	defined := p.typeRefs()
 	for _, h := range hrefs {
-		if err := readItem(a, h, &p); err != nil {
+		if err := readItem(a, h, &p, defined); err != nil {
 			return Plan{}, err
 		}
 	}
@@ -93,6 +94,15 @@ func readPackageSide(a *archive, p *Plan) error {
 	b, err := a.read(packageSideName)
 	if err != nil {
 		return err
+	}
+	// Count the types before decoding them (empty structs cost nothing
+	// each): a 4 MiB side file holds over a million.
+	var count struct {
+		QuestionTypes []struct{} `json:"questionTypes"`
+	}
+	_ = json.Unmarshal(b, &count) // what does not decode is ignored below
+	if n := len(count.QuestionTypes); n > maxQuestionTypes {
+		return malformed("%s holds %d question types; a package holds at most %d", packageSideName, n, maxQuestionTypes)
 	}
 	var side packageSide
 	if json.Unmarshal(b, &side) != nil || side.Schema != packageSchema {
@@ -140,9 +150,10 @@ func readTest(a *archive, href string, p *Plan, addItem func(string)) error {
 }
 
 // readItem adds the item's question to p, or a warning saying why it is
-// left out. Only hostile content (a DTD, an oversized entry, a path out
-// of the package) fails the whole import.
-func readItem(a *archive, href string, p *Plan) error {
+// left out; defined holds the Refs of p's types. Only hostile content (a
+// DTD, an oversized entry, a path out of the package) fails the whole
+// import.
+func readItem(a *archive, href string, p *Plan, defined map[string]bool) error {
 	if !a.has(href) {
 		p.warn(href, "left out: the item is listed but not in the package")
 		return nil
@@ -202,11 +213,9 @@ func readItem(a *archive, href string, p *Plan) error {
 		p.warn(item, "left out: %s", qerr.Error())
 		return nil
 	}
-	if !isBuiltin(q.Type) {
-		if _, ok := p.typeSpec(q.Type); !ok {
-			p.warn(item, "left out: its question type %q is not defined in the package", truncate(q.Type, 64))
-			return nil
-		}
+	if !isBuiltin(q.Type) && !defined[q.Type] {
+		p.warn(item, "left out: its question type %q is not defined in the package", truncate(q.Type, 64))
+		return nil
 	}
 	if q.Revision < 1 {
 		q.Revision = currentRevision

@@ -29,32 +29,39 @@ type TypeAction struct {
 // owns a different type with that key, the first free key_2, key_3, ...
 func ResolveTypes(p Plan, available []assessment.TypeDef) []TypeAction {
 	owned := map[string]bool{}
+	byKey := map[string][]assessment.TypeDef{}
 	for _, t := range available {
 		if t.Owned {
 			owned[t.Key] = true
 		}
+		byKey[t.Key] = append(byKey[t.Key], t)
 	}
+	// next remembers, per key, the suffix after the last one taken: keys
+	// only ever become owned, so the ones below it are still taken, and
+	// renaming many types of one key stays linear.
+	next := map[string]int{}
 	out := make([]TypeAction, 0, len(p.Types))
 	for _, spec := range p.Types {
-		if id, ok := sameDefinition(spec, available); ok {
+		if id, ok := sameDefinition(spec, byKey[spec.Key]); ok {
 			out = append(out, TypeAction{Ref: spec.Ref, Use: id})
 			continue
 		}
-		key := spec.Key
-		for i := 2; owned[key]; i++ {
+		key, i := spec.Key, max(next[spec.Key], 2)
+		for ; owned[key]; i++ {
 			key = fmt.Sprintf("%.*s_%d", 60, spec.Key, i)
 		}
-		owned[key] = true
+		owned[key], next[spec.Key] = true, i
 		out = append(out, TypeAction{Ref: spec.Ref, Create: true, Key: key, DeprecateAfter: spec.Deprecated})
 	}
 	return out
 }
 
-// sameDefinition finds a usable type equal to spec in everything that
-// decides how its questions are configured and scored.
-func sameDefinition(spec TypeSpec, available []assessment.TypeDef) (string, bool) {
-	for _, t := range available {
-		if t.Key == spec.Key && !t.Deprecated && t.Enabled && t.Condition == spec.Condition &&
+// sameDefinition finds, among the types with spec's key, a usable one
+// equal to spec in everything that decides how its questions are
+// configured and scored.
+func sameDefinition(spec TypeSpec, sameKey []assessment.TypeDef) (string, bool) {
+	for _, t := range sameKey {
+		if !t.Deprecated && t.Enabled && t.Condition == spec.Condition &&
 			t.GradingEnabled == spec.GradingEnabled && t.FileInputs == spec.FileInputs &&
 			sameJSON(t.ConfigSchema, spec.ConfigSchema) {
 			return t.ID, true

@@ -180,6 +180,10 @@ func created(actions []exchange.TypeAction) []exchange.TypeAction {
 // plan type Ref maps to, and the created types to deprecate once their
 // questions exist.
 func (s *Service) provideTypes(ctx context.Context, plan exchange.Plan, actions []exchange.TypeAction) (map[string]string, []string, error) {
+	specs := make(map[string]exchange.TypeSpec, len(plan.Types))
+	for _, t := range plan.Types {
+		specs[t.Ref] = t // a Ref declared twice maps to its last declaration
+	}
 	byRef := map[string]string{}
 	var deprecate []string
 	for _, a := range actions {
@@ -187,12 +191,7 @@ func (s *Service) provideTypes(ctx context.Context, plan exchange.Plan, actions 
 			byRef[a.Ref] = a.Use
 			continue
 		}
-		var spec exchange.TypeSpec
-		for _, t := range plan.Types {
-			if t.Ref == a.Ref {
-				spec = t
-			}
-		}
+		spec := specs[a.Ref]
 		t, err := s.content.CreateQuestionType(ctx, assessment.NewTypeDef{Key: a.Key, Name: spec.Name,
 			Description: spec.Description, ConfigSchema: spec.ConfigSchema, Condition: spec.Condition,
 			GradingEnabled: spec.GradingEnabled, FileInputs: spec.FileInputs})
