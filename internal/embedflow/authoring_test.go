@@ -1,6 +1,7 @@
 package embedflow_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -212,5 +213,42 @@ func TestAuthoringAFullExam(t *testing.T) {
 	at, beforeAt := strings.Index(string(page), lastPrompt), strings.Index(string(page), before)
 	if res.StatusCode != http.StatusOK || at < 0 || beforeAt < 0 || at > beforeAt {
 		t.Fatalf("moving the last of %d questions up: %d; its prompt at %d, the one it passed at %d", assessment.MaxQuestions, res.StatusCode, at, beforeAt)
+	}
+}
+
+// TestAuthoringTypeTooDeepForAForm: a type whose configuration nests rows
+// three levels deep is edited as JSON, on its question's card and on the
+// add card (?type=), and a save reads the JSON. Before, such a schema got
+// a form, which tripled with each level.
+func TestAuthoringTypeTooDeepForAForm(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, redistest.Client(t))
+	srv := serve(t, f)
+	var schema map[string]any
+	rows := func(items string) string {
+		return `{"type": "array", "items": {"type": "object", "properties": ` + items + `}}`
+	}
+	if err := json.Unmarshal([]byte(`{"type": "object", "properties": {"a": `+rows(`{"b": `+rows(`{"c": `+rows(`{"text": {"type": "string"}}`)+`}`)+`}`)+`}}`), &schema); err != nil {
+		t.Fatal(err)
+	}
+	typ, err := f.content.CreateQuestionType(f.teacher, assessment.NewTypeDef{Key: "nested", Name: "Nested", GradingEnabled: true, ConfigSchema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exam, qs := f.exam(t, "Trees", assessment.NewQuestion{Type: typ.ID, Prompt: "Draw a tree.", Points: 1, Config: map[string]any{}})
+	base := srv.URL + "/embed/" + f.session(t, "authoring", tenancy.RoleTeacher, exam.ID).ID
+	res, err := http.Get(base + "?type=" + typ.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if n := strings.Count(string(page), `<input type="hidden" name="rawConfig" value="on">`); n != 2 || strings.Contains(string(page), `name="config.a.`) {
+		t.Fatalf("%d cards of the type edited as JSON only, want 2:\n%s", n, page)
+	}
+	code, _ := postForm(t, base+"/questions/"+qs[0].ID, url.Values{"prompt": {"Draw a tree."}, "points": {"1"}, "rawConfig": {"on"},
+		"config": {`{"a": [{"b": [{"c": [{"text": "leaf"}]}]}]}`}}, false)
+	if got, err := f.content.Question(f.teacher, exam.ID, qs[0].ID); err != nil || fmt.Sprint(got.Config) != "map[a:[map[b:[map[c:[map[text:leaf]]]]]]]" {
+		t.Fatalf("saved %d: %v, %v", code, got.Config, err)
 	}
 }

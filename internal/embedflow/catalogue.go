@@ -67,6 +67,7 @@ var Catalogue = map[string]string{
 	"embed.student.timeUp":                  "Time is up: submitting your answers…",
 	"embed.student.saved":                   "Your answers are saved.",
 	"embed.student.unsavable":               "An answer holds a character that cannot be saved (a NUL character or broken text encoding). Remove it and try again.",
+	"embed.student.tooLong":                 "Your answers are too long to be saved. Shorten the longest and try again.",
 	"embed.student.previous":                "Previous",
 	"embed.student.next":                    "Next",
 	"embed.student.upload":                  "Upload",

@@ -23,26 +23,51 @@ type configField struct {
 	Checked  bool
 	Required bool
 	Error    string
-	// Columns and Rows are a rows field's sub-fields, one Rows entry per
-	// item plus blank ones to add items.
-	Columns []configField
-	Rows    [][]configField
+	// Rows are a rows field's sub-fields: one entry per item plus blank
+	// ones to add items.
+	Rows [][]configField
 }
 
 // blankRows are the empty items a rows field offers for adding.
 const blankRows = 2
 
+// Bounds of the structured editor, past which a configuration is edited as
+// JSON: rows fields nested at most two deep, and 500 fields. Every row
+// repeats its item's fields, nested rows included, so a form grows as a
+// power of its nesting: a schema within the API's limits (54 KB, JSON
+// depth 30) made millions of fields and took 5 s to build.
+const (
+	maxRowsDepth  = 2
+	maxFormFields = 500
+)
+
 // configForm builds the form fields of schema filled with config; false
-// when the schema has a shape the form cannot express (then only the raw
-// JSON editor is offered).
+// when the schema has a shape the form cannot express or the form would
+// pass the bounds above (then only the raw JSON editor is offered). The
+// build stops as soon as it passes them.
 func configForm(schema, config map[string]any, errField, errMsg string) ([]configField, bool) {
+	b := formBuild{errField: errField, errMsg: errMsg, left: maxFormFields}
+	return b.object(schema, config, "config", 0)
+}
+
+// formBuild is one build of a configuration form: a refused save's field
+// and message, to show beside its input, and how many more fields the form
+// may have.
+type formBuild struct {
+	errField, errMsg string
+	left             int
+}
+
+// object builds the fields of an object of schema named under prefix,
+// inside depth rows fields.
+func (b *formBuild) object(schema, config map[string]any, prefix string, depth int) ([]configField, bool) {
 	props, _ := schema["properties"].(map[string]any)
 	if schema["type"] != "object" || len(props) == 0 {
 		return nil, false
 	}
 	var out []configField
 	for _, name := range propertyOrder(schema) {
-		f, ok := fieldFor("config."+name, name, asMap(props[name]), isRequired(schema, name), config[name], errField, errMsg)
+		f, ok := b.field(prefix+"."+name, name, asMap(props[name]), isRequired(schema, name), config[name], depth)
 		if !ok {
 			return nil, false
 		}
@@ -51,11 +76,14 @@ func configForm(schema, config map[string]any, errField, errMsg string) ([]confi
 	return out, true
 }
 
-func fieldFor(path, name string, sch map[string]any, required bool, value any, errField, errMsg string) (configField, bool) {
+func (b *formBuild) field(path, name string, sch map[string]any, required bool, value any, depth int) (configField, bool) {
+	if b.left--; b.left < 0 {
+		return configField{}, false
+	}
 	f := configField{Name: path, Label: label(sch, name), Required: required}
 	f.Hint, _ = sch["description"].(string)
-	if errField == path || strings.HasPrefix(errField, path+".") {
-		f.Error = errMsg
+	if b.errField == path || strings.HasPrefix(b.errField, path+".") {
+		f.Error = b.errMsg
 	}
 	switch sch["type"] {
 	case "boolean":
@@ -63,9 +91,8 @@ func fieldFor(path, name string, sch map[string]any, required bool, value any, e
 		if required {
 			f.Kind = "choice"
 		}
-		b, _ := value.(bool)
-		f.Checked = b
-		f.Value = strconv.FormatBool(b)
+		f.Checked, _ = value.(bool)
+		f.Value = strconv.FormatBool(f.Checked)
 	case "number", "integer":
 		f.Kind = sch["type"].(string)
 		if value != nil {
@@ -92,28 +119,23 @@ func fieldFor(path, name string, sch map[string]any, required bool, value any, e
 			}
 			f.Value = strings.Join(lines, "\n")
 		case "object":
-			f.Kind = "rows"
-			cols, ok := configForm(items, nil, "", "")
-			if !ok {
+			// rowNumbers reads a rows field's name up to its first dot.
+			if depth == maxRowsDepth || strings.Contains(name, ".") {
 				return f, false
 			}
-			f.Columns = cols
+			f.Kind = "rows"
 			for i := range len(list) + blankRows {
-				item := map[string]any{}
+				var item map[string]any
 				if i < len(list) {
 					item = asMap(list[i])
 				}
-				row, _ := configForm(items, item, errField, errMsg)
-				for j := range row {
-					row[j].Name = fmt.Sprintf("%s.%d.%s", path, i, strings.TrimPrefix(row[j].Name, "config."))
-					row[j].Error = ""
-					if p := row[j].Name; errField == p || strings.HasPrefix(errField, p+".") {
-						row[j].Error = errMsg
-					}
+				row, ok := b.object(items, item, path+"."+strconv.Itoa(i), depth+1)
+				if !ok {
+					return f, false
 				}
 				f.Rows = append(f.Rows, row)
 			}
-			if f.Error != "" && errField != path {
+			if f.Error != "" && b.errField != path {
 				f.Error = "" // shown beside the row's input
 			}
 		default:
@@ -130,7 +152,7 @@ func fieldFor(path, name string, sch map[string]any, required bool, value any, e
 // parse (a number field holding "abc" stays a string), so the API's
 // validator, not this reader, says what is wrong.
 func parseConfigForm(schema map[string]any, form url.Values, prefix string) map[string]any {
-	return postedConfig{form: form, rows: rowNumbers(form)}.object(schema, prefix)
+	return postedConfig{form: form, rows: rowNumbers(schema, form, prefix)}.object(schema, prefix)
 }
 
 // postedConfig is a posted configuration form with the row numbers its
@@ -237,26 +259,31 @@ func (p postedConfig) list(items map[string]any, path string) []any {
 	return list
 }
 
-// rowNumbers indexes the row numbers the form's field names hold, by the
-// path before them, as the page writes them: decimal, without a sign or
-// leading zeros, and followed by a field name.
-func rowNumbers(form url.Values) map[string]map[int]bool {
+// rowNumbers indexes the row numbers the form's field names hold for the
+// rows fields of schema, by the field's path, as the page writes them:
+// decimal, without a sign or leading zeros, and followed by a field name.
+// Each name is read once along the schema, which knows where a rows field
+// is: indexing the path before every number in a name cost its length
+// squared.
+func rowNumbers(schema map[string]any, form url.Values, prefix string) map[string]map[int]bool {
 	rows := map[string]map[int]bool{}
 	for k := range form {
-		for start := strings.IndexByte(k, '.'); start >= 0; {
-			end := strings.IndexByte(k[start+1:], '.')
-			if end < 0 {
+		rest, ok := strings.CutPrefix(k, prefix+".")
+		for sch := schema; ok; {
+			var name, number string
+			name, rest, _ = strings.Cut(rest, ".")
+			field := asMap(asMap(sch["properties"])[name])
+			sch = asMap(field["items"])
+			number, rest, ok = strings.Cut(rest, ".")
+			n, err := strconv.Atoi(number)
+			if !ok || field["type"] != "array" || sch["type"] != "object" || err != nil || n < 0 || strconv.Itoa(n) != number {
 				break
 			}
-			end += start + 1
-			number := k[start+1 : end]
-			if n, err := strconv.Atoi(number); err == nil && n >= 0 && strconv.Itoa(n) == number {
-				if rows[k[:start]] == nil {
-					rows[k[:start]] = map[int]bool{}
-				}
-				rows[k[:start]][n] = true
+			path := k[:len(k)-len(rest)-len(number)-2]
+			if rows[path] == nil {
+				rows[path] = map[int]bool{}
 			}
-			start = end
+			rows[path][n] = true
 		}
 	}
 	return rows

@@ -22,6 +22,7 @@ import (
 
 type fixture struct {
 	svc     *embedflow.Service
+	content *assessment.Service
 	teacher context.Context
 	users   map[tenancy.Role]tenancy.User
 	foreign tenancy.User
@@ -63,9 +64,36 @@ func newFixtureWith(t *testing.T, rdb *redis.Client, db *store.DB, gen func(*sto
 				UserID: f.users[tenancy.RoleTeacher].ID, Role: tenancy.RoleTeacher, Scopes: tenancy.APIKeyScopes(tenancy.RoleTeacher)})
 		}
 	}
-	content := assessment.NewService(db)
-	f.svc = embedflow.NewService(embedflow.NewStore(rdb), ten, content, gen(db), regeneration.NewService(db, content), "https://assessd.example", prometheus.NewRegistry(), func(s string) string { return s })
+	f.content = assessment.NewService(db)
+	f.svc = embedflow.NewService(embedflow.NewStore(rdb), ten, f.content, gen(db), regeneration.NewService(db, f.content), "https://assessd.example", prometheus.NewRegistry(), func(s string) string { return s })
 	return f
+}
+
+// exam creates an exam of the teacher's holding questions.
+func (f fixture) exam(t *testing.T, name string, questions ...assessment.NewQuestion) (assessment.Exam, []assessment.Question) {
+	t.Helper()
+	exam, err := f.content.CreateExam(f.teacher, assessment.NewExam{Name: name, Language: "en"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs := make([]assessment.Question, len(questions))
+	for i, in := range questions {
+		if qs[i], err = f.content.CreateQuestion(f.teacher, exam.ID, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return exam, qs
+}
+
+// session creates a session of flow on examID, acting as the fixture's
+// user of role.
+func (f fixture) session(t *testing.T, flow string, role tenancy.Role, examID string) embedflow.Session {
+	t.Helper()
+	sess, err := f.svc.Create(f.teacher, embedflow.NewSession{Flow: flow, ActorID: f.users[role].ID, ExamID: examID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sess
 }
 
 func TestCreateAndOpen(t *testing.T) {

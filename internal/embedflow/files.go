@@ -160,7 +160,9 @@ func (s *Service) changeFiles(w http.ResponseWriter, r *http.Request, change fun
 		if len(v.Files) == 0 {
 			delete(draft.Answers, field)
 		}
-		if err := s.store.SaveDraft(ctx, sess, draft); err != nil {
+		if err := s.store.SaveDraft(ctx, sess, draft); errors.Is(err, errTooLong) {
+			v.Error = v.T("embed.student.tooLong")
+		} else if err != nil {
 			v.Error = pageError(err)
 		}
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/assessd/assessd/api"
 	"github.com/assessd/assessd/internal/assessment"
@@ -258,21 +259,17 @@ func callerOrg(ctx context.Context) string {
 // questions take files.
 func TestFileAnswerLimits(t *testing.T) {
 	t.Parallel()
-	db, rdb := storetest.New(t), redistest.Client(t)
-	f := newFixtureWith(t, rdb, db, nilGenerator)
-	f.svc.Files = media.NewFiles(db, "http://127.0.0.1:8080", 0)
-	srv := serve(t, f)
-	content := assessment.NewService(db)
-	exam, err := content.CreateExam(f.teacher, assessment.NewExam{Name: "Leaves", Language: "en"})
+	f, rdb, srv := filesFixture(t)
+	exam, err := f.content.CreateExam(f.teacher, assessment.NewExam{Name: "Leaves", Language: "en"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := content.CreateQuestion(f.teacher, exam.ID, assessment.NewQuestion{Type: assessment.TypeFileUpload, Prompt: "Notes?", Points: 1,
+	q, err := f.content.CreateQuestion(f.teacher, exam.ID, assessment.NewQuestion{Type: assessment.TypeFileUpload, Prompt: "Notes?", Points: 1,
 		Config: map[string]any{"maxFiles": 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	essay, err := content.CreateQuestion(f.teacher, exam.ID, assessment.NewQuestion{Type: assessment.TypeEssay, Prompt: "Why?", Points: 1})
+	essay, err := f.content.CreateQuestion(f.teacher, exam.ID, assessment.NewQuestion{Type: assessment.TypeEssay, Prompt: "Why?", Points: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,6 +318,16 @@ func TestFileAnswerLimits(t *testing.T) {
 	}
 }
 
+// filesFixture is a fixture whose pages, served on srv, take file answers,
+// with the Redis its drafts are stored in.
+func filesFixture(t *testing.T) (fixture, *redis.Client, *httptest.Server) {
+	t.Helper()
+	db, rdb := storetest.New(t), redistest.Client(t)
+	f := newFixtureWith(t, rdb, db, nilGenerator)
+	f.svc.Files = media.NewFiles(db, "http://127.0.0.1:8080", 0)
+	return f, rdb, serve(t, f)
+}
+
 // uploadPart posts data as notes.txt to the file question of the embed
 // session at base, as htmx does, and returns the status and the body.
 func uploadPart(t *testing.T, base, question string, data []byte) (int, string) {
@@ -332,14 +339,7 @@ func uploadPart(t *testing.T, base, question string, data []byte) (int, string) 
 	_ = mw.Close()
 	req, _ := http.NewRequest(http.MethodPost, base+"/files/"+question, &body)
 	req.Header.Set("Content-Type", mw.FormDataContentType())
-	req.Header.Set("HX-Request", "true")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	out, _ := io.ReadAll(res.Body)
-	return res.StatusCode, string(out)
+	return send(t, req, true)
 }
 
 // TestUploadPastThePendingBound: a student whose files not yet submitted

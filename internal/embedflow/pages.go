@@ -2,6 +2,7 @@ package embedflow
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"html"
 	"io"
@@ -219,7 +220,8 @@ func (s *Service) studentExam(w http.ResponseWriter, r *http.Request, sess Sessi
 // questions the form showed (its "shown" values) take the form's values,
 // an emptied one is cleared, and the others keep theirs. A file answer's
 // list changes only by uploads and removals (files.go), never by the form.
-func mergeAnswers(d *Draft, questions []assessment.SheetQuestion, form url.Values) {
+// An answer past maxAnswerBytes is errTooLong.
+func mergeAnswers(d *Draft, questions []assessment.SheetQuestion, form url.Values) error {
 	if d.Answers == nil {
 		d.Answers = url.Values{}
 	}
@@ -227,12 +229,17 @@ func mergeAnswers(d *Draft, questions []assessment.SheetQuestion, form url.Value
 		if !slices.Contains(form["shown"], q.ID) || q.Type == assessment.TypeFileUpload {
 			continue
 		}
-		if vals := form[q.ID]; len(vals) > 0 && strings.Join(vals, "") != "" {
+		vals := form[q.ID]
+		switch text := strings.Join(vals, ""); {
+		case len(text) > maxAnswerBytes:
+			return errTooLong
+		case text != "":
 			d.Answers[q.ID] = vals
-		} else {
+		default:
 			delete(d.Answers, q.ID)
 		}
 	}
+	return nil
 }
 
 // unsubmittedSheet opens a student-exam session whose answers are not
@@ -264,13 +271,19 @@ func (s *Service) saveAnswers(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if formText(r) != nil {
-		s.refuseAnswers(w, r, sess)
+		s.refuseAnswers(w, r, sess, "embed.student.unsavable")
 		return
 	}
 	draft, err := s.store.Draft(ctx, sess)
 	if err == nil {
-		mergeAnswers(&draft, questions, r.PostForm)
+		err = mergeAnswers(&draft, questions, r.PostForm)
+	}
+	if err == nil {
 		err = s.store.SaveDraft(ctx, sess, draft)
+	}
+	if errors.Is(err, errTooLong) {
+		s.refuseAnswers(w, r, sess, "embed.student.tooLong")
+		return
 	}
 	if err != nil {
 		http.Error(w, pageError(err), http.StatusServiceUnavailable)
@@ -291,11 +304,12 @@ func (s *Service) saveAnswers(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, to, http.StatusSeeOther)
 }
 
-// refuseAnswers answers a student's form that holds text PostgreSQL cannot
-// store, before anything of it is saved: in the autosave status (422,
-// which htmx swaps in) or above the exam.
-func (s *Service) refuseAnswers(w http.ResponseWriter, r *http.Request, sess Session) {
-	msg := sess.Strings.T("embed.student.unsavable")
+// refuseAnswers answers a student's form refused before anything of it is
+// saved (holding text PostgreSQL cannot store, or too long) with the
+// message of key: in the autosave status (422, which htmx swaps in) or
+// above the exam.
+func (s *Service) refuseAnswers(w http.ResponseWriter, r *http.Request, sess Session, key string) {
+	msg := sess.Strings.T(key)
 	if r.Header.Get("HX-Request") == "true" {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.WriteHeader(http.StatusUnprocessableEntity)
@@ -322,7 +336,7 @@ func (s *Service) submit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if formText(r) != nil {
-		s.refuseAnswers(w, r, sess)
+		s.refuseAnswers(w, r, sess, "embed.student.unsavable")
 		return
 	}
 	draft, err := s.store.Draft(ctx, sess)
@@ -330,7 +344,10 @@ func (s *Service) submit(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, pageError(err), http.StatusServiceUnavailable)
 		return
 	}
-	mergeAnswers(&draft, questions, r.PostForm)
+	if mergeAnswers(&draft, questions, r.PostForm) != nil {
+		s.refuseAnswers(w, r, sess, "embed.student.tooLong")
+		return
+	}
 	claimed, release, err := s.store.ClaimSubmit(ctx, sess)
 	if err != nil {
 		http.Error(w, pageError(err), http.StatusServiceUnavailable)

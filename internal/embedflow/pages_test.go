@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -23,6 +24,31 @@ func serve(t *testing.T, f fixture) *httptest.Server {
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// postForm posts form to target, as htmx does when htmx is set, and
+// returns the status and the body.
+func postForm(t *testing.T, target string, form url.Values, htmx bool) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, target, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	return send(t, req, htmx)
+}
+
+// send sends req, as htmx does when htmx is set, and returns the status
+// and the body.
+func send(t *testing.T, req *http.Request, htmx bool) (int, string) {
+	t.Helper()
+	if htmx {
+		req.Header.Set("HX-Request", "true")
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
 }
 
 func TestGenerateExamPage(t *testing.T) {

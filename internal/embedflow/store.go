@@ -86,11 +86,30 @@ func (st *Store) Draft(ctx context.Context, s Session) (Draft, error) {
 	return d, nil
 }
 
-// SaveDraft stores the session's draft for as long as the session lives.
+// Bounds of a draft. An answer is kept up to the size the API takes for an
+// answer's value (64 KiB of JSON, assessment's maxValueBytes), measured in
+// its text, which its JSON is never shorter than. The whole draft, which
+// every request of the flow reads and every save writes back, is bounded
+// as stored: each save may fill another question, so it grew by up to a
+// page body a save (to about 500 MiB for an exam of 500 questions).
+const (
+	maxAnswerBytes = 64 << 10
+	maxDraftBytes  = 1 << 20
+)
+
+// errTooLong refuses an answer or a draft past its bound; the draft
+// stored is kept.
+var errTooLong = errors.New("embed: answers too long to save")
+
+// SaveDraft stores the session's draft for as long as the session lives,
+// or refuses it with errTooLong when it is past maxDraftBytes.
 func (st *Store) SaveDraft(ctx context.Context, s Session, d Draft) error {
 	data, err := json.Marshal(d)
 	if err != nil {
 		return fmt.Errorf("embed: encode draft: %w", err)
+	}
+	if len(data) > maxDraftBytes {
+		return errTooLong
 	}
 	if err := st.rdb.Set(ctx, keyPrefix+"draft:"+s.ID, data, time.Until(s.ExpiresAt)).Err(); err != nil {
 		return unavailable(err)

@@ -320,3 +320,71 @@ func TestResultPageShowsTheGradeWhenGradingFinishes(t *testing.T) {
 	}
 	t.Logf("the page showed the grade %s after grading finished", since)
 }
+
+// TestDraftsAreBounded: a draft keeps an answer of up to 64 KiB (the most
+// the API takes) and holds up to 1 MiB as stored; a save past either is
+// refused as the page refuses a form it cannot save (422 in the autosave
+// status, the exam page with the message otherwise), and the draft keeps
+// what it had. Before, each save could fill another question, so the
+// draft, which every request reads and every save writes back, grew by up
+// to a page body a save.
+func TestDraftsAreBounded(t *testing.T) {
+	t.Parallel()
+	f, rdb, srv := filesFixture(t)
+	questions := []assessment.NewQuestion{{Type: assessment.TypeFileUpload, Prompt: "Notes?", Points: 1}}
+	for i := range 16 {
+		questions = append(questions, assessment.NewQuestion{Type: assessment.TypeEssay, Prompt: fmt.Sprint("Essay ", i), Points: 1})
+	}
+	exam, qs := f.exam(t, "Essays", questions...)
+	upload, essays := qs[0], qs[1:]
+	sess := f.session(t, "student-exam", tenancy.RoleStudent, exam.ID)
+	base := srv.URL + "/embed/" + sess.ID
+	post := func(path string, q assessment.Question, answer string, htmx bool) (int, string) {
+		t.Helper()
+		return postForm(t, base+path, url.Values{"shown": {q.ID}, q.ID: {answer}}, htmx)
+	}
+	stored := func() int {
+		data, err := rdb.Get(context.Background(), "assessd:embed:draft:"+sess.ID).Bytes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(data)
+	}
+	const refused = "too long to be saved"
+	long := strings.Repeat("a", 64<<10)
+	if code, body := post("/answers", essays[0], long, true); code != http.StatusOK {
+		t.Fatalf("saving an answer of 64 KiB: %d %s", code, body)
+	}
+	before := stored()
+	if code, body := post("/answers", essays[0], long+"a", true); code != http.StatusUnprocessableEntity || !strings.Contains(body, refused) {
+		t.Errorf("autosave of an answer past 64 KiB: %d %s", code, body)
+	}
+	for _, path := range []string{"/answers", "/submit"} {
+		if code, body := post(path, essays[0], long+"a", false); code != http.StatusBadRequest || !strings.Contains(body, refused) {
+			t.Errorf("POST %s of an answer past 64 KiB: %d %s", path, code, body)
+		}
+	}
+	if stored() != before {
+		t.Errorf("the refused answer changed the draft")
+	}
+	if results, _, err := f.content.Results(f.teacher, exam.ID, assessment.ResultFilter{}, paging.Page{Size: 10}); err != nil || len(results) != 0 {
+		t.Errorf("results after a refused submission: %+v, %v", results, err)
+	}
+	// Answers fill the draft up to 1 MiB, and not a byte more.
+	for _, q := range essays[1:15] {
+		if code, body := post("/answers", q, long, true); code != http.StatusOK {
+			t.Fatalf("saving an answer to %s: %d %s", q.Prompt, code, body)
+		}
+	}
+	last := essays[15]
+	rest := 1<<20 - stored() - len(`,"`+last.ID+`":[""]`)
+	if code, body := post("/answers", last, long[:rest+1], true); code != http.StatusUnprocessableEntity || !strings.Contains(body, refused) {
+		t.Fatalf("filling the draft past 1 MiB: %d %s", code, body)
+	}
+	if code, body := post("/answers", last, long[:rest], true); code != http.StatusOK || stored() != 1<<20 {
+		t.Fatalf("filling the draft to 1 MiB: %d, %d bytes stored %s", code, stored(), body)
+	}
+	if code, page := uploadPart(t, base, upload.ID, []byte("notes")); code != http.StatusUnprocessableEntity || !strings.Contains(page, refused) {
+		t.Fatalf("uploading a file to a full draft: %d %s", code, page)
+	}
+}

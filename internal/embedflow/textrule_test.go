@@ -36,18 +36,7 @@ func TestFormsRefuseTextTheDatabaseCannotHold(t *testing.T) {
 	}
 	post := func(sess embedflow.Session, path string, form url.Values, htmx bool) (int, string) {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/embed/"+sess.ID+path, strings.NewReader(form.Encode()))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		if htmx {
-			req.Header.Set("HX-Request", "true")
-		}
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		return res.StatusCode, string(b)
+		return postForm(t, srv.URL+"/embed/"+sess.ID+path, form, htmx)
 	}
 	student, err := f.svc.Create(f.teacher, embedflow.NewSession{Flow: "student-exam", ActorID: f.users[tenancy.RoleStudent].ID, ExamID: exam.ID})
 	if err != nil {
