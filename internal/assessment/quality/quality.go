@@ -109,7 +109,9 @@ func (a *analysis) stem(in Input, grade float64) {
 	case n > maxStemWords:
 		a.add("STEM_TOO_LONG", Warning, "prompt", "the prompt has %d words; keep stems under %d words and move context elsewhere", n, maxStemWords)
 	}
-	if grade > maxGrade {
+	// A grade of fewer words than a stem needs says nothing: one long
+	// word ("Photosynthesis?") alone reads at grade 20.
+	if grade > maxGrade && n >= minStemWords {
 		a.add("READABILITY_HIGH", Warning, "prompt", "the prompt reads at grade %.1f (Flesch-Kincaid); simplify words and sentences", grade)
 	}
 	if m := negatives.FindString(in.Prompt); m != "" && in.Type != "true_false" {

@@ -111,3 +111,22 @@ func TestSimilarityMatchesExact(t *testing.T) {
 		}
 	}
 }
+
+// TestReadabilityOfShortStems: a stem too short to be graded gets the
+// short-stem finding alone, not a readability grade of one long word.
+func TestReadabilityOfShortStems(t *testing.T) {
+	t.Parallel()
+	codes := func(prompt string) []string {
+		var out []string
+		for _, f := range Analyze(Input{Prompt: prompt}).Findings {
+			out = append(out, f.Code)
+		}
+		return out
+	}
+	if got := codes("Photosynthesis?"); !slices.Equal(got, []string{"STEM_TOO_SHORT"}) {
+		t.Errorf("one long word: %v", got)
+	}
+	if got := codes("Characterize photosynthetic electrochemistry's thermodynamic irreversibility."); !slices.Contains(got, "READABILITY_HIGH") {
+		t.Errorf("five long words: %v", got)
+	}
+}
