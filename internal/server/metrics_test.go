@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/assessd/assessd/api"
@@ -53,10 +54,54 @@ func TestRequestLabels(t *testing.T) {
 	}
 }
 
+// TestInventedMethodsShareALabel: net/http takes any token as a method;
+// each would be a metric series kept for the process's life.
+func TestInventedMethodsShareALabel(t *testing.T) {
+	m := observability.NewMetrics()
+	pages := http.NewServeMux()
+	pages.HandleFunc("GET /embed/{id}", func(http.ResponseWriter, *http.Request) {})
+	h := New(Config{
+		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Metrics: m,
+		API:     http.NotFoundHandler(),
+		Pages:   map[string]http.Handler{"/embed/": pages, "/oauth/": pages},
+		Route:   api.RouteOf(),
+	})
+	invented := []string{"BREW", "FOO123", strings.Repeat("X", 4096)}
+	for _, method := range invented {
+		for _, path := range []string{"/oauth/token", "/embed/emb_1", "/users/usr_1", "/nowhere"} {
+			h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(method, path, nil))
+		}
+	}
+	families, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	others := 0.0
+	for _, f := range families {
+		for _, metric := range f.GetMetric() {
+			for _, l := range metric.GetLabel() {
+				for _, method := range invented {
+					if strings.Contains(l.GetValue(), method) {
+						t.Fatalf("%s has the label %s=%.40q", f.GetName(), l.GetName(), l.GetValue())
+					}
+				}
+				if f.GetName() == "assessd_http_requests_total" && l.GetName() == "method" && l.GetValue() == "_OTHER" {
+					others += metric.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	if want := float64(len(invented) * 4); others != want {
+		t.Fatalf("%v requests labelled method=_OTHER, want %v", others, want)
+	}
+}
+
 func TestRouteLabel(t *testing.T) {
 	for _, c := range []struct{ method, pattern, want string }{
 		{"GET", "GET /embed/{id}", "GET /embed/{id}"},
 		{"POST", "/oauth/", "POST /oauth/"},
+		{"BREW", "/oauth/", "_OTHER /oauth/"},
 	} {
 		if got := RouteLabel(c.method, c.pattern); got != c.want {
 			t.Errorf("RouteLabel(%q, %q) = %q, want %q", c.method, c.pattern, got, c.want)

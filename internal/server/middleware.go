@@ -110,8 +110,9 @@ func instrument(log *slog.Logger, m *observability.Metrics, routeOf func(*http.R
 			route = "unmatched"
 		}
 		status := statusClass(rec.status)
-		m.HTTPRequests.WithLabelValues(m.Org(info.OrgID), route, r.Method, status).Inc()
-		m.HTTPDuration.WithLabelValues(route, r.Method, status).Observe(elapsed.Seconds())
+		method := methodLabel(r.Method)
+		m.HTTPRequests.WithLabelValues(m.Org(info.OrgID), route, method, status).Inc()
+		m.HTTPDuration.WithLabelValues(route, method, status).Observe(elapsed.Seconds())
 		level := slog.LevelInfo
 		if route == "GET /metrics" || route == "GET /healthz" || route == "GET /readyz" {
 			level = slog.LevelDebug
@@ -122,6 +123,19 @@ func instrument(log *slog.Logger, m *observability.Metrics, routeOf func(*http.R
 			slog.String("client", clientaddr.From(r)), slog.Int("status", rec.status),
 			slog.Int("bytes", rec.bytes), slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000))
 	})
+}
+
+// methodLabel is a request's method as a label: one of the methods HTTP
+// defines, or "_OTHER" (OpenTelemetry's name for the rest). net/http takes
+// any token as a method, up to a megabyte long, and each label value is a
+// series every scrape exports for the life of the process.
+func methodLabel(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete,
+		http.MethodConnect, http.MethodOptions, http.MethodTrace:
+		return method
+	}
+	return "_OTHER"
 }
 
 var statusClasses = [...]string{"0xx", "1xx", "2xx", "3xx", "4xx", "5xx"}

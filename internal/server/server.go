@@ -148,10 +148,10 @@ func named(pattern string, h http.Handler) http.Handler {
 
 // RouteLabel formats a ServeMux pattern as a route label: the pattern
 // itself when it names a method ("GET /embed/{id}"), else prefixed with
-// the request's method ("POST /oauth/").
+// the request's method as a label ("POST /oauth/", "_OTHER /oauth/").
 func RouteLabel(method, pattern string) string {
 	if strings.HasPrefix(pattern, "/") {
-		return method + " " + pattern
+		return methodLabel(method) + " " + pattern
 	}
 	return pattern
 }
