@@ -284,6 +284,11 @@ func TestQuestionsScoringAndResults(t *testing.T) {
 		{map[string]any{"userId": student, "answers": []any{map[string]any{"questionId": tf, "value": 1}}}, "answers.0.questionId"},
 		{map[string]any{"userId": student, "answers": []any{map[string]any{"questionId": a.questions["essay"], "value": "x", "files": []any{"not a url"}}}}, "answers.0.files.0"},
 		{map[string]any{"userId": other.users[tenancy.RoleStudent].ID}, "userId"},
+		// The question takes two files; a file listed twice is refused too.
+		{map[string]any{"userId": student, "answers": []any{map[string]any{"questionId": a.questions["file_upload"],
+			"files": []any{"https://cdn.example.com/1.pdf", "https://cdn.example.com/2.pdf", "https://cdn.example.com/3.pdf"}}}}, "answers.0.files"},
+		{map[string]any{"userId": student, "answers": []any{map[string]any{"questionId": a.questions["essay"], "value": "x",
+			"files": []any{"https://cdn.example.com/r.pdf", "https://cdn.example.com/r.pdf"}}}}, "answers.0.files.1"},
 	} {
 		if r := e.do("POST", "/exams/"+a.exam+"/results", key, tc.body).must(t, 400); r.field() != tc.field {
 			t.Fatalf("field %q, want %q: %s", r.field(), tc.field, r.raw)

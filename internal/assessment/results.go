@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -223,9 +224,9 @@ type givenAnswer struct {
 
 // indexAnswers validates the submitted answers and maps them by question.
 func indexAnswers(questions []Question, answers []NewAnswer) (map[string]givenAnswer, error) {
-	inExam := map[string]bool{}
+	inExam := map[string]Question{}
 	for _, q := range questions {
-		inExam[q.ID] = true
+		inExam[q.ID] = q
 	}
 	given := map[string]givenAnswer{}
 	for i := range answers {
@@ -234,7 +235,7 @@ func indexAnswers(questions []Question, answers []NewAnswer) (map[string]givenAn
 		switch {
 		case !ids.Valid(ids.Question, a.QuestionID):
 			return nil, errs.Invalid(field+".questionId", "must be a question id (qst_...)")
-		case !inExam[a.QuestionID]:
+		case inExam[a.QuestionID].ID == "":
 			return nil, errs.Invalid(field+".questionId", "names no question of this exam")
 		case given[a.QuestionID].NewAnswer != nil:
 			return nil, errs.Invalid(field+".questionId", "answers the same question twice")
@@ -249,18 +250,33 @@ func indexAnswers(questions []Question, answers []NewAnswer) (map[string]givenAn
 			}
 			a.json = b
 		}
-		if len(a.Files) > maxFiles {
-			return nil, errs.Invalid(field+".files", "may list at most %d files", maxFiles)
+		// Grading fetches every file an answer lists: a file listed twice,
+		// or more files than the question takes, would be fetched and sent
+		// to the AI provider for nothing.
+		if limit := filesAllowed(inExam[a.QuestionID]); len(a.Files) > limit {
+			return nil, errs.Invalid(field+".files", "may list at most %d files", limit)
 		}
 		for j, f := range a.Files {
 			u, err := url.Parse(f)
-			if err != nil || len(f) > maxURLLen || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			switch {
+			case err != nil || len(f) > maxURLLen || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "":
 				return nil, errs.Invalid(fmt.Sprintf("%s.files.%d", field, j), "must be an absolute http(s) URL")
+			case slices.Contains(a.Files[:j], f):
+				return nil, errs.Invalid(fmt.Sprintf("%s.files.%d", field, j), "lists a file already listed")
 			}
 		}
 		given[a.QuestionID] = a
 	}
 	return given, nil
+}
+
+// filesAllowed is how many files an answer to q may list: its config's
+// maxFiles (file_upload), else maxFiles.
+func filesAllowed(q Question) int {
+	if n, ok := q.Config["maxFiles"].(float64); ok && n >= 1 && n < maxFiles {
+		return int(n)
+	}
+	return maxFiles
 }
 
 // score scores each question's answer (given[q.ID].NewAnswer nil when
