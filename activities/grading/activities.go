@@ -40,8 +40,11 @@ type Activities struct {
 	Results  Results
 	Provider ai.Provider
 	Fetcher  *media.Fetcher
-	Region   string
-	Metrics  *Metrics
+	// Files bounds the answer files held at once; nil shares the
+	// process's budget (DefaultFileBytes).
+	Files   *FileBudget
+	Region  string
+	Metrics *Metrics
 }
 
 // Register registers the activities on w under the workflow's names.
@@ -76,30 +79,14 @@ func (a *Activities) GradeAnswer(ctx context.Context, in wf.AnswerInput) error {
 	if err != nil {
 		return err
 	}
-	attached, skipped := []any{}, []any{}
-	var files []ai.File
-	for _, u := range input.FileURLs {
-		if !a.Fetcher.OnCDN(u) {
-			skipped = append(skipped, skippedFile(u, "not on the media CDN"))
-			a.Metrics.fileSkipped(a.Region, "not_on_cdn")
-			continue
-		}
-		f, err := a.Fetcher.Fetch(ctx, u)
-		if reason := skipReason(err); reason != "" {
-			skipped = append(skipped, skippedFile(u, reason))
-			a.Metrics.fileSkipped(a.Region, reason)
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("fetch %s: %w", u, err) // transient: retry
-		}
-		a.Metrics.fileFetched(a.Region)
-		files = append(files, f)
-		attached = append(attached, u)
+	files, err := a.fetchFiles(ctx, input.FileURLs)
+	if err != nil {
+		return err
 	}
+	defer files.release()
 	grade, err := a.Provider.Grade(ctx, ai.GradeRequest{
 		Region: a.Region, QuestionType: input.QuestionType, Prompt: input.Prompt, Config: input.Config,
-		Answer: input.Answer, MaxScore: input.Points, Files: files,
+		Answer: input.Answer, MaxScore: input.Points, Files: files.files,
 	})
 	if errors.Is(err, ai.ErrInvalidRequest) {
 		return workflows.Permanent("the AI provider rejected the grading request", err)
@@ -107,30 +94,8 @@ func (a *Activities) GradeAnswer(ctx context.Context, in wf.AnswerInput) error {
 	if err != nil {
 		return err
 	}
-	details := map[string]any{"rationale": grade.Rationale, "region": a.Region, "attachedFiles": attached, "skippedFiles": skipped}
+	details := map[string]any{"rationale": grade.Rationale, "region": a.Region, "attachedFiles": files.attached, "skippedFiles": files.skipped}
 	return a.Results.RecordGrade(ctx, in.ResultID, in.AnswerID, grade.Score, grade.Feedback, details)
-}
-
-// skippedFile is the grading details' entry of a file left out.
-func skippedFile(url, reason string) map[string]any {
-	return map[string]any{"url": url, "reason": reason}
-}
-
-// skipReason names a fetch failure that retrying cannot fix, or "".
-func skipReason(err error) string {
-	switch {
-	case err == nil:
-		return ""
-	case errors.Is(err, media.ErrNotOnCDN), errors.Is(err, media.ErrRedirectOffCDN):
-		return "not on the media CDN"
-	case errors.Is(err, media.ErrTooLarge):
-		return "file too large"
-	case errors.Is(err, media.ErrUnsupportedType):
-		return "unsupported file type"
-	case errors.Is(err, media.ErrNotFound):
-		return "file not found"
-	}
-	return ""
 }
 
 // FinishResult totals the result and records the outcome.

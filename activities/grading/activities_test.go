@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -318,5 +319,90 @@ func TestAResultDeletedWhileGradingIsNotRetried(t *testing.T) {
 	_, err = env.ExecuteActivity(g.FinishResult, wf.FinishInput{OrgID: us.org.ID, ResultID: resultID})
 	if !workflows.IsPermanent(err) || !strings.Contains(err.Error(), "the result was deleted") {
 		t.Errorf("finishing a deleted result: %v", err)
+	}
+}
+
+// An answer's files are fetched within one reservation of the worker's file
+// budget, held until its grading ends: a file past the answer's share is
+// skipped, and answers beyond the budget wait before fetching anything.
+func TestAnswerFilesStayWithinTheBudget(t *testing.T) {
+	h := newHarness(t)
+	const fileSize = 1000
+	var fetches atomic.Int32
+	cdn := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fetches.Add(1)
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = w.Write([]byte(strings.Repeat("a", fileSize)))
+	}))
+	t.Cleanup(cdn.Close)
+	fetcher := media.NewFetcher([]string{cdn.URL + "/media/"}, media.Options{MaxBytes: fileSize, HTTPClient: cdn.Client()})
+	us := h.newSchool("US")
+	g := &grading.Activities{Results: h.content, Fetcher: fetcher, Files: grading.NewFileBudget(2*fileSize + fileSize/2),
+		Provider: ai.NewOpenAI(ai.OpenAIConfig{BaseURL: h.global.URL, APIKey: "test-key", Model: "grader"}),
+		Region:   us.org.AIRegion, Metrics: h.metrics}
+	grade := func(resultID string) error {
+		var suite testsuite.WorkflowTestSuite
+		env := suite.NewTestActivityEnvironment()
+		env.RegisterActivity(g.GradeAnswer)
+		_, err := env.ExecuteActivity(g.GradeAnswer, wf.AnswerInput{OrgID: us.org.ID, ResultID: resultID, AnswerID: us.upload.ID, Region: us.org.AIRegion})
+		return err
+	}
+
+	// Five files, room for two and a half: the third and later are skipped.
+	var urls []string
+	for i := range 5 {
+		urls = append(urls, fmt.Sprintf("%s/media/f%d.txt", cdn.URL, i))
+	}
+	id := h.submit(us, urls)
+	if err := grade(id); err != nil {
+		t.Fatal(err)
+	}
+	r, err := h.content.Result(us.staff, us.exam.ID, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	details := r.Answers[0].Grading
+	attached, _ := details["attachedFiles"].([]any)
+	skipped, _ := details["skippedFiles"].([]any)
+	if len(attached) != 2 || len(skipped) != 3 || skipped[0].(map[string]any)["reason"] != "files too large together" {
+		t.Fatalf("grading details %v", details)
+	}
+
+	// Three one-file answers while the provider holds its requests: two
+	// fit the budget, the third fetches only once one of them is graded.
+	fetches.Store(0)
+	h.global.mu.Lock()
+	h.global.hold = make(chan struct{})
+	h.global.mu.Unlock()
+	before := len(h.global.requests())
+	var wg sync.WaitGroup
+	errs := make(chan error, 3)
+	for range 3 {
+		id := h.submit(us, urls[:1])
+		wg.Go(func() { errs <- grade(id) })
+	}
+	eventually.Succeeds(t, 20*time.Second, func() error {
+		if n := len(h.global.requests()) - before; n < 2 {
+			return fmt.Errorf("%d grading requests", n)
+		}
+		return nil
+	})
+	time.Sleep(300 * time.Millisecond)
+	if n := fetches.Load(); n != 2 {
+		t.Errorf("%d files fetched while two answers held the budget, want 2", n)
+	}
+	h.global.mu.Lock()
+	close(h.global.hold)
+	h.global.hold = nil
+	h.global.mu.Unlock()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	if n := fetches.Load(); n != 3 {
+		t.Errorf("%d files fetched in all, want 3", n)
 	}
 }

@@ -61,6 +61,30 @@ func TestEmbedFileUploadServedFromMedia(t *testing.T) {
 		res.Header.Get("X-Content-Type-Options") != "nosniff" || !strings.HasPrefix(res.Header.Get("Content-Disposition"), "attachment") {
 		t.Fatalf("serving: %d %v", res.StatusCode, res.Header)
 	}
+	// Served a chunk at a time: ranges, HEAD and revalidation work as on a CDN.
+	for _, c := range []struct {
+		method, header, value string
+		status                int
+		body, length          string
+	}{
+		{"GET", "Range", "bytes=7-9", http.StatusPartialContent, "are", "3"},
+		{"HEAD", "", "", http.StatusOK, "", "16"},
+		{"GET", "If-None-Match", res.Header.Get("ETag"), http.StatusNotModified, "", ""},
+	} {
+		req, _ := http.NewRequest(c.method, fileURL[1], nil)
+		if c.header != "" {
+			req.Header.Set(c.header, c.value)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != c.status || string(data) != c.body || res.Header.Get("Content-Length") != c.length {
+			t.Errorf("%s %s %q: %d %q, length %q", c.method, c.header, c.value, res.StatusCode, data, res.Header.Get("Content-Length"))
+		}
+	}
 	// Taken back out of the draft before submission, it is deleted.
 	req, _ = http.NewRequest(http.MethodPost, str(sess.body, "url")+"/files/"+q+"/remove", strings.NewReader(url.Values{"url": {fileURL[1]}}.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")

@@ -135,15 +135,24 @@ func (f *Fetcher) checkRedirect(req *http.Request, via []*http.Request) error {
 	return nil
 }
 
+// MaxBytes is the size limit of a fetched file.
+func (f *Fetcher) MaxBytes() int64 { return f.maxBytes }
+
 // Fetch downloads rawURL from the CDN. The returned file carries rawURL
 // and the media type without parameters.
 func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (ai.File, error) {
-	file, err := f.fetch(ctx, rawURL)
+	return f.FetchUpTo(ctx, rawURL, f.maxBytes)
+}
+
+// FetchUpTo is Fetch with a size limit of at most maxBytes, for a caller
+// that budgets the bytes it holds; a file over it is ErrTooLarge.
+func (f *Fetcher) FetchUpTo(ctx context.Context, rawURL string, maxBytes int64) (ai.File, error) {
+	file, err := f.fetch(ctx, rawURL, min(maxBytes, f.maxBytes))
 	f.fetches.WithLabelValues(outcome(err)).Inc()
 	return file, err
 }
 
-func (f *Fetcher) fetch(ctx context.Context, rawURL string) (ai.File, error) {
+func (f *Fetcher) fetch(ctx context.Context, rawURL string, maxBytes int64) (ai.File, error) {
 	if !f.OnCDN(rawURL) {
 		return ai.File{}, ErrNotOnCDN
 	}
@@ -169,17 +178,17 @@ func (f *Fetcher) fetch(ctx context.Context, rawURL string) (ai.File, error) {
 	if err != nil {
 		return ai.File{}, err
 	}
-	if resp.ContentLength > f.maxBytes {
-		return ai.File{}, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, resp.ContentLength, f.maxBytes)
+	if resp.ContentLength > maxBytes {
+		return ai.File{}, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, resp.ContentLength, maxBytes)
 	}
 	// One byte past the limit tells an oversized body from one exactly
 	// at it, without reading the rest.
-	data, err := io.ReadAll(io.LimitReader(resp.Body, f.maxBytes+1))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBytes+1))
 	if err != nil {
 		return ai.File{}, fmt.Errorf("media: read: %w", err)
 	}
-	if int64(len(data)) > f.maxBytes {
-		return ai.File{}, fmt.Errorf("%w: over %d bytes", ErrTooLarge, f.maxBytes)
+	if int64(len(data)) > maxBytes {
+		return ai.File{}, fmt.Errorf("%w: over %d bytes", ErrTooLarge, maxBytes)
 	}
 	if err := checkSniffed(mediaType, data); err != nil {
 		return ai.File{}, err

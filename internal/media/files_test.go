@@ -5,6 +5,7 @@ import (
 	"context"
 	"image"
 	"image/png"
+	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -58,13 +59,17 @@ func TestFilesPutGetAndLimits(t *testing.T) {
 	if !ok || !strings.HasPrefix(id, "med_") || len(id) != 36 || name != "my_plant_1_.png" {
 		t.Fatalf("URL %s", u)
 	}
-	// The URL is the capability: Get needs no caller.
-	got, err := files.Get(context.Background(), id, name)
-	if err != nil || !bytes.Equal(got.Data, data) || got.ContentType != "image/png" || !got.Image() {
-		t.Fatalf("get: %+v, %v", got.ContentType, err)
+	// The URL is the capability: Open needs no caller.
+	got, err := files.Open(context.Background(), id, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if content, err := io.ReadAll(got.Content); err != nil || !bytes.Equal(content, data) || got.Size != int64(len(data)) ||
+		got.ContentType != "image/png" || !got.Image() {
+		t.Fatalf("open: %s, %d bytes, read %d bytes, %v", got.ContentType, got.Size, len(content), err)
 	}
 	for _, bad := range [][2]string{{id, "other.png"}, {"med_" + strings.Repeat("a", 32), name}, {"../x", name}} {
-		if _, err := files.Get(context.Background(), bad[0], bad[1]); !errs.Is(err, errs.KindNotFound) {
+		if _, err := files.Open(context.Background(), bad[0], bad[1]); !errs.Is(err, errs.KindNotFound) {
 			t.Errorf("get %v: %v, want not found", bad, err)
 		}
 	}
@@ -92,6 +97,49 @@ func TestFilesPutGetAndLimits(t *testing.T) {
 	}
 	if _, err := files.Put(context.Background(), "file", "x.png", data); err == nil {
 		t.Error("stored a file without a caller")
+	}
+}
+
+// A file is read a chunk at a time and seeks anywhere: reads across chunk
+// boundaries and from the middle give the stored bytes, and a file deleted
+// while read ends the read with an error rather than short content.
+func TestOpenReadsInChunks(t *testing.T) {
+	db, owner := openWithOwner(t)
+	files := media.NewFiles(db, "http://127.0.0.1:8080/", 2<<20)
+	a := student(t, tenancy.NewService(db))
+	data := pngBytes(t)
+	for i := len(data); len(data) < 700<<10; i++ {
+		data = append(data, byte(i*7))
+	}
+	u, err := files.Put(a, "file", "big.png", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, name, _ := strings.Cut(strings.TrimPrefix(u, "http://127.0.0.1:8080/media/"), "/")
+	f, err := files.Open(context.Background(), id, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := io.ReadAll(f.Content); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read %d of %d bytes: %v", len(got), len(data), err)
+	}
+	for _, off := range []int64{0, 1, 256<<10 - 3, 512 << 10, int64(len(data)) - 10} {
+		if _, err := f.Content.Seek(off, io.SeekStart); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, 10)
+		if _, err := io.ReadFull(f.Content, got); err != nil || !bytes.Equal(got, data[off:off+10]) {
+			t.Errorf("10 bytes at %d: %v, %v", off, got, err)
+		}
+	}
+	if _, err := f.Content.Seek(300<<10, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := owner.Exec(a, `DELETE FROM media_files WHERE id = $1`, id); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := io.ReadAll(f.Content); err == nil {
+		t.Errorf("read %d bytes of a deleted file without an error", len(got))
 	}
 }
 
@@ -139,7 +187,7 @@ func TestDiscardTakesOnlyTheCallersUnnamedUploads(t *testing.T) {
 		return u, id, name
 	}
 	exists := func(id, name string) bool {
-		_, err := files.Get(context.Background(), id, name)
+		_, err := files.Open(context.Background(), id, name)
 		return err == nil
 	}
 	own, ownID, ownName := put()
