@@ -526,8 +526,21 @@ func (s *Service) Results(ctx context.Context, examID string, f ResultFilter, p 
 	if err != nil {
 		return nil, "", fmt.Errorf("list results: %w", err)
 	}
-	return out, next, s.attachAnswers(ctx, q, out)
+	kept, err := s.attachAnswers(ctx, q, out, PageAnswerBytes)
+	if err != nil {
+		return nil, "", err
+	}
+	if kept < len(out) {
+		out, next = out[:kept], paging.TokenAfter(out[kept-1].ID)
+	}
+	return out, next, nil
 }
+
+// PageAnswerBytes bounds the answers of one page of results, as stored: a
+// page ends before the result that would pass it (a first result is kept
+// whole), so a page of 200 results of large answers is not held at once.
+// Its next token carries on from there (decision 0168).
+const PageAnswerBytes = 8 << 20
 
 // Result returns one result; examID, when set, must be its exam.
 func (s *Service) Result(ctx context.Context, examID, id string) (Result, error) {
@@ -585,16 +598,18 @@ const answersSQL = `
 	  FROM result_answers WHERE org_id = app_org_id() AND result_id = ANY($1)
 	 ORDER BY result_id, position`
 
-// attachAnswers loads the answers of rs into them.
-func (s *Service) attachAnswers(ctx context.Context, q store.Querier, rs []Result) error {
+// attachAnswers loads the answers of rs into them, up to the result whose
+// answers pass maxBytes, and returns how many results it filled: at least
+// one, and rs[kept:] have no answers loaded.
+func (s *Service) attachAnswers(ctx context.Context, q store.Querier, rs []Result, maxBytes int) (kept int, err error) {
 	if len(rs) == 0 {
-		return nil
+		return 0, nil
 	}
 	rows, err := q.Query(ctx, answersSQL, resultIDs(rs))
 	if err != nil {
-		return fmt.Errorf("load answers: %w", err)
+		return 0, fmt.Errorf("load answers: %w", err)
 	}
-	return scanAnswers(rows, rs)
+	return scanAnswersUpTo(rows, rs, maxBytes)
 }
 
 // queueAnswers is attachAnswers as a statement of b: the answers of rs
@@ -613,27 +628,45 @@ func resultIDs(rs []Result) []string {
 
 // scanAnswers appends each row of answersSQL to its result in rs.
 func scanAnswers(rows pgx.Rows, rs []Result) error {
+	_, err := scanAnswersUpTo(rows, rs, math.MaxInt)
+	return err
+}
+
+// scanAnswersUpTo is scanAnswers that stops at the first result, after
+// the first, whose answers take the bytes read past maxBytes, and returns
+// how many of rs it filled: the rows come in rs's order (by id), so those
+// are rs's first.
+func scanAnswersUpTo(rows pgx.Rows, rs []Result, maxBytes int) (int, error) {
 	defer rows.Close()
 	idx := make(map[string]int, len(rs))
 	for i, r := range rs {
 		idx[r.ID] = i
 	}
+	read := 0
 	for rows.Next() {
+		for _, v := range rows.RawValues() {
+			read += len(v)
+		}
 		var resultID string
 		var a Answer
 		var graded *time.Time
 		if err := rows.Scan(&resultID, &a.QuestionID, &a.Value, &a.Files, &a.Status, &a.Score, &a.MaxScore, &a.Feedback, &a.Grading, &a.NeedsReview, &graded, &a.QuestionRevision); err != nil {
-			return fmt.Errorf("load answers: %w", err)
+			return 0, fmt.Errorf("load answers: %w", err)
 		}
 		if graded != nil {
 			a.GradedAt = *graded
 		}
-		rs[idx[resultID]].Answers = append(rs[idx[resultID]].Answers, a)
+		i := idx[resultID]
+		if read > maxBytes && i > 0 {
+			rs[i].Answers = nil // the page ends before this result
+			return i, nil
+		}
+		rs[i].Answers = append(rs[i].Answers, a)
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("load answers: %w", err)
+		return 0, fmt.Errorf("load answers: %w", err)
 	}
-	return nil
+	return len(rs), nil
 }
 
 // ResultStudent returns the user who submitted result id. Like ExamExists

@@ -12,6 +12,7 @@ import (
 	"github.com/assessd/assessd/internal/assessment"
 	"github.com/assessd/assessd/internal/outbox"
 	"github.com/assessd/assessd/internal/platform/errs"
+	"github.com/assessd/assessd/internal/platform/paging"
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/internal/testkit/storetest"
 	"github.com/assessd/assessd/tenancy"
@@ -392,5 +393,54 @@ func TestCorrectionsOfOneResultAtOnce(t *testing.T) {
 		if r, err = f.content.Result(f.staff, f.exam.ID, r.ID); err != nil || r.Score != 6 {
 			t.Fatalf("result after the corrections: score %v, %v", r.Score, err)
 		}
+	}
+}
+
+// A page of results holds at most PageAnswerBytes of answers (and one
+// result more): it ends early, and its token carries on where it ended,
+// so following the tokens lists every result once with all its answers.
+func TestResultPagesAreBoundedInBytes(t *testing.T) {
+	f := newEmptyFixture(t)
+	const perQuestion, questions, results = 60 << 10, 16, 10
+	var answers []assessment.NewAnswer
+	for i := range questions {
+		q, err := f.content.CreateQuestion(f.staff, f.exam.ID, assessment.NewQuestion{Type: assessment.TypeEssay, Prompt: fmt.Sprintf("Explain %d.", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		answers = append(answers, assessment.NewAnswer{QuestionID: q.ID, Value: strings.Repeat(string(rune('a'+i)), perQuestion)})
+	}
+	for range results {
+		if _, err := f.content.SubmitResult(f.staff, f.exam.ID, assessment.NewResult{UserID: f.student, Answers: answers}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := map[string]bool{}
+	var pages []int
+	for token := ""; ; {
+		page, err := paging.Parse(50, token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs, next, err := f.content.Results(f.staff, f.exam.ID, assessment.ResultFilter{}, page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages = append(pages, len(rs))
+		for _, r := range rs {
+			if seen[r.ID] || len(r.Answers) != questions {
+				t.Fatalf("result %s listed again or with %d answers", r.ID, len(r.Answers))
+			}
+			seen[r.ID] = true
+		}
+		if len(rs)*questions*perQuestion > assessment.PageAnswerBytes+questions*perQuestion+questions*1024 {
+			t.Fatalf("a page of %d results of %d KiB of answers", len(rs), questions*perQuestion>>10)
+		}
+		if token = next; token == "" {
+			break
+		}
+	}
+	if len(seen) != results || len(pages) < 2 {
+		t.Fatalf("pages of %v results, %d results in all, want %d over more than one page", pages, len(seen), results)
 	}
 }

@@ -82,5 +82,11 @@ func Trim[T any](p Page, items []T, id func(T) string) ([]T, string) {
 		return items, ""
 	}
 	items = items[:p.size()]
-	return items, base64.RawURLEncoding.EncodeToString([]byte(tokenVersion + id(items[len(items)-1])))
+	return items, TokenAfter(id(items[len(items)-1]))
+}
+
+// TokenAfter is the token of the page that starts after id, for a list
+// that ends a page before its size.
+func TokenAfter(id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(tokenVersion + id))
 }
