@@ -107,6 +107,8 @@ func (s *Service) GradingInput(ctx context.Context, resultID, questionID string)
 	switch {
 	case errors.Is(err, expr.ErrUndefined):
 		return in, nil
+	case errors.Is(err, expr.ErrBusy):
+		return in, err // transient: the activity retries
 	case err != nil:
 		return in, fmt.Errorf("%w: grading.fileInputs could not be evaluated: %s", ErrCannotGrade, err)
 	}

@@ -158,7 +158,9 @@ func (s *Service) submit(ctx context.Context, caller *tenancy.Caller, examID str
 		return Result{}, sub.cached, err
 	}
 	r = Result{ID: ids.New(ids.Result), ExamID: examID, UserID: in.UserID, Region: sub.region, Source: cmp.Or(in.Source, SourceAPI)}
-	r.Answers = s.score(ctx, sub.questions, given)
+	if r.Answers, err = s.score(ctx, sub.questions, given); err != nil {
+		return Result{}, sub.cached, err
+	}
 	for _, a := range r.Answers {
 		r.Score += a.Score
 		r.MaxScore += a.MaxScore
@@ -282,8 +284,9 @@ func filesAllowed(q Question) int {
 // score scores each question's answer (given[q.ID].NewAnswer nil when
 // unanswered), evaluating the scoring rules in one batch. An answer's value
 // is the plain JSON form of what was submitted, as it reads back from the
-// database.
-func (s *Service) score(ctx context.Context, questions []Question, given map[string]givenAnswer) []Answer {
+// database. When no evaluation slot frees in time, nothing is scored and
+// the error is errScoringBusy.
+func (s *Service) score(ctx context.Context, questions []Question, given map[string]givenAnswer) ([]Answer, error) {
 	answers := make([]Answer, len(questions))
 	var tasks []expr.Task
 	var ruled []int // the answer each task scores
@@ -320,6 +323,8 @@ func (s *Service) score(ctx context.Context, questions []Question, given map[str
 		a := &answers[ruled[k]]
 		frac, err := fractionOf(o)
 		switch {
+		case errors.Is(err, expr.ErrBusy):
+			return nil, errScoringBusy
 		case errors.Is(err, expr.ErrTimeout):
 			a.Status, a.Feedback = AnswerFailed, "the scoring rule took too long to evaluate"
 		case err != nil:
@@ -328,8 +333,14 @@ func (s *Service) score(ctx context.Context, questions []Question, given map[str
 			a.Score = roundScore(frac * a.MaxScore)
 		}
 	}
-	return answers
+	return answers, nil
 }
+
+// errScoringBusy refuses a submission or correction whose scoring rules
+// found no free evaluation slot in time (expr.SlotWait): a 503 the client
+// retries, rather than answers stored as failed because the server was
+// busy (decision 0169).
+var errScoringBusy = errs.Unavailable("SCORING_BUSY", "the server is busy scoring other submissions; retry in a moment")
 
 // ruleData is what a question type's expressions read: the answer and the
 // question's config, as plain JSON values.

@@ -84,7 +84,11 @@ func (s *Service) CorrectAnswer(ctx context.Context, resultID, questionID string
 			if value != nil {
 				given.json, _ = json.Marshal(value) // it encoded above
 			}
-			a := s.score(ctx, []Question{qu}, map[string]givenAnswer{questionID: given})[0]
+			scored, err := s.score(ctx, []Question{qu}, map[string]givenAnswer{questionID: given})
+			if err != nil {
+				return err
+			}
+			a := scored[0]
 			var v *string
 			if given.json != nil {
 				v = new(string(given.json))

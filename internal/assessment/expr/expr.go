@@ -54,12 +54,19 @@ const (
 	// variable's reference replaced by the expression bound to it.
 	MaxInlined   = 4000
 	MaxDataDepth = 32 // nesting of the JSON it is evaluated against
-	// Timeout is how long a caller waits for one evaluation.
+	// Timeout is how long a caller waits for one evaluation, from its start.
 	Timeout = 100 * time.Millisecond
+	// SlotWait is how long a caller waits for its evaluation slots: a
+	// burst of submissions queues for them rather than failing its rules.
+	SlotWait = 2 * time.Second
 )
 
 // ErrTimeout is returned when an evaluation does not finish in time.
 var ErrTimeout = errors.New("expression evaluation timed out")
+
+// ErrBusy is returned when no evaluation slot frees within SlotWait: the
+// expressions were not evaluated, and retrying later may succeed.
+var ErrBusy = errors.New("expression evaluation slots are busy")
 
 // ErrUndefined is returned when an expression yields no value.
 var ErrUndefined = errors.New("expression yields no value")
@@ -294,8 +301,8 @@ func tenantSlot(tenant string) chan struct{} {
 
 // Eval evaluates e for the organization tenant against data (plain JSON
 // values: maps, slices, strings, float64, bool, nil) and returns the
-// result. It waits at most Timeout, including the wait for free
-// evaluation slots.
+// result. It waits at most SlotWait for free evaluation slots (ErrBusy),
+// then at most Timeout for the evaluation (ErrTimeout).
 func (e *Expr) Eval(ctx context.Context, tenant string, data map[string]any) (any, error) {
 	o := EvalAll(ctx, tenant, []Task{{Expr: e, Data: data}})[0]
 	return o.Value, o.Err
@@ -317,33 +324,34 @@ type Outcome struct {
 // returns their outcomes. The batch takes one of the organization's slots,
 // one of the process's and one goroutine, however many tasks it has: a
 // submission's scoring rules cost one hand-off, not one each. The caller
-// waits at most Timeout for each evaluation (the first one's wait includes
-// the wait for the slots); the evaluation it stopped waiting for and those
-// after it report ErrTimeout.
+// waits at most SlotWait for the slots (else every task reports ErrBusy),
+// then at most Timeout for each evaluation; the evaluation it stopped
+// waiting for and those after it report ErrTimeout.
 func EvalAll(ctx context.Context, tenant string, tasks []Task) []Outcome {
 	out := make([]Outcome, len(tasks))
 	if len(tasks) == 0 {
 		return out
 	}
-	timedOut := func(from int) []Outcome {
+	fail := func(from int, err error) []Outcome {
 		for i := from; i < len(out); i++ {
-			out[i].Err = ErrTimeout
+			out[i].Err = err
 		}
 		return out
 	}
 	if ctx.Err() != nil {
-		return timedOut(0)
+		return fail(0, ErrTimeout)
 	}
-	timer := time.NewTimer(Timeout)
+	timer := time.NewTimer(SlotWait)
 	defer timer.Stop()
 	own := tenantSlot(tenant)
 	if !acquire(ctx, timer, own) {
-		return timedOut(0)
+		return fail(0, ErrBusy)
 	}
 	if !acquire(ctx, timer, slots) {
 		<-own
-		return timedOut(0)
+		return fail(0, ErrBusy)
 	}
+	timer.Reset(Timeout)
 	done := make(chan Outcome, len(tasks))
 	quit := make(chan struct{}) // closed when the caller stops waiting
 	go func() {
@@ -368,10 +376,10 @@ func EvalAll(ctx context.Context, tenant string, tasks []Task) []Outcome {
 		case out[i] = <-done:
 		case <-timer.C:
 			close(quit)
-			return timedOut(i)
+			return fail(i, ErrTimeout)
 		case <-ctx.Done():
 			close(quit)
-			return timedOut(i)
+			return fail(i, ErrTimeout)
 		}
 	}
 	return out

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/assessd/assessd/internal/assessment/expr"
 )
@@ -151,16 +152,13 @@ func TestEvalAll(t *testing.T) {
 		return e
 	}
 	value := compile("=answer.value")
-	slow := compile(`=$count($map(answer.value, function($a){ $count(answer.value[$ = $a]) }))`)
+	slow := compile(slowRule)
 	data := func(v any) map[string]any { return map[string]any{"answer": map[string]any{"value": v}} }
 	var deep any = "x"
 	for range expr.MaxDataDepth + 2 {
 		deep = []any{deep}
 	}
-	big := make([]any, 20000)
-	for i := range big {
-		big[i] = float64(i)
-	}
+	big := slowInput()
 
 	// Each task has its own outcome, in order: one task's error is not
 	// another's.
@@ -197,6 +195,7 @@ func TestEvalAll(t *testing.T) {
 	if out[0].Value != true || !errors.Is(out[1].Err, expr.ErrTimeout) || !errors.Is(out[2].Err, expr.ErrTimeout) {
 		t.Fatalf("outcomes %+v", out)
 	}
+	expr.WaitIdle()
 }
 
 func TestEvalBounds(t *testing.T) {
@@ -217,32 +216,42 @@ func TestEvalBounds(t *testing.T) {
 
 	// A quadratic expression over a large answer: the caller gets
 	// ErrTimeout at the deadline instead of waiting for it.
-	slow, err := expr.Compile(`=$count($map(answer.value, function($a){ $count(answer.value[$ = $a]) }))`)
+	slow, err := expr.Compile(slowRule)
 	if err != nil {
 		t.Fatal(err)
 	}
-	big := make([]any, 20000)
-	for i := range big {
-		big[i] = float64(i)
-	}
-	_, err = slow.Eval(context.Background(), slowTenant, map[string]any{"answer": map[string]any{"value": big}})
+	_, err = slow.Eval(context.Background(), slowTenant, map[string]any{"answer": map[string]any{"value": slowInput()}})
 	if !errors.Is(err, expr.ErrTimeout) {
 		t.Fatalf("slow expression: %v, want ErrTimeout", err)
 	}
+	expr.WaitIdle()
+}
+
+// slowRule is quadratic in its answer: on slowInput it runs for about half
+// a second on a laptop, several seconds under the race detector, and
+// keeps running after its caller gave up (the library cannot be stopped),
+// holding one of its organization's slots and one of the process's. The
+// tests that start one wait for it to end (expr.WaitIdle), so the next
+// finds its slots free.
+const slowRule = `=$count($map(answer.value, function($a){ $count(answer.value[$ = $a]) }))`
+
+func slowInput() []any {
+	big := make([]any, 2000)
+	for i := range big {
+		big[i] = float64(i)
+	}
+	return big
 }
 
 // slowTenant is the organization of every slow evaluation in these tests.
-// Each keeps running after its caller gave up (the library cannot be
-// stopped), holding one of this organization's slots and one of the
-// process's; once the organization's are taken, the next ones time out
-// waiting for them, so the other tests keep half of the process's slots.
 const slowTenant = "org_slow"
 
 // TestASlowExpressionHoldsOnlyItsOrganization: however many slow
-// evaluations one organization starts, another organization's evaluation
-// still runs at once.
+// evaluations one organization starts at once, another organization's
+// evaluation still runs at once; the organization's own wait for their
+// share of the slots, and time out or find none free.
 func TestASlowExpressionHoldsOnlyItsOrganization(t *testing.T) {
-	slow, err := expr.Compile(`=$count($map(answer.value, function($a){ $count(answer.value[$ = $a]) }))`)
+	slow, err := expr.Compile(slowRule)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,19 +259,27 @@ func TestASlowExpressionHoldsOnlyItsOrganization(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	big := make([]any, 20000)
-	for i := range big {
-		big[i] = float64(i)
+	slots := max(runtime.GOMAXPROCS(0), 2)
+	errs := make(chan error, slots)
+	for range slots { // as many as the process has evaluation slots
+		go func() {
+			_, err := slow.Eval(context.Background(), slowTenant, map[string]any{"answer": map[string]any{"value": slowInput()}})
+			errs <- err
+		}()
 	}
-	// As many as the process has evaluation slots.
-	for range max(runtime.GOMAXPROCS(0), 2) {
-		if _, err := slow.Eval(context.Background(), slowTenant, map[string]any{"answer": map[string]any{"value": big}}); !errors.Is(err, expr.ErrTimeout) {
-			t.Fatalf("slow expression: %v, want ErrTimeout", err)
+	for expr.Running() < max(slots/2, 1) {
+		time.Sleep(time.Millisecond)
+	}
+	start := time.Now()
+	if v, err := fast.Eval(context.Background(), "org_other", map[string]any{"answer": map[string]any{"value": 1.0}}); err != nil || v != 1.0 {
+		t.Fatalf("another organization's evaluation: %v, %v after %v", v, err, time.Since(start))
+	}
+	for range slots {
+		if err := <-errs; !errors.Is(err, expr.ErrTimeout) && !errors.Is(err, expr.ErrBusy) {
+			t.Errorf("slow expression: %v, want ErrTimeout or ErrBusy", err)
 		}
 	}
-	if v, err := fast.Eval(context.Background(), "org_other", map[string]any{"answer": map[string]any{"value": 1.0}}); err != nil || v != 1.0 {
-		t.Fatalf("another organization's evaluation: %v, %v", v, err)
-	}
+	expr.WaitIdle()
 }
 
 // BenchmarkScoringRules evaluates a submission's ten rules one call each
@@ -299,4 +316,31 @@ func BenchmarkScoringRules(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestWaitingForASlotIsNotEvaluating: an evaluation queued behind others
+// for longer than Timeout still runs once a slot frees, and one that finds
+// no slot within SlotWait reports ErrBusy, not a slow expression.
+func TestWaitingForASlotIsNotEvaluating(t *testing.T) {
+	fast, err := expr.Compile("=answer.value")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := map[string]any{"answer": map[string]any{"value": 1.0}}
+	expr.WaitIdle()
+	release := expr.HoldSlots()
+	go func() {
+		time.Sleep(3 * expr.Timeout)
+		release()
+	}()
+	if v, err := fast.Eval(context.Background(), "org_queued", data); err != nil || v != 1.0 {
+		t.Fatalf("an evaluation queued for %v: %v, %v", 3*expr.Timeout, v, err)
+	}
+
+	release = expr.HoldSlots()
+	defer release()
+	start := time.Now()
+	if _, err := fast.Eval(context.Background(), "org_queued", data); !errors.Is(err, expr.ErrBusy) || time.Since(start) < expr.SlotWait {
+		t.Fatalf("with every slot held: %v after %v, want ErrBusy after %v", err, time.Since(start), expr.SlotWait)
+	}
 }
