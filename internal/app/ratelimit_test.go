@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -12,12 +13,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/oauth2"
 
 	"github.com/assessd/assessd/internal/app"
 	"github.com/assessd/assessd/internal/identity"
 	"github.com/assessd/assessd/internal/platform/clientaddr"
+	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/internal/testkit/storetest"
 	"github.com/assessd/assessd/tenancy"
 )
 
@@ -228,5 +232,68 @@ func checkUnavailable(t *testing.T, what string, err error) {
 	var re *oauth2.RetrieveError
 	if !errors.As(err, &re) || re.Response.StatusCode != http.StatusServiceUnavailable || re.ErrorCode != "server_error" {
 		t.Errorf("%s with the database down: %v, want 503 server_error", what, err)
+	}
+}
+
+// TestUnreadTokensAre503: with the client's credentials read but the
+// token's lookup failing, revocation and introspection answer 503 for the
+// client to retry, and the token still works once the database answers. A
+// 200 would tell the client the token was revoked, or is inactive.
+func TestUnreadTokensAre503(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dbURL := storetest.NewURL(t)
+	e := newEnvAt(t, dbURL)
+	tn := e.newTenant("US", "pro")
+	oauth := e.newOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
+	oauth.conf.Scopes = []string{"profile", "users:read", "offline_access"}
+	tok := e.token(oauth)
+	owner, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { owner.Close(ctx) })
+	grant := func(sql string) {
+		t.Helper()
+		if _, err := owner.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	grant(`REVOKE EXECUTE ON FUNCTION oauth_token_for_auth(bytea) FROM ` + store.AppRole)
+	for _, hint := range []string{"", "refresh_token", "access_token"} {
+		for _, token := range []string{tok.RefreshToken, tok.AccessToken} {
+			res, err := http.PostForm(e.srv.URL+"/oauth/revoke", url.Values{"token": {token}, "token_type_hint": {hint},
+				"client_id": {oauth.conf.ClientID}, "client_secret": {oauth.conf.ClientSecret}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if res.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "server_error") {
+				t.Errorf("revocation (hint %q) with the token unreadable: %d %s, want 503 server_error", hint, res.StatusCode, body)
+			}
+		}
+	}
+	introspect := func() (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/oauth/introspect", strings.NewReader(url.Values{"token": {tok.AccessToken}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.SetBasicAuth(oauth.conf.ClientID, oauth.conf.ClientSecret)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		body, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(body)
+	}
+	if status, body := introspect(); status != http.StatusServiceUnavailable || !strings.Contains(body, "server_error") {
+		t.Errorf("introspection with the token unreadable: %d %s, want 503 server_error", status, body)
+	}
+	grant(`GRANT EXECUTE ON FUNCTION oauth_token_for_auth(bytea) TO ` + store.AppRole)
+	if r := e.do("GET", "/users", tok.AccessToken, nil); r.status != http.StatusOK {
+		t.Fatalf("the token after the failed revocations: %d %s", r.status, r.raw)
+	}
+	if status, body := introspect(); status != http.StatusOK || !strings.Contains(body, `"active":true`) {
+		t.Fatalf("introspection once the token reads: %d %s", status, body)
 	}
 }

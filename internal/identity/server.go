@@ -70,6 +70,40 @@ func (s *server) UserInfo(ctx context.Context, r *op.Request[oidc.UserInfoReques
 	return resp, err
 }
 
+// Revocation keeps the storage's 503 for a token it could not read: the
+// library answers 500 server_error.
+func (s *server) Revocation(ctx context.Context, r *op.ClientRequest[oidc.RevocationRequest]) (*op.Response, error) {
+	resp, err := s.LegacyServer.Revocation(ctx, r)
+	var storage op.StatusError
+	if errors.As(errors.Unwrap(err), &storage) {
+		return nil, storage
+	}
+	return resp, err
+}
+
+// Introspect answers 503 when the storage could not read the token: the
+// library answers any storage error as an inactive token, which tells the
+// resource server to refuse a token that may well be good.
+func (s *server) Introspect(ctx context.Context, r *op.Request[op.IntrospectionRequest]) (*op.Response, error) {
+	unread := new(error)
+	resp, err := s.LegacyServer.Introspect(context.WithValue(ctx, unreadKey{}, unread), r)
+	if *unread != nil {
+		return nil, *unread
+	}
+	return resp, err
+}
+
+// unreadKey carries, through the library, where the storage notes a token
+// it could not read.
+type unreadKey struct{}
+
+// noteUnread records err, the storage's 503, for the request in ctx.
+func noteUnread(ctx context.Context, err error) {
+	if unread, ok := ctx.Value(unreadKey{}).(*error); ok {
+		*unread = err
+	}
+}
+
 // grantError is invalid_grant for a code, refresh token or assertion that
 // does not hold, and the storage's 503 when it could not tell (unavailable).
 func grantError(err error, description string) error {

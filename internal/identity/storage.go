@@ -449,6 +449,9 @@ func (s *storage) TokenRequestByRefreshToken(ctx context.Context, refreshToken s
 
 func (s *storage) GetRefreshTokenInfo(ctx context.Context, clientID, token string) (string, string, error) {
 	t, err := s.token(ctx, token)
+	if errors.As(err, new(op.StatusError)) {
+		return "", "", err // unread, not invalid: revocation must not go on as if it were
+	}
 	if err != nil || t.kind != "refresh" || t.clientID != clientID {
 		return "", "", op.ErrInvalidRefreshToken
 	}
@@ -459,9 +462,13 @@ func (s *storage) GetRefreshTokenInfo(ctx context.Context, clientID, token strin
 
 // RevokeToken revokes the grant of an access or refresh token (RFC 7009):
 // every token the grant produced stops working at once. Unknown tokens
-// are not an error.
+// are not an error; a token that could not be read is (server.Revocation
+// answers it 503), since the client would take the answer for done.
 func (s *storage) RevokeToken(ctx context.Context, tokenOrTokenID, _, clientID string) *oidc.Error {
 	t, err := s.token(ctx, tokenOrTokenID)
+	if errors.As(err, new(op.StatusError)) {
+		return oidc.ErrServerError().WithParent(err)
+	}
 	if err != nil {
 		return nil
 	}
@@ -618,6 +625,9 @@ func (s *storage) SetUserinfoFromToken(ctx context.Context, info *oidc.UserInfo,
 // asking client.
 func (s *storage) SetIntrospectionFromToken(ctx context.Context, resp *oidc.IntrospectionResponse, tokenID, _, clientID string) error {
 	t, err := s.token(ctx, tokenID)
+	if errors.As(err, new(op.StatusError)) {
+		noteUnread(ctx, err)
+	}
 	if err != nil || !t.active(s.now()) || t.clientID != clientID {
 		return errors.New("token inactive")
 	}
