@@ -127,10 +127,12 @@ func (t Targets) Check(ctx context.Context, raw string) error {
 	return nil
 }
 
-// Delivery limits: a receiver answers within deliveryTimeout, and at most
-// excerptLimit bytes of its answer are read.
+// Delivery limits: a receiver answers within deliveryTimeout, with headers
+// of at most headerLimit bytes (net/http's default is 10 MiB, held for each
+// delivery at once), and at most excerptLimit bytes of its body are read.
 const (
 	deliveryTimeout = 10 * time.Second
+	headerLimit     = 64 << 10
 	excerptLimit    = 1024
 )
 
@@ -154,13 +156,14 @@ func (t Targets) Client() *http.Client {
 	return &http.Client{
 		Timeout: deliveryTimeout,
 		Transport: &http.Transport{
-			Proxy:                 nil,
-			DialContext:           dialer.DialContext,
-			TLSHandshakeTimeout:   5 * time.Second,
-			ResponseHeaderTimeout: deliveryTimeout,
-			MaxIdleConnsPerHost:   16,
-			IdleConnTimeout:       90 * time.Second,
-			ForceAttemptHTTP2:     true,
+			Proxy:                  nil,
+			DialContext:            dialer.DialContext,
+			TLSHandshakeTimeout:    5 * time.Second,
+			ResponseHeaderTimeout:  deliveryTimeout,
+			MaxResponseHeaderBytes: headerLimit,
+			MaxIdleConnsPerHost:    16,
+			IdleConnTimeout:        90 * time.Second,
+			ForceAttemptHTTP2:      true,
 		},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}

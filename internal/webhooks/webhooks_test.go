@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -133,5 +134,23 @@ func TestClientChecksTheConnectedAddress(t *testing.T) {
 	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusFound {
 		t.Fatalf("status %d: the redirect was followed", resp.StatusCode)
+	}
+}
+
+// A receiver's answer headers are read up to headerLimit: a delivery to
+// one that answers with more fails instead of holding them.
+func TestClientBoundsAnswerHeaders(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for i := range 2 * headerLimit / 1024 {
+			w.Header().Set(fmt.Sprintf("X-Pad-%d", i), strings.Repeat("a", 1000))
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer srv.Close()
+	client := (Targets{AllowPrivate: true}).Client()
+	resp, err := client.Get(srv.URL) //nolint:noctx // a test request
+	if err == nil {
+		_ = resp.Body.Close()
+		t.Fatalf("read %d header fields past %d bytes", len(resp.Header), headerLimit)
 	}
 }
