@@ -58,7 +58,10 @@ func (a *Activities) GenerateQuestions(ctx context.Context, in wf.Input) ([]ai.G
 	if errors.Is(err, ai.ErrInvalidRequest) {
 		return nil, workflows.Permanent("the AI provider rejected the generation request", err)
 	}
-	return qs, err
+	if err != nil {
+		return nil, err
+	}
+	return qs, activities.CheckResultSize("the generated questions", qs)
 }
 
 // CreateGeneratedExam creates the exam from the generated questions.

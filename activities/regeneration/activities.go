@@ -70,7 +70,10 @@ func (a *Activities) ProposeQuestion(ctx context.Context, in wf.Input) (ai.Regen
 	if errors.Is(err, ai.ErrInvalidRequest) {
 		return ai.RegeneratedQuestion{}, workflows.Permanent("the AI provider rejected the regeneration request", err)
 	}
-	return p, err
+	if err != nil {
+		return ai.RegeneratedQuestion{}, err
+	}
+	return p, activities.CheckResultSize("the proposed question", p)
 }
 
 // RecordProposal validates the proposal against the question's type and

@@ -75,6 +75,7 @@ func (o *openAI) GenerateQuestions(ctx context.Context, req GenerateRequest) ([]
 	if len(out.Questions) == 0 {
 		return nil, errors.New("ai: openai: no questions generated")
 	}
+	out.Questions = out.Questions[:min(len(out.Questions), count)] // a model may write more than asked
 	questions := make([]GeneratedQuestion, 0, len(out.Questions))
 	for i, q := range out.Questions {
 		config, err := decodeConfig(q.Config)

@@ -2,11 +2,18 @@ package generation_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.temporal.io/sdk/client"
 
 	gradingactivities "github.com/assessd/assessd/activities/grading"
 	"github.com/assessd/assessd/internal/ai"
@@ -17,6 +24,7 @@ import (
 	"github.com/assessd/assessd/internal/media"
 	"github.com/assessd/assessd/internal/platform/errs"
 	"github.com/assessd/assessd/internal/platform/paging"
+	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/internal/testkit/devenvtest"
 	"github.com/assessd/assessd/internal/testkit/eventually"
 	"github.com/assessd/assessd/internal/testkit/storetest"
@@ -24,14 +32,12 @@ import (
 	"github.com/assessd/assessd/workflows"
 )
 
-// TestGenerateExamOffline generates an exam end to end on the dev server
-// with the builtin provider: no network, a ready exam with valid questions.
-func TestGenerateExamOffline(t *testing.T) {
-	ctx := context.Background()
-	tc := devenvtest.Temporal(t)
-	db := storetest.New(t)
+// startWorker runs the global region's worker with provider until t ends,
+// and returns the registry of its metrics.
+func startWorker(t *testing.T, tc client.Client, db *store.DB, provider ai.Provider) *prometheus.Registry {
+	t.Helper()
 	reg := prometheus.NewRegistry()
-	w, err := app.NewWorker(tc, db, app.WorkerConfig{Region: "global", Provider: ai.NewBuiltin(), Fetcher: media.NewFetcher(nil, media.Options{}),
+	w, err := app.NewWorker(tc, db, app.WorkerConfig{Region: "global", Provider: provider, Fetcher: media.NewFetcher(nil, media.Options{}),
 		Metrics: gradingactivities.NewMetrics(reg, func(s string) string { return s })})
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +45,34 @@ func TestGenerateExamOffline(t *testing.T) {
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer w.Stop()
+	t.Cleanup(w.Stop)
+	return reg
+}
+
+// waitFinished waits for generation id to end, and returns it.
+func waitFinished(t *testing.T, ctx context.Context, svc *generation.Service, id string) generation.Generation {
+	t.Helper()
+	var g generation.Generation
+	eventually.Succeeds(t, 30*time.Second, func() error {
+		var err error
+		if g, err = svc.Get(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		if g.Status == "running" {
+			return errors.New("generation still running")
+		}
+		return nil
+	})
+	return g
+}
+
+// TestGenerateExamOffline generates an exam end to end on the dev server
+// with the builtin provider: no network, a ready exam with valid questions.
+func TestGenerateExamOffline(t *testing.T) {
+	ctx := context.Background()
+	tc := devenvtest.Temporal(t)
+	db := storetest.New(t)
+	reg := startWorker(t, tc, db, ai.NewBuiltin())
 
 	ten := tenancy.NewService(db)
 	org, err := ten.CreateOrg(ctx, tenancy.NewOrg{Name: "X", Country: "US"})
@@ -67,15 +100,7 @@ func TestGenerateExamOffline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually.Succeeds(t, 30*time.Second, func() error {
-		if g, err = svc.Get(tctx, g.ID); err != nil {
-			t.Fatal(err)
-		}
-		if g.Status == "running" {
-			return errors.New("generation still running")
-		}
-		return nil
-	})
+	g = waitFinished(t, tctx, svc, g.ID)
 	if g.Status != "ready" || g.ExamID == "" {
 		t.Fatalf("generation %+v", g)
 	}
@@ -99,5 +124,47 @@ func TestGenerateExamOffline(t *testing.T) {
 	if requested.Action != "exam_generation.requested" || requested.Actor.ID != teacher.ID ||
 		done.Action != "exam_generation.completed" || done.Actor != (audit.Actor{Kind: audit.ActorSystem, ID: "generation"}) || done.After["examId"] != g.ExamID {
 		t.Fatalf("generation audit entries %+v", entries)
+	}
+}
+
+// A provider whose questions are too large to pass between the workflow's
+// steps fails the generation at once with the reason, without being asked
+// again on every retry; questions beyond those asked for are dropped.
+func TestOversizedGenerationFailsAtOnce(t *testing.T) {
+	ctx := context.Background()
+	var calls atomic.Int32
+	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		var qs []map[string]any
+		for i := range 6 { // one more than asked for
+			qs = append(qs, map[string]any{"type": "essay", "prompt": fmt.Sprintf("Question %d: %s", i, strings.Repeat("long ", 100_000)),
+				"config": `{"rubric": "any"}`, "points": 5})
+		}
+		content, _ := json.Marshal(map[string]any{"questions": qs})
+		_ = json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"message": map[string]any{"role": "assistant", "content": string(content)}}}})
+	}))
+	defer provider.Close()
+	tc := devenvtest.Temporal(t)
+	db := storetest.New(t)
+	reg := startWorker(t, tc, db, ai.NewOpenAI(ai.OpenAIConfig{BaseURL: provider.URL, APIKey: "test-key", Model: "writer"}))
+	go app.NewDispatcher(tc, db, reg, workflows.DispatchOptions{}).Run(t.Context())
+
+	ten := tenancy.NewService(db)
+	org, err := ten.CreateOrg(ctx, tenancy.NewOrg{Name: "X", Country: "US"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys := tenancy.WithCaller(ctx, tenancy.SystemCaller(org.ID))
+	svc := generation.NewService(db, assessment.NewService(db))
+	g, err := svc.Create(sys, generation.Params{Subject: "Rivers", Count: 5}) // 2.4 MB: over Temporal's 2 MB
+	if err != nil {
+		t.Fatal(err)
+	}
+	g = waitFinished(t, sys, svc, g.ID)
+	if g.Status != "failed" || !strings.Contains(g.Error, "the generated questions: 2441 KiB, over the limit of 1024 KiB") {
+		t.Fatalf("generation %s: %q", g.Status, g.Error)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("the provider was asked %d times, want once", n)
 	}
 }
