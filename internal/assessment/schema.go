@@ -23,7 +23,18 @@ const (
 	// references followed: far more than a config needs, and no more than
 	// 64 KiB holds without references (decision 0164).
 	maxSchemaNodes = 10_000
+	// maxValidationWork bounds a config's values times its schema's
+	// subschemas: the validator may apply every subschema to every value,
+	// each in under a microsecond: about 0.2 s at the bound (decision 0171).
+	maxValidationWork = 250_000
 )
+
+// configSchema is a compiled config schema and the number of subschemas
+// it applies with its references followed.
+type configSchema struct {
+	*jsonschema.Schema
+	size int
+}
 
 // noLoader refuses every external reference: a customer's schema must not
 // make the server read files or fetch URLs.
@@ -35,29 +46,31 @@ func (noLoader) Load(url string) (any, error) {
 
 // compileSchema compiles a JSON Schema (draft 2020-12 unless the schema
 // says otherwise). The error is fit for a 400.
-func compileSchema(field string, schema map[string]any) (*jsonschema.Schema, error) {
+func compileSchema(field string, schema map[string]any) (configSchema, error) {
 	if schema == nil {
-		return nil, errs.Invalid(field, "is required (a JSON Schema object)")
+		return configSchema{}, errs.Invalid(field, "is required (a JSON Schema object)")
 	}
 	if b, _ := json.Marshal(schema); len(b) > maxSchemaBytes {
-		return nil, errs.Invalid(field, "must be at most %d bytes of JSON", maxSchemaBytes)
+		return configSchema{}, errs.Invalid(field, "must be at most %d bytes of JSON", maxSchemaBytes)
 	}
 	c := jsonschema.NewCompiler()
 	c.UseLoader(noLoader{})
 	const loc = "urn:assessd:config-schema"
 	if err := c.AddResource(loc, normalize(schema)); err != nil {
-		return nil, errs.Invalid(field, "is not a valid JSON Schema")
+		return configSchema{}, errs.Invalid(field, "is not a valid JSON Schema")
 	}
 	sch, err := c.Compile(loc)
 	if err != nil {
-		return nil, errs.Invalid(field, "is not a valid JSON Schema: %s", schemaMessage(err))
+		return configSchema{}, errs.Invalid(field, "is not a valid JSON Schema: %s", schemaMessage(err))
 	}
-	if n, err := expandedSize(sch, map[*jsonschema.Schema]int{}); err != nil {
-		return nil, errs.Invalid(field, "%s", err.Error())
-	} else if n > maxSchemaNodes {
-		return nil, errs.Invalid(field, "must apply at most %d subschemas with its references followed", maxSchemaNodes)
+	n, err := expandedSize(sch, map[*jsonschema.Schema]int{})
+	if err != nil {
+		return configSchema{}, errs.Invalid(field, "%s", err.Error())
 	}
-	return sch, nil
+	if n > maxSchemaNodes {
+		return configSchema{}, errs.Invalid(field, "must apply at most %d subschemas with its references followed", maxSchemaNodes)
+	}
+	return configSchema{sch, n}, nil
 }
 
 // expandedSize counts the subschemas validation against s may apply: the
@@ -109,12 +122,18 @@ func subschemas(s *jsonschema.Schema) []*jsonschema.Schema {
 }
 
 // validateConfig checks a question's config against its type's schema and
-// names the offending part ("config.options.0.text").
-func validateConfig(sch *jsonschema.Schema, config map[string]any) error {
+// names the offending part ("config.options.0.text"). A config whose values
+// times the schema's subschemas pass maxValidationWork is refused unread.
+func validateConfig(sch configSchema, config map[string]any) error {
 	if b, _ := json.Marshal(config); len(b) > maxConfigBytes {
 		return errs.Invalid("config", "must be at most %d bytes of JSON", maxConfigBytes)
 	}
-	err := sch.Validate(normalize(config))
+	instance := normalize(config)
+	if n := countValues(instance); n*sch.size > maxValidationWork {
+		return errs.Invalid("config", "is too large for its question type's schema: %d values against %d subschemas, at most %d of the two multiplied",
+			n, sch.size, maxValidationWork)
+	}
+	err := sch.Validate(instance)
 	if err == nil {
 		return nil
 	}
@@ -128,6 +147,22 @@ func validateConfig(sch *jsonschema.Schema, config map[string]any) error {
 	}
 	field := strings.Join(append([]string{"config"}, leaf.InstanceLocation...), ".")
 	return errs.Invalid(field, "%s", leaf.ErrorKind.LocalizedString(printer))
+}
+
+// countValues counts the JSON values in v: itself and every value inside.
+func countValues(v any) int {
+	n := 1
+	switch v := v.(type) {
+	case map[string]any:
+		for _, e := range v {
+			n += countValues(e)
+		}
+	case []any:
+		for _, e := range v {
+			n += countValues(e)
+		}
+	}
+	return n
 }
 
 var printer = message.NewPrinter(language.English)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/assessd/assessd/internal/assessment"
 	"github.com/assessd/assessd/internal/platform/errs"
@@ -75,6 +76,54 @@ func TestConfigSchemaReferencesBounded(t *testing.T) {
 
 	_, err = f.content.UpdateQuestionType(f.staff, typ.ID, assessment.TypeDefPatch{ConfigSchema: chainSchema(20, false)})
 	wantInvalid(t, err, "configSchema", "at most 10000 subschemas")
+}
+
+// wideSchema applies 9,898 subschemas to each item of config.v: 97
+// references to a list of 100 bounds.
+func wideSchema() map[string]any {
+	bounds := make([]any, 100)
+	for i := range bounds {
+		bounds[i] = map[string]any{"minimum": float64(-i)}
+	}
+	refs := make([]any, 97)
+	for i := range refs {
+		refs[i] = map[string]any{"$ref": "#/$defs/bounds"}
+	}
+	return map[string]any{"type": "object", "properties": map[string]any{"v": map[string]any{"type": "array", "items": map[string]any{"$ref": "#/$defs/all"}}},
+		"$defs": map[string]any{"bounds": map[string]any{"allOf": bounds}, "all": map[string]any{"allOf": refs}}}
+}
+
+// TestValidationWorkBounded refuses, with a 400 naming config, a config
+// whose values times its type's subschemas pass the bound, before
+// validating it: 1,000 values against wideSchema took 19 s. A small
+// schema still takes thousands of values.
+func TestValidationWorkBounded(t *testing.T) {
+	f := newEmptyFixture(t)
+	create := func(schema map[string]any, values int) error {
+		typ, err := f.content.CreateQuestionType(f.staff, assessment.NewTypeDef{Key: fmt.Sprintf("t%d_%d", len(schema), values), Name: "T",
+			Condition: `=answer.value = 1`, ConfigSchema: schema})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := make([]any, values-2) // with the config and its list
+		for i := range v {
+			v[i] = 1.0
+		}
+		_, err = f.content.CreateQuestion(f.staff, f.exam.ID, assessment.NewQuestion{Type: typ.ID, Prompt: "Count.", Config: map[string]any{"v": v}})
+		return err
+	}
+	start := time.Now()
+	wantInvalid(t, create(wideSchema(), 1000), "config", "1000 values against 9898 subschemas")
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("refusing took %v", d)
+	}
+	if err := create(wideSchema(), 20); err != nil {
+		t.Fatal(err)
+	}
+	small := map[string]any{"type": "object", "properties": map[string]any{"v": map[string]any{"type": "array", "items": map[string]any{"type": "number"}}}}
+	if err := create(small, 5000); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestStoredConfigSchemaBounded refuses with a 400 a question of a type
