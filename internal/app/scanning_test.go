@@ -482,3 +482,45 @@ func TestAMultiPageSheetBecomesOneResult(t *testing.T) {
 		t.Fatalf("result %s", res.raw)
 	}
 }
+
+// TestSplitStoresPagesOverAFailedAttempt: a file's pages are stored as
+// they are rasterized, numbered after the earlier files' pages; a page a
+// failed attempt left is stored over, not added to.
+func TestSplitStoresPagesOverAFailedAttempt(t *testing.T) {
+	t.Parallel()
+	const cdn = "https://cdn.assessd.test/media/"
+	e := newEnvWithConfig(t, func(c *app.Config) { c.MediaCDN = []string{cdn} })
+	tn := e.newTenant("US", tenancy.PlanPro)
+	teacher := tn.keys[tenancy.RoleTeacher]
+	a := e.authorAllTypes(t, teacher)
+	scan := e.do("POST", "/exams/"+a.exam+"/answer-sheet-scans", teacher, map[string]any{"files": []string{cdn + "a.png", cdn + "b.png"}}).must(t, 200)
+	scanID := str(scan.body, "id")
+	ctx := store.WithOrg(context.Background(), tn.org.ID)
+	// An attempt that stored the second file's first page, then failed.
+	if _, err := e.db.Q(ctx).Exec(ctx, `INSERT INTO answer_sheet_scan_pages (scan_id, page, org_id, file, file_page, image)
+		VALUES ($1, 2, app_org_id(), 2, 1, 'stale')`, scanID); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{}
+	for i, name := range []string{"a.png", "b.png"} {
+		img := image.NewGray(image.Rect(0, 0, 1240, 1754))
+		for j := range img.Pix {
+			img.Pix[j] = byte(200 + i)
+		}
+		files[cdn+name] = encodePNG(t, img)
+	}
+	svc := scanning.NewService(e.db, e.app.Assessment, e.app.Tenancy, func(string) bool { return true })
+	pages, err := svc.Split(ctx, scanID, func(_ context.Context, url string) ([]byte, error) { return files[url], nil })
+	if err != nil || !reflect.DeepEqual(pages, []int{1, 2}) {
+		t.Fatalf("pages %v, %v; want [1 2]", pages, err)
+	}
+	for page, want := range map[int]string{1: cdn + "a.png", 2: cdn + "b.png"} {
+		var image []byte
+		if err := e.db.Q(ctx).QueryRow(ctx, `SELECT image FROM answer_sheet_scan_pages WHERE scan_id = $1 AND page = $2`, scanID, page).Scan(&image); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(image, files[want]) {
+			t.Errorf("page %d holds %d bytes, not %s", page, len(image), want)
+		}
+	}
+}

@@ -110,8 +110,8 @@ func fileError(err error) *FileError {
 // across the files in order, and returns the pages not read yet. fetch
 // gets a URL's bytes; a *FileError from it (or a file that is no page
 // image) is recorded with the file, any other error is returned for a
-// retry. Each file is split in its own transaction, so a retry goes on
-// where the last attempt stopped. A missing PDF tool is returned as
+// retry. Each file is marked split once its pages are stored, so a retry
+// goes on where the last attempt stopped. A missing PDF tool is returned as
 // answersheet.ErrPDFToolMissing.
 func (s *Service) Split(ctx context.Context, scanID string, fetch func(ctx context.Context, url string) ([]byte, error)) ([]int, error) {
 	q := s.db.Q(ctx)
@@ -132,22 +132,7 @@ func (s *Service) Split(ctx context.Context, scanID string, fetch func(ctx conte
 		return nil, fmt.Errorf("split scan: %w", err)
 	}
 	for _, f := range files {
-		var data []byte
-		if f.url != "" {
-			data, err = fetch(ctx, f.url)
-		} else {
-			err = q.QueryRow(ctx, `SELECT content FROM answer_sheet_scan_files
-				WHERE org_id = app_org_id() AND scan_id = $1 AND position = $2`, scanID, f.position).Scan(&data)
-		}
-		var pages [][]byte
-		if err == nil {
-			pages, err = splitFile(ctx, data)
-		}
-		fe := fileError(err)
-		if err != nil && fe == nil {
-			return nil, err
-		}
-		if err := s.storePages(ctx, scanID, f.position, pages, fe); err != nil {
+		if err := s.splitFile(ctx, scanID, f.position, f.url, fetch); err != nil {
 			return nil, err
 		}
 	}
@@ -159,48 +144,63 @@ func (s *Service) Split(ctx context.Context, scanID string, fetch func(ctx conte
 	return pgx.CollectRows(rows, pgx.RowTo[int])
 }
 
-// splitFile returns a file's pages: an image as it is, a PDF's pages
-// rasterized as PNG.
-func splitFile(ctx context.Context, data []byte) ([][]byte, error) {
-	if !bytes.HasPrefix(data, []byte("%PDF-")) {
-		_, err := answersheet.CheckUpload(ctx, data)
-		return [][]byte{data}, err
+// splitFile turns one file into pages, each stored as soon as it is
+// rasterized, so a PDF's pages are never held together (decision 0172).
+// Its pages are numbered after the earlier files' and a retry stores the
+// same numbers again over what a failed attempt left. The file is marked
+// split last, with why it has no more pages when a *FileError stopped it.
+func (s *Service) splitFile(ctx context.Context, scanID string, position int, url string, fetch func(ctx context.Context, url string) ([]byte, error)) error {
+	q := s.db.Q(ctx)
+	var data []byte
+	var err error
+	if url != "" {
+		data, err = fetch(ctx, url)
+	} else {
+		err = q.QueryRow(ctx, `SELECT content FROM answer_sheet_scan_files
+			WHERE org_id = app_org_id() AND scan_id = $1 AND position = $2`, scanID, position).Scan(&data)
 	}
-	var pages [][]byte
-	err := answersheet.SplitPDFPages(ctx, data, func(_ int, png []byte) error {
-		pages = append(pages, png)
-		return nil
-	})
-	return pages, err
+	var first int
+	if err == nil {
+		err = q.QueryRow(ctx, `SELECT coalesce(max(page), 0) + 1 FROM answer_sheet_scan_pages
+			WHERE org_id = app_org_id() AND scan_id = $1 AND file < $2`, scanID, position).Scan(&first)
+	}
+	if err == nil {
+		filePage := 0
+		err = eachPage(ctx, data, func(img []byte) error {
+			filePage++
+			if _, err := q.Exec(ctx, `INSERT INTO answer_sheet_scan_pages (scan_id, page, org_id, file, file_page, image)
+				VALUES ($1, $2, app_org_id(), $3, $4, $5)
+				ON CONFLICT (scan_id, page) DO UPDATE SET image = excluded.image`, scanID, first+filePage-1, position, filePage, img); err != nil {
+				return fmt.Errorf("store page: %w", err)
+			}
+			return nil
+		})
+	}
+	fe := fileError(err)
+	if err != nil && fe == nil {
+		return err
+	}
+	code, message := "", ""
+	if fe != nil {
+		code, message = fe.Reason, fe.Message
+	}
+	if _, err := q.Exec(ctx, `UPDATE answer_sheet_scan_files SET split = true, content = NULL, error_code = $3, error = $4
+		WHERE org_id = app_org_id() AND scan_id = $1 AND position = $2`, scanID, position, code, message); err != nil {
+		return fmt.Errorf("split file: %w", err)
+	}
+	return nil
 }
 
-// storePages records a file's pages, or why it has none, and drops its
-// bytes.
-func (s *Service) storePages(ctx context.Context, scanID string, position int, pages [][]byte, fe *FileError) error {
-	return s.db.Tx(ctx, func(ctx context.Context) error {
-		q := s.db.Q(ctx)
-		var next int
-		if err := q.QueryRow(ctx, `SELECT coalesce(max(page), 0) + 1 FROM answer_sheet_scan_pages
-			WHERE org_id = app_org_id() AND scan_id = $1`, scanID).Scan(&next); err != nil {
-			return fmt.Errorf("store pages: %w", err)
+// eachPage calls store with each page of a file: an image as it is, a
+// PDF's pages rasterized as PNG, one at a time.
+func eachPage(ctx context.Context, data []byte, store func(img []byte) error) error {
+	if !bytes.HasPrefix(data, []byte("%PDF-")) {
+		if _, err := answersheet.CheckUpload(ctx, data); err != nil {
+			return err
 		}
-		for i, img := range pages {
-			if _, err := q.Exec(ctx, `INSERT INTO answer_sheet_scan_pages (scan_id, page, org_id, file, file_page, image)
-				VALUES ($1, $2, app_org_id(), $3, $4, $5)`, scanID, next+i, position, i+1, img); err != nil {
-				return fmt.Errorf("store pages: %w", err)
-			}
-		}
-		code, message := "", ""
-		if fe != nil {
-			code, message = fe.Reason, fe.Message
-		}
-		_, err := q.Exec(ctx, `UPDATE answer_sheet_scan_files SET split = true, content = NULL, error_code = $3, error = $4
-			WHERE org_id = app_org_id() AND scan_id = $1 AND position = $2`, scanID, position, code, message)
-		if err != nil {
-			return fmt.Errorf("store pages: %w", err)
-		}
-		return nil
-	})
+		return store(data)
+	}
+	return answersheet.SplitPDFPages(ctx, data, func(_ int, png []byte) error { return store(png) })
 }
 
 // PageToRead is a page of a scan waiting to be read.
