@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/golang-lru/v2/expirable"
@@ -41,46 +42,68 @@ type submission struct {
 // they are not. Only papers of built-in question types are kept, since a
 // custom type can change without the exam's paper version changing.
 type papers struct {
-	lru *expirable.LRU[paperKey, *submission]
+	lru *expirable.LRU[paperKey, *paper]
+	// bytes is the prompt and config bytes the entries hold.
+	bytes atomic.Int64
 }
 
 type paperKey struct{ org, exam string }
 
-// The cache's bounds: entries, their lifetime, and the most prompt and
-// config bytes one entry may hold, so it holds at most about 64 MiB.
+// paper is a cached submission and the prompt and config bytes it holds.
+type paper struct {
+	sub  submission
+	size int64
+}
+
+// The cache's bounds: entries, their lifetime, the most prompt and config
+// bytes one entry may hold, and all of them together (decision 0173): a
+// large exam is cached too, and the cache holds at most about 64 MiB.
 const (
 	paperCacheSize  = 256
 	paperCacheTTL   = 10 * time.Minute
-	paperCacheBytes = 256 << 10
+	paperEntryBytes = 4 << 20
+	paperCacheBytes = 64 << 20
 )
 
 func newPapers() *papers {
-	return &papers{lru: expirable.NewLRU[paperKey, *submission](paperCacheSize, nil, paperCacheTTL)}
+	p := &papers{}
+	p.lru = expirable.NewLRU[paperKey, *paper](paperCacheSize, func(_ paperKey, e *paper) { p.bytes.Add(-e.size) }, paperCacheTTL)
+	return p
 }
 
 func (p *papers) get(org, exam string) (submission, bool) {
-	sub, ok := p.lru.Get(paperKey{org, exam})
+	e, ok := p.lru.Get(paperKey{org, exam})
 	if !ok {
 		return submission{}, false
 	}
-	out := *sub
+	out := e.sub
 	out.cached = true
 	return out, true
 }
 
 // add keeps sub unless a question has a custom type or the paper is
-// larger than paperCacheBytes.
+// larger than paperEntryBytes, and then drops the oldest entries until
+// the cache holds at most paperCacheBytes.
 func (p *papers) add(org, exam string, sub submission) {
-	size := 0
+	var size int64
 	for _, q := range sub.questions {
 		if q.Def == nil || !q.Def.BuiltIn {
 			return
 		}
 		config, _ := json.Marshal(q.Config)
-		size += len(q.Prompt) + len(config)
+		size += int64(len(q.Prompt) + len(config))
 	}
-	if size <= paperCacheBytes {
-		p.lru.Add(paperKey{org, exam}, &sub)
+	if size > paperEntryBytes {
+		return
+	}
+	key := paperKey{org, exam}
+	p.lru.Remove(key) // its bytes leave through the eviction callback
+	p.lru.Add(key, &paper{sub: sub, size: size})
+	p.bytes.Add(size)
+	for p.bytes.Load() > paperCacheBytes {
+		if _, _, ok := p.lru.RemoveOldest(); !ok {
+			return
+		}
 	}
 }
 

@@ -3,6 +3,8 @@ package assessment_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -237,5 +239,31 @@ func TestASubmissionInATransactionReadsItsPaper(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatalf("the transaction did not go on after a refusal: %v", err)
+	}
+}
+
+// TestALargePaperIsCached: an exam of 400 KB of prompts (past the former
+// 256 KiB bound) costs one round trip a submission once its paper is read.
+func TestALargePaperIsCached(t *testing.T) {
+	trips := &storetest.RoundTrips{}
+	f := newEmptyFixture(t, store.WithTracer(trips))
+	var ids []string
+	for i := range 40 {
+		q, err := f.content.CreateQuestion(f.staff, f.exam.ID, assessment.NewQuestion{Type: assessment.TypeTrueFalse,
+			Prompt: fmt.Sprintf("%d. %s True or false?", i, strings.Repeat("A long premise. ", 600)), Config: map[string]any{"correct": true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, q.ID)
+	}
+	for i, want := range []int64{2, 1, 1} {
+		before := trips.Count()
+		r, err := f.answerTrue(ids...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := trips.Count() - before; n != want || r.Score != 40 {
+			t.Fatalf("submission %d: %d round trips, score %v; want %d and 40", i, n, r.Score, want)
+		}
 	}
 }
