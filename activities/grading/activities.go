@@ -17,6 +17,7 @@ import (
 	"github.com/assessd/assessd/internal/ai"
 	"github.com/assessd/assessd/internal/assessment"
 	"github.com/assessd/assessd/internal/media"
+	"github.com/assessd/assessd/internal/platform/membudget"
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/workflows"
 	wf "github.com/assessd/assessd/workflows/grading"
@@ -40,9 +41,9 @@ type Activities struct {
 	Results  Results
 	Provider ai.Provider
 	Fetcher  *media.Fetcher
-	// Files bounds the answer files held at once; nil shares the
-	// process's budget (DefaultFileBytes).
-	Files   *FileBudget
+	// Memory bounds the answer files held at once; nil shares the
+	// worker process's budget (membudget.Worker).
+	Memory  *membudget.Budget
 	Region  string
 	Metrics *Metrics
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/assessd/assessd/internal/app"
 	"github.com/assessd/assessd/internal/assessment"
 	"github.com/assessd/assessd/internal/media"
+	"github.com/assessd/assessd/internal/platform/membudget"
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/internal/testkit/devenvtest"
 	"github.com/assessd/assessd/internal/testkit/eventually"
@@ -337,7 +338,7 @@ func TestAnswerFilesStayWithinTheBudget(t *testing.T) {
 	t.Cleanup(cdn.Close)
 	fetcher := media.NewFetcher([]string{cdn.URL + "/media/"}, media.Options{MaxBytes: fileSize, HTTPClient: cdn.Client()})
 	us := h.newSchool("US")
-	g := &grading.Activities{Results: h.content, Fetcher: fetcher, Files: grading.NewFileBudget(2*fileSize + fileSize/2),
+	g := &grading.Activities{Results: h.content, Fetcher: fetcher, Memory: membudget.New(2*fileSize + fileSize/2),
 		Provider: ai.NewOpenAI(ai.OpenAIConfig{BaseURL: h.global.URL, APIKey: "test-key", Model: "grader"}),
 		Region:   us.org.AIRegion, Metrics: h.metrics}
 	grade := func(resultID string) error {

@@ -5,39 +5,17 @@ import (
 	"errors"
 	"fmt"
 
-	"golang.org/x/sync/semaphore"
-
 	"github.com/assessd/assessd/internal/ai"
 	"github.com/assessd/assessd/internal/media"
+	"github.com/assessd/assessd/internal/platform/membudget"
 )
 
-// Answer files held in memory (decision 0167). An answer's files go to the
-// provider in one request, and first grading attempts run as local
-// activities outside the worker's activity slots (decision 0123): without
-// a budget, a burst of file answers held every file they listed at once.
-const (
-	// AnswerFileBytes bounds one answer's files together: OpenAI takes 50 MB
-	// a request, and base64 makes 32 MiB about 43 MB.
-	AnswerFileBytes = 32 << 20
-	// DefaultFileBytes bounds the answer files a process holds at once.
-	DefaultFileBytes = 256 << 20
-)
-
-// FileBudget bounds the answer files that the grading activities sharing
-// it hold at once, from their fetch to the end of their grading.
-type FileBudget struct {
-	held *semaphore.Weighted
-	size int64
-}
-
-// NewFileBudget returns a budget of size bytes.
-func NewFileBudget(size int64) *FileBudget {
-	return &FileBudget{held: semaphore.NewWeighted(size), size: size}
-}
-
-// processFiles is the budget of Activities without one of their own: the
-// memory it guards is the process's.
-var processFiles = NewFileBudget(DefaultFileBytes)
+// AnswerFileBytes bounds one answer's files together (decision 0167):
+// OpenAI takes 50 MB a request, and base64 makes 32 MiB about 43 MB. An
+// answer's files go to the provider in one request, and first grading
+// attempts run as local activities outside the worker's activity slots
+// (decision 0123), so the files are held within the worker's memory budget.
+const AnswerFileBytes = 32 << 20
 
 // answerFiles are an answer's files as graded, with the grading details'
 // lists of what was attached and what was skipped.
@@ -52,9 +30,9 @@ type answerFiles struct {
 // first fetch: two answers never wait on each other's bytes, and a file
 // past the answer's share is skipped as too large.
 func (a *Activities) fetchFiles(ctx context.Context, urls []string) (answerFiles, error) {
-	budget := a.Files
+	budget := a.Memory
 	if budget == nil {
-		budget = processFiles
+		budget = membudget.Worker
 	}
 	out := answerFiles{attached: []any{}, skipped: []any{}, release: func() {}}
 	var onCDN []string
@@ -69,8 +47,8 @@ func (a *Activities) fetchFiles(ctx context.Context, urls []string) (answerFiles
 	if len(onCDN) == 0 {
 		return out, nil
 	}
-	reserved := min(int64(len(onCDN))*a.Fetcher.MaxBytes(), AnswerFileBytes, budget.size)
-	if err := budget.held.Acquire(ctx, reserved); err != nil {
+	reserved, err := budget.Acquire(ctx, min(int64(len(onCDN))*a.Fetcher.MaxBytes(), AnswerFileBytes))
+	if err != nil {
 		return answerFiles{}, err
 	}
 	left := reserved
@@ -82,7 +60,7 @@ func (a *Activities) fetchFiles(ctx context.Context, urls []string) (answerFiles
 			continue
 		}
 		if err != nil {
-			budget.held.Release(reserved)
+			budget.Release(reserved)
 			return answerFiles{}, fmt.Errorf("fetch %s: %w", u, err) // transient: retry
 		}
 		a.Metrics.fileFetched(a.Region)
@@ -90,8 +68,8 @@ func (a *Activities) fetchFiles(ctx context.Context, urls []string) (answerFiles
 		out.attached = append(out.attached, u)
 		left -= int64(len(f.Data))
 	}
-	budget.held.Release(left)
-	out.release = func() { budget.held.Release(reserved - left) }
+	budget.Release(left)
+	out.release = func() { budget.Release(reserved - left) }
 	return out, nil
 }
 

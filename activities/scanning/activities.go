@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -23,6 +24,7 @@ import (
 	"github.com/assessd/assessd/internal/answersheet"
 	"github.com/assessd/assessd/internal/assessment"
 	"github.com/assessd/assessd/internal/media"
+	"github.com/assessd/assessd/internal/platform/membudget"
 	"github.com/assessd/assessd/internal/scanning"
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/workflows"
@@ -35,6 +37,7 @@ import (
 // ctx.
 type Scans interface {
 	Split(ctx context.Context, scanID string, fetch func(ctx context.Context, url string) ([]byte, error)) ([]int, error)
+	PageMemory(ctx context.Context, scanID string, page int) (memory int64, read bool, err error)
 	PageImage(ctx context.Context, scanID string, page int) (scanning.PageToRead, error)
 	Questions(ctx context.Context, examID string) (assessment.Exam, []assessment.SheetQuestion, error)
 	IsStudent(ctx context.Context, userID string) (bool, error)
@@ -52,6 +55,17 @@ type Activities struct {
 	Fetcher  *media.Fetcher
 	Region   string
 	Metrics  *Metrics
+	// Memory bounds the scan files and page images held at once; nil
+	// shares the worker process's budget (membudget.Worker).
+	Memory *membudget.Budget
+}
+
+// memory is the budget the activities hold their files and pages in.
+func (a *Activities) memory() *membudget.Budget {
+	if a.Memory == nil {
+		return membudget.Worker
+	}
+	return a.Memory
 }
 
 // Register registers the activities on w under the workflow's names.
@@ -79,6 +93,12 @@ func (a *Activities) SplitScan(ctx context.Context, in wf.Input) ([]int, error) 
 		return nil, err
 	}
 	defer activities.Heartbeat(ctx, 5*time.Second)()
+	// Files are split one at a time, each within this one reservation.
+	held, err := a.memory().Acquire(ctx, answersheet.SplitMemory)
+	if err != nil {
+		return nil, err
+	}
+	defer a.memory().Release(held)
 	pages, err := a.Scans.Split(store.WithOrg(ctx, in.OrgID), in.ScanID, a.fetch)
 	if errors.Is(err, answersheet.ErrPDFToolMissing) {
 		slog.ErrorContext(ctx, "answer-sheet scan cannot be split: poppler-utils is not installed on this worker", "scan", in.ScanID, "err", err)
@@ -90,7 +110,7 @@ func (a *Activities) SplitScan(ctx context.Context, in wf.Input) ([]int, error) 
 // fetch gets a file from the media CDN; what retrying cannot fix is a
 // scanning.FileError.
 func (a *Activities) fetch(ctx context.Context, url string) ([]byte, error) {
-	f, err := a.Fetcher.Fetch(ctx, url)
+	f, err := a.Fetcher.FetchUpTo(ctx, url, answersheet.MaxUploadBytes)
 	switch {
 	case err == nil:
 		return f.Data, nil
@@ -136,12 +156,24 @@ func (a *Activities) ReadPage(ctx context.Context, in wf.PageInput) error {
 	}
 	defer activities.Heartbeat(ctx, 2*time.Second)()
 	ctx = store.WithOrg(ctx, in.OrgID)
+	// The page's memory is waited for before its image is loaded, and
+	// given back once its pixels are read, before any transcription.
+	memory, read, err := a.Scans.PageMemory(ctx, in.ScanID, in.Page)
+	if err != nil || read {
+		return err
+	}
+	held, err := a.memory().Acquire(ctx, memory)
+	if err != nil {
+		return err
+	}
+	release := sync.OnceFunc(func() { a.memory().Release(held) })
+	defer release()
 	p, err := a.Scans.PageImage(ctx, in.ScanID, in.Page)
 	if err != nil || p.Image == nil {
 		return err
 	}
 	start := time.Now()
-	r, err := a.read(ctx, p)
+	r, err := a.read(ctx, p, release)
 	for _, pe := range pageErrors {
 		if errors.Is(err, pe.err) {
 			r, err = scanning.Reading{Reason: pe.code, Message: pe.err.Error()}, nil
@@ -157,8 +189,9 @@ func (a *Activities) ReadPage(ctx context.Context, in wf.PageInput) error {
 	return nil
 }
 
-// read reads a page image; errors of pageErrors attribute it to nobody.
-func (a *Activities) read(ctx context.Context, p scanning.PageToRead) (scanning.Reading, error) {
+// read reads a page image, calling done once its pixels are no longer
+// held; errors of pageErrors attribute it to nobody.
+func (a *Activities) read(ctx context.Context, p scanning.PageToRead, done func()) (scanning.Reading, error) {
 	exam, questions, err := a.Scans.Questions(ctx, p.ExamID)
 	if err != nil {
 		return scanning.Reading{}, err
@@ -172,6 +205,8 @@ func (a *Activities) read(ctx context.Context, p scanning.PageToRead) (scanning.
 		return scanning.Reading{}, err
 	}
 	res, err := reader.ReadPage(img)
+	done() // the image and its pixels are not used from here on
+
 	if err != nil {
 		return scanning.Reading{}, err
 	}

@@ -14,8 +14,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	gradingactivities "github.com/assessd/assessd/activities/grading"
 	"github.com/assessd/assessd/internal/ai"
 	"github.com/assessd/assessd/internal/media"
+	"github.com/assessd/assessd/internal/platform/membudget"
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/internal/webhooks"
 )
@@ -38,6 +40,9 @@ type config struct {
 	DatabaseLockTimeout      string
 	// MediaMaxUploadBytes bounds an uploaded answer file (decision 0121).
 	MediaMaxUploadBytes string
+	// WorkerMemoryBytes bounds the large buffers of a worker process
+	// (decision 0174).
+	WorkerMemoryBytes string
 	// WebhookAllowPrivate lifts the webhook address rule (development).
 	WebhookAllowPrivate string
 	AIProvider          string
@@ -87,6 +92,7 @@ func (c *config) settings() []setting {
 		{"TEMPORAL_GRPC_COMPRESSION", "compression of calls to Temporal: gzip, or none for a server in the same cluster", &c.TemporalGRPCCompression, "gzip"},
 		{"ASSESSD_MEDIA_CDN", "comma-separated URL prefixes of the media CDN (grading files, answer-sheet scans); <base URL>/media/ always counts", &c.MediaCDN, ""},
 		{"ASSESSD_MEDIA_MAX_UPLOAD_BYTES", "size limit in bytes of an answer file a student uploads", &c.MediaMaxUploadBytes, strconv.Itoa(media.DefaultMaxUploadBytes)},
+		{"ASSESSD_WORKER_MEMORY_BYTES", "bytes of answer files, scan files and decoded page images a worker process holds at once; work past it waits its turn", &c.WorkerMemoryBytes, strconv.Itoa(membudget.DefaultWorkerBytes)},
 		{"ASSESSD_WEBHOOK_ALLOW_PRIVATE", "let webhook endpoints use http and private, loopback or link-local addresses (true or false; local development and tests only)", &c.WebhookAllowPrivate, "false"},
 		{"ASSESSD_AI_PROVIDER", "builtin or openai", &c.AIProvider, "builtin"},
 		{"ASSESSD_AI_GLOBAL_URL", "OpenAI-compatible base URL of the global region", &c.AIGlobalURL, ""},
@@ -224,6 +230,16 @@ func (c *config) mediaMaxUploadBytes() (int64, error) {
 		return 0, errors.New("ASSESSD_MEDIA_MAX_UPLOAD_BYTES must be a positive number of bytes")
 	}
 	return n, nil
+}
+
+// workerMemory is the budget of ASSESSD_WORKER_MEMORY_BYTES, at least
+// room for one answer's files.
+func (c *config) workerMemory() (*membudget.Budget, error) {
+	n, err := strconv.ParseInt(c.WorkerMemoryBytes, 10, 64)
+	if err != nil || n < gradingactivities.AnswerFileBytes {
+		return nil, fmt.Errorf("ASSESSD_WORKER_MEMORY_BYTES must be a number of bytes of at least %d", gradingactivities.AnswerFileBytes)
+	}
+	return membudget.New(n), nil
 }
 
 // mediaPrefixes splits ASSESSD_MEDIA_CDN and adds the base URL's /media/,

@@ -106,3 +106,17 @@ func TestAdminPrintsNoRouteLog(t *testing.T) {
 		t.Fatalf("admin printed route registrations:\n%s", printed)
 	}
 }
+
+// ASSESSD_WORKER_MEMORY_BYTES is a number of bytes with room for at least
+// one answer's files.
+func TestWorkerMemorySetting(t *testing.T) {
+	for value, want := range map[string]int64{"268435456": 268435456, "33554432": 33554432, "33554431": 0, "256MiB": 0, "-1": 0, "": 0} {
+		budget, err := (&config{WorkerMemoryBytes: value}).workerMemory()
+		switch {
+		case want == 0 && (err == nil || !strings.Contains(err.Error(), "ASSESSD_WORKER_MEMORY_BYTES")):
+			t.Errorf("%q: %v, want an error naming the setting", value, err)
+		case want != 0 && (err != nil || budget.Size() != want):
+			t.Errorf("%q: %v, want a budget of %d", value, err, want)
+		}
+	}
+}

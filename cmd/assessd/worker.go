@@ -20,6 +20,7 @@ import (
 	scanningactivities "github.com/assessd/assessd/activities/scanning"
 	"github.com/assessd/assessd/internal/app"
 	"github.com/assessd/assessd/internal/media"
+	"github.com/assessd/assessd/internal/platform/membudget"
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/observability"
 	"github.com/assessd/assessd/observability/temporalmetrics"
@@ -62,7 +63,11 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer tc.Close()
-	wcfg, err := workerConfig(cfg, *region, metrics, gradingactivities.NewMetrics(metrics.Registry, metrics.Org))
+	memory, err := cfg.workerMemory()
+	if err != nil {
+		return err
+	}
+	wcfg, err := workerConfig(cfg, *region, metrics, gradingactivities.NewMetrics(metrics.Registry, metrics.Org), memory)
 	if err != nil {
 		return err
 	}
@@ -99,8 +104,9 @@ func dispatchRegion(ctx context.Context, c client.Client, db *store.DB, reg prom
 	return running.Wait
 }
 
-// workerConfig assembles a region's provider, CDN fetcher and metrics.
-func workerConfig(cfg config, region string, metrics *observability.Metrics, grading *gradingactivities.Metrics) (app.WorkerConfig, error) {
+// workerConfig assembles a region's provider, CDN fetcher and metrics,
+// with the process's memory budget.
+func workerConfig(cfg config, region string, metrics *observability.Metrics, grading *gradingactivities.Metrics, memory *membudget.Budget) (app.WorkerConfig, error) {
 	provider, err := cfg.aiProvider(region, metrics.Registry)
 	if err != nil {
 		return app.WorkerConfig{}, err
@@ -118,6 +124,7 @@ func workerConfig(cfg config, region string, metrics *observability.Metrics, gra
 		// Shared collectors: both regions of assessd dev use one registry.
 		ScanMetrics: scanningactivities.NewMetrics(metrics.Registry, metrics.Org),
 		Webhooks:    targets,
+		Memory:      memory,
 	}, nil
 }
 
@@ -137,8 +144,12 @@ func startWorkers(ctx context.Context, p *process) (stop func(), err error) {
 		}
 	}
 	grading := gradingactivities.NewMetrics(p.Metrics.Registry, p.Metrics.Org)
+	memory, err := p.cfg.workerMemory()
+	if err != nil {
+		return nil, err
+	}
 	for _, region := range []string{"eu", "global"} {
-		wcfg, err := workerConfig(p.cfg, region, p.Metrics, grading)
+		wcfg, err := workerConfig(p.cfg, region, p.Metrics, grading, memory)
 		if err != nil {
 			stop()
 			return nil, err

@@ -36,22 +36,28 @@ const (
 // DecodeImage decodes a PNG or JPEG upload. It checks the byte size, then the
 // dimensions from the header, before decoding any pixels.
 func DecodeImage(data []byte) (image.Image, error) {
-	decode, err := checkImage(data)
+	c, err := checkImage(data)
 	if err != nil {
 		return nil, err
 	}
-	img, err := decode(bytes.NewReader(data))
+	img, err := c.decode(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCorruptImage, err)
 	}
 	return img, nil
 }
 
-// checkImage checks a PNG or JPEG upload's size, format and dimensions from
-// its header, and returns the decoder for its pixels.
-func checkImage(data []byte) (func(io.Reader) (image.Image, error), error) {
+// checkedImage is what checkImage read of an image's header.
+type checkedImage struct {
+	decode func(io.Reader) (image.Image, error)
+	memory int64 // PageMemory
+}
+
+// checkImage checks a PNG or JPEG upload's size, format, dimensions and
+// the memory decoding it takes from its header, and returns its decoder.
+func checkImage(data []byte) (checkedImage, error) {
 	if len(data) > MaxUploadBytes {
-		return nil, ErrTooLarge
+		return checkedImage{}, ErrTooLarge
 	}
 	// Sniffed here rather than by image.DecodeConfig, whose formats are
 	// whatever any linked package registered.
@@ -61,18 +67,25 @@ func checkImage(data []byte) (func(io.Reader) (image.Image, error), error) {
 	case bytes.HasPrefix(data, []byte("\xff\xd8\xff")):
 		decodeConfig, decode = jpeg.DecodeConfig, jpeg.Decode
 	default:
-		return nil, ErrUnsupportedFormat
+		return checkedImage{}, ErrUnsupportedFormat
 	}
 	cfg, err := decodeConfig(bytes.NewReader(data))
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("%w: %v", ErrCorruptImage, err)
+		return checkedImage{}, fmt.Errorf("%w: %v", ErrCorruptImage, err)
 	case cfg.Width <= 0 || cfg.Height <= 0:
-		return nil, ErrCorruptImage
+		return checkedImage{}, ErrCorruptImage
 	case int64(cfg.Width)*int64(cfg.Height) > MaxPixels:
-		return nil, fmt.Errorf("%w: %d×%d pixels, at most %d", ErrTooLarge, cfg.Width, cfg.Height, MaxPixels)
+		return checkedImage{}, fmt.Errorf("%w: %d×%d pixels, at most %d", ErrTooLarge, cfg.Width, cfg.Height, MaxPixels)
 	}
-	return decode, nil
+	memory, err := pageMemory(data, cfg)
+	switch {
+	case err != nil:
+		return checkedImage{}, err
+	case memory > MaxPageMemory:
+		return checkedImage{}, fmt.Errorf("%w: %d MiB to decode, at most %d", ErrTooLarge, memory>>20, MaxPageMemory>>20)
+	}
+	return checkedImage{decode: decode, memory: memory}, nil
 }
 
 // CheckUpload checks one uploaded file without rendering it, so an API can

@@ -23,6 +23,6 @@ func registerScanning(w worker.Worker, db *store.DB, content *assessment.Service
 		metrics = scanningactivities.NewMetrics(nil, func(org string) string { return org })
 	}
 	a := &scanningactivities.Activities{Scans: scanning.NewService(db, content, tenancy.NewService(db), cfg.Fetcher.OnCDN), Provider: cfg.Provider,
-		Fetcher: cfg.Fetcher, Region: cfg.Region, Metrics: metrics}
+		Fetcher: cfg.Fetcher, Region: cfg.Region, Metrics: metrics, Memory: cfg.Memory}
 	a.Register(w)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"image"
 	"image/draw"
+	"image/jpeg"
 	"image/png"
 	"io"
 	"mime/multipart"
@@ -15,9 +16,12 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.temporal.io/sdk/testsuite"
 
 	gradingactivities "github.com/assessd/assessd/activities/grading"
 	scanningactivities "github.com/assessd/assessd/activities/scanning"
@@ -25,12 +29,14 @@ import (
 	"github.com/assessd/assessd/internal/answersheet"
 	"github.com/assessd/assessd/internal/app"
 	"github.com/assessd/assessd/internal/media"
+	"github.com/assessd/assessd/internal/platform/membudget"
 	"github.com/assessd/assessd/internal/scanning"
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/internal/testkit/devenvtest"
 	"github.com/assessd/assessd/internal/testkit/sheettest"
 	"github.com/assessd/assessd/tenancy"
 	"github.com/assessd/assessd/workflows"
+	scanningworkflow "github.com/assessd/assessd/workflows/scanning"
 )
 
 // visionAI is an OpenAI-compatible endpoint that records every request and
@@ -483,18 +489,31 @@ func TestAMultiPageSheetBecomesOneResult(t *testing.T) {
 	}
 }
 
+// scanCDN is the media CDN of newURLScan.
+const scanCDN = "https://cdn.assessd.test/media/"
+
+// newURLScan starts assessd without workers and a scan of files named on
+// scanCDN by a teacher of a new school, for tests that run the scanning
+// steps themselves.
+func newURLScan(t *testing.T, names ...string) (*env, tenant, string) {
+	e := newEnvWithConfig(t, func(c *app.Config) { c.MediaCDN = []string{scanCDN} })
+	tn := e.newTenant("US", tenancy.PlanPro)
+	teacher := tn.keys[tenancy.RoleTeacher]
+	a := e.authorAllTypes(t, teacher)
+	urls := make([]string, len(names))
+	for i, name := range names {
+		urls[i] = scanCDN + name
+	}
+	scan := e.do("POST", "/exams/"+a.exam+"/answer-sheet-scans", teacher, map[string]any{"files": urls}).must(t, 200)
+	return e, tn, str(scan.body, "id")
+}
+
 // TestSplitStoresPagesOverAFailedAttempt: a file's pages are stored as
 // they are rasterized, numbered after the earlier files' pages; a page a
 // failed attempt left is stored over, not added to.
 func TestSplitStoresPagesOverAFailedAttempt(t *testing.T) {
 	t.Parallel()
-	const cdn = "https://cdn.assessd.test/media/"
-	e := newEnvWithConfig(t, func(c *app.Config) { c.MediaCDN = []string{cdn} })
-	tn := e.newTenant("US", tenancy.PlanPro)
-	teacher := tn.keys[tenancy.RoleTeacher]
-	a := e.authorAllTypes(t, teacher)
-	scan := e.do("POST", "/exams/"+a.exam+"/answer-sheet-scans", teacher, map[string]any{"files": []string{cdn + "a.png", cdn + "b.png"}}).must(t, 200)
-	scanID := str(scan.body, "id")
+	e, tn, scanID := newURLScan(t, "a.png", "b.png")
 	ctx := store.WithOrg(context.Background(), tn.org.ID)
 	// An attempt that stored the second file's first page, then failed.
 	if _, err := e.db.Q(ctx).Exec(ctx, `INSERT INTO answer_sheet_scan_pages (scan_id, page, org_id, file, file_page, image)
@@ -507,14 +526,14 @@ func TestSplitStoresPagesOverAFailedAttempt(t *testing.T) {
 		for j := range img.Pix {
 			img.Pix[j] = byte(200 + i)
 		}
-		files[cdn+name] = encodePNG(t, img)
+		files[scanCDN+name] = encodePNG(t, img)
 	}
 	svc := scanning.NewService(e.db, e.app.Assessment, e.app.Tenancy, func(string) bool { return true })
 	pages, err := svc.Split(ctx, scanID, func(_ context.Context, url string) ([]byte, error) { return files[url], nil })
 	if err != nil || !reflect.DeepEqual(pages, []int{1, 2}) {
 		t.Fatalf("pages %v, %v; want [1 2]", pages, err)
 	}
-	for page, want := range map[int]string{1: cdn + "a.png", 2: cdn + "b.png"} {
+	for page, want := range map[int]string{1: scanCDN + "a.png", 2: scanCDN + "b.png"} {
 		var image []byte
 		if err := e.db.Q(ctx).QueryRow(ctx, `SELECT image FROM answer_sheet_scan_pages WHERE scan_id = $1 AND page = $2`, scanID, page).Scan(&image); err != nil {
 			t.Fatal(err)
@@ -522,5 +541,78 @@ func TestSplitStoresPagesOverAFailedAttempt(t *testing.T) {
 		if !bytes.Equal(image, files[want]) {
 			t.Errorf("page %d holds %d bytes, not %s", page, len(image), want)
 		}
+	}
+}
+
+// countedPageImages counts the page images a scanning activity loads.
+type countedPageImages struct {
+	*scanning.Service
+	loaded atomic.Int32
+}
+
+func (c *countedPageImages) PageImage(ctx context.Context, scanID string, page int) (scanning.PageToRead, error) {
+	c.loaded.Add(1)
+	return c.Service.PageImage(ctx, scanID, page)
+}
+
+// A page's reading waits for the memory its image takes to decode in the
+// worker's budget before it loads the image (decision 0174): the split
+// stores the figure, and a page split before it was kept counts as the
+// most a page may take.
+func TestPageReadingWaitsForItsMemory(t *testing.T) {
+	t.Parallel()
+	e, tn, scanID := newURLScan(t, "a.jpg")
+	ctx := store.WithOrg(context.Background(), tn.org.ID)
+	var file bytes.Buffer
+	if err := jpeg.Encode(&file, image.NewGray(image.Rect(0, 0, 1240, 1754)), nil); err != nil {
+		t.Fatal(err)
+	}
+	svc := &countedPageImages{Service: scanning.NewService(e.db, e.app.Assessment, e.app.Tenancy, func(string) bool { return true })}
+	if _, err := svc.Split(ctx, scanID, func(context.Context, string) ([]byte, error) { return file.Bytes(), nil }); err != nil {
+		t.Fatal(err)
+	}
+	want, err := answersheet.PageMemory(file.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if memory, read, err := svc.PageMemory(ctx, scanID, 1); memory != want || read || err != nil {
+		t.Fatalf("page memory %d, read %v, %v; want %d", memory, read, err, want)
+	}
+
+	budget := membudget.New(want)
+	held, err := budget.Acquire(ctx, want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acts := &scanningactivities.Activities{Scans: svc, Region: tn.org.AIRegion, Memory: budget,
+		Metrics: scanningactivities.NewMetrics(nil, func(s string) string { return s })}
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	env.RegisterActivity(acts.ReadPage)
+	done := make(chan error, 1)
+	go func() {
+		_, err := env.ExecuteActivity(acts.ReadPage, scanningworkflow.PageInput{OrgID: tn.org.ID, ScanID: scanID, Page: 1, Region: tn.org.AIRegion})
+		done <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	if n := svc.loaded.Load(); n != 0 {
+		t.Fatalf("the image was loaded %d times while the budget was held", n)
+	}
+	budget.Release(held)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, read, err := svc.PageMemory(ctx, scanID, 1); !read || err != nil || svc.loaded.Load() != 1 {
+		t.Fatalf("page read %v (%v) after %d loads", read, err, svc.loaded.Load())
+	}
+	if _, err := budget.Acquire(ctx, want); err != nil { // all given back
+		t.Fatal(err)
+	}
+
+	if _, err := e.db.Q(ctx).Exec(ctx, `UPDATE answer_sheet_scan_pages SET read_memory = NULL, read = false WHERE scan_id = $1`, scanID); err != nil {
+		t.Fatal(err)
+	}
+	if memory, _, err := svc.PageMemory(ctx, scanID, 1); memory != answersheet.MaxPageMemory || err != nil {
+		t.Errorf("a page without its figure: %d, %v; want %d", memory, err, answersheet.MaxPageMemory)
 	}
 }

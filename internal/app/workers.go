@@ -15,6 +15,7 @@ import (
 	"github.com/assessd/assessd/internal/generation"
 	"github.com/assessd/assessd/internal/media"
 	"github.com/assessd/assessd/internal/outbox"
+	"github.com/assessd/assessd/internal/platform/membudget"
 	"github.com/assessd/assessd/internal/scanning"
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/internal/webhooks"
@@ -41,6 +42,10 @@ type WorkerConfig struct {
 	ScanMetrics *scanningactivities.Metrics
 	// Webhooks decides where webhook deliveries may go.
 	Webhooks webhooks.Targets
+	// Memory bounds the answer files, scan files and page images the
+	// worker holds at once (decision 0174); the regions of one process
+	// share it. nil shares membudget.Worker.
+	Memory *membudget.Budget
 }
 
 // maxProviderCalls bounds a worker's calls in flight to its region's AI
@@ -67,7 +72,7 @@ func NewWorker(c client.Client, db *store.DB, cfg WorkerConfig) (worker.Worker, 
 	w.RegisterWorkflow(gradingworkflow.GradeResult)
 	w.RegisterWorkflow(generationworkflow.GenerateExam)
 	content := newContent(db)
-	grading := &gradingactivities.Activities{Results: content, Provider: cfg.Provider, Fetcher: cfg.Fetcher, Region: cfg.Region, Metrics: cfg.Metrics}
+	grading := &gradingactivities.Activities{Results: content, Provider: cfg.Provider, Fetcher: cfg.Fetcher, Region: cfg.Region, Metrics: cfg.Metrics, Memory: cfg.Memory}
 	grading.Register(w)
 	gen := &generationactivities.Activities{Generations: generation.NewService(db, content), Provider: cfg.Provider, Region: cfg.Region}
 	gen.Register(w)

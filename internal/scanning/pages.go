@@ -168,9 +168,14 @@ func (s *Service) splitFile(ctx context.Context, scanID string, position int, ur
 		filePage := 0
 		err = eachPage(ctx, data, func(img []byte) error {
 			filePage++
-			if _, err := q.Exec(ctx, `INSERT INTO answer_sheet_scan_pages (scan_id, page, org_id, file, file_page, image)
-				VALUES ($1, $2, app_org_id(), $3, $4, $5)
-				ON CONFLICT (scan_id, page) DO UPDATE SET image = excluded.image`, scanID, first+filePage-1, position, filePage, img); err != nil {
+			memory, err := answersheet.PageMemory(img)
+			if err != nil {
+				return err
+			}
+			if _, err := q.Exec(ctx, `INSERT INTO answer_sheet_scan_pages (scan_id, page, org_id, file, file_page, image, read_memory)
+				VALUES ($1, $2, app_org_id(), $3, $4, $5, $6)
+				ON CONFLICT (scan_id, page) DO UPDATE SET image = excluded.image, read_memory = excluded.read_memory`,
+				scanID, first+filePage-1, position, filePage, img, memory); err != nil {
 				return fmt.Errorf("store page: %w", err)
 			}
 			return nil
@@ -207,6 +212,25 @@ func eachPage(ctx context.Context, data []byte, store func(img []byte) error) er
 type PageToRead struct {
 	ExamID string
 	Image  []byte // nil once the page is read
+}
+
+// PageMemory is the memory reading a page holds at most
+// (answersheet.PageMemory), without loading its image, so the reader can
+// wait for it first; read is false once the page is read. A page split
+// before its figure was kept counts as the most any page holds.
+func (s *Service) PageMemory(ctx context.Context, scanID string, page int) (memory int64, read bool, err error) {
+	var stored *int64
+	err = s.db.Q(ctx).QueryRow(ctx, `SELECT read_memory, read FROM answer_sheet_scan_pages
+		WHERE org_id = app_org_id() AND scan_id = $1 AND page = $2`, scanID, page).Scan(&stored, &read)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return 0, true, nil // gone with its scan: nothing to read
+	case err != nil:
+		return 0, false, fmt.Errorf("page memory: %w", err)
+	case stored == nil:
+		return answersheet.MaxPageMemory, read, nil
+	}
+	return *stored, read, nil
 }
 
 // PageImage returns a page's image and its scan's exam.

@@ -238,7 +238,8 @@ func UploadError(ctx context.Context, field string, err error) error {
 		slog.ErrorContext(ctx, "answer-sheet PDF upload refused: poppler-utils is not installed on this server", "err", err)
 		return errs.Unavailable("PDF_TOOL_MISSING", "PDF uploads cannot be read right now; upload PNG or JPEG images")
 	case errors.Is(err, answersheet.ErrTooLarge):
-		e := errs.Invalid(field, "is too large: at most %d MiB and %d megapixels", answersheet.MaxUploadBytes>>20, answersheet.MaxPixels/1_000_000)
+		e := errs.Invalid(field, "is too large: at most %d MiB, %d megapixels and %d MiB once decoded, which 16-bit colour images reach at about 18 megapixels",
+			answersheet.MaxUploadBytes>>20, answersheet.MaxPixels/1_000_000, answersheet.MaxPageMemory>>20)
 		e.Reason = "FILE_TOO_LARGE"
 		return e
 	case errors.Is(err, answersheet.ErrTooManyPages):

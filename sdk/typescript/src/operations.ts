@@ -125,8 +125,9 @@ export interface Operations {
    *
    * Starts reading filled-in sheets from media-CDN URLs. The same path also
    *  takes multipart/form-data uploads: one or more parts named file (PNG,
-   *  JPEG or PDF, at most 20 MiB each, at most 10 files; multi-page PDFs are
-   *  split). Poll the returned scan until it is completed.
+   *  JPEG or PDF, at most 20 MiB each, at most 10 files; an image of at most
+   *  50 megapixels and 160 MiB once decoded; multi-page PDFs are split). Poll
+   *  the returned scan until it is completed.
    *
    * Requires scope `results:write` and one of the roles owner, admin, teacher.
    */

@@ -57,8 +57,9 @@ type AnswerSheetServiceClient interface {
 	GetAnswerSheets(context.Context, *connect.Request[v1.GetAnswerSheetsRequest]) (*connect.Response[httpbody.HttpBody], error)
 	// Starts reading filled-in sheets from media-CDN URLs. The same path also
 	// takes multipart/form-data uploads: one or more parts named file (PNG,
-	// JPEG or PDF, at most 20 MiB each, at most 10 files; multi-page PDFs are
-	// split). Poll the returned scan until it is completed.
+	// JPEG or PDF, at most 20 MiB each, at most 10 files; an image of at most
+	// 50 megapixels and 160 MiB once decoded; multi-page PDFs are split). Poll
+	// the returned scan until it is completed.
 	CreateAnswerSheetScan(context.Context, *connect.Request[v1.CreateAnswerSheetScanRequest]) (*connect.Response[v1.AnswerSheetScan], error)
 	// Returns a scan: its status, the sheets read so far with their answers
 	// and results, and the pages that could not be attributed.
@@ -146,8 +147,9 @@ type AnswerSheetServiceHandler interface {
 	GetAnswerSheets(context.Context, *connect.Request[v1.GetAnswerSheetsRequest]) (*connect.Response[httpbody.HttpBody], error)
 	// Starts reading filled-in sheets from media-CDN URLs. The same path also
 	// takes multipart/form-data uploads: one or more parts named file (PNG,
-	// JPEG or PDF, at most 20 MiB each, at most 10 files; multi-page PDFs are
-	// split). Poll the returned scan until it is completed.
+	// JPEG or PDF, at most 20 MiB each, at most 10 files; an image of at most
+	// 50 megapixels and 160 MiB once decoded; multi-page PDFs are split). Poll
+	// the returned scan until it is completed.
 	CreateAnswerSheetScan(context.Context, *connect.Request[v1.CreateAnswerSheetScanRequest]) (*connect.Response[v1.AnswerSheetScan], error)
 	// Returns a scan: its status, the sheets read so far with their answers
 	// and results, and the pages that could not be attributed.
