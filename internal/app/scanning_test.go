@@ -492,19 +492,24 @@ func TestAMultiPageSheetBecomesOneResult(t *testing.T) {
 // scanCDN is the media CDN of newURLScan.
 const scanCDN = "https://cdn.assessd.test/media/"
 
-// newURLScan starts assessd without workers and a scan of files named on
-// scanCDN by a teacher of a new school, for tests that run the scanning
-// steps themselves.
+// newScanSchool starts assessd without workers, with scanCDN as its media
+// CDN, and a school with an exam, for tests that run the scanning steps
+// themselves; it returns a teacher's key and the exam.
+func newScanSchool(t *testing.T) (e *env, tn tenant, teacher, examID string) {
+	e = newEnvWithConfig(t, func(c *app.Config) { c.MediaCDN = []string{scanCDN} })
+	tn = e.newTenant("US", tenancy.PlanPro)
+	teacher = tn.keys[tenancy.RoleTeacher]
+	return e, tn, teacher, e.authorAllTypes(t, teacher).exam
+}
+
+// newURLScan is newScanSchool with a scan of files named on scanCDN.
 func newURLScan(t *testing.T, names ...string) (*env, tenant, string) {
-	e := newEnvWithConfig(t, func(c *app.Config) { c.MediaCDN = []string{scanCDN} })
-	tn := e.newTenant("US", tenancy.PlanPro)
-	teacher := tn.keys[tenancy.RoleTeacher]
-	a := e.authorAllTypes(t, teacher)
+	e, tn, teacher, exam := newScanSchool(t)
 	urls := make([]string, len(names))
 	for i, name := range names {
 		urls[i] = scanCDN + name
 	}
-	scan := e.do("POST", "/exams/"+a.exam+"/answer-sheet-scans", teacher, map[string]any{"files": urls}).must(t, 200)
+	scan := e.do("POST", "/exams/"+exam+"/answer-sheet-scans", teacher, map[string]any{"files": urls}).must(t, 200)
 	return e, tn, str(scan.body, "id")
 }
 
@@ -586,14 +591,7 @@ func TestPageReadingWaitsForItsMemory(t *testing.T) {
 	}
 	acts := &scanningactivities.Activities{Scans: svc, Region: tn.org.AIRegion, Memory: budget,
 		Metrics: scanningactivities.NewMetrics(nil, func(s string) string { return s })}
-	var suite testsuite.WorkflowTestSuite
-	env := suite.NewTestActivityEnvironment()
-	env.RegisterActivity(acts.ReadPage)
-	done := make(chan error, 1)
-	go func() {
-		_, err := env.ExecuteActivity(acts.ReadPage, scanningworkflow.PageInput{OrgID: tn.org.ID, ScanID: scanID, Page: 1, Region: tn.org.AIRegion})
-		done <- err
-	}()
+	done := startActivity(acts.ReadPage, scanningworkflow.PageInput{OrgID: tn.org.ID, ScanID: scanID, Page: 1, Region: tn.org.AIRegion})
 	time.Sleep(300 * time.Millisecond)
 	if n := svc.loaded.Load(); n != 0 {
 		t.Fatalf("the image was loaded %d times while the budget was held", n)
@@ -614,5 +612,56 @@ func TestPageReadingWaitsForItsMemory(t *testing.T) {
 	}
 	if memory, _, err := svc.PageMemory(ctx, scanID, 1); memory != answersheet.MaxPageMemory || err != nil {
 		t.Errorf("a page without its figure: %d, %v; want %d", memory, err, answersheet.MaxPageMemory)
+	}
+}
+
+// startActivity runs an activity in the SDK's test environment in the
+// background and returns its error's channel.
+func startActivity(activity, input any) <-chan error {
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	env.RegisterActivity(activity)
+	done := make(chan error, 1)
+	go func() {
+		_, err := env.ExecuteActivity(activity, input)
+		done <- err
+	}()
+	return done
+}
+
+// A split waits for its file's memory in the worker's budget before it
+// loads the file (decision 0174).
+func TestSplitWaitsForItsMemory(t *testing.T) {
+	t.Parallel()
+	e, tn, teacher, exam := newScanSchool(t)
+	scanID := str(e.upload(exam, teacher, encodePNG(t, image.NewGray(image.Rect(0, 0, 620, 877)))).must(t, 200).body, "id")
+	ctx := store.WithOrg(context.Background(), tn.org.ID)
+	pages := func() (n int) {
+		if err := e.db.Q(ctx).QueryRow(ctx, `SELECT count(*) FROM answer_sheet_scan_pages WHERE scan_id = $1`, scanID).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	budget := membudget.New(answersheet.SplitMemory)
+	held, err := budget.Acquire(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acts := &scanningactivities.Activities{Scans: scanning.NewService(e.db, e.app.Assessment, e.app.Tenancy, func(string) bool { return true }),
+		Region: tn.org.AIRegion, Memory: budget}
+	done := startActivity(acts.SplitScan, scanningworkflow.Input{OrgID: tn.org.ID, ScanID: scanID, Region: tn.org.AIRegion})
+	time.Sleep(300 * time.Millisecond)
+	if n := pages(); n != 0 {
+		t.Fatalf("%d pages split while the budget lacked a byte", n)
+	}
+	budget.Release(held)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := pages(); n != 1 {
+		t.Fatalf("%d pages split, want 1", n)
+	}
+	if _, err := budget.Acquire(ctx, budget.Size()); err != nil { // all given back
+		t.Fatal(err)
 	}
 }
