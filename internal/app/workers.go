@@ -44,7 +44,7 @@ type WorkerConfig struct {
 	Webhooks webhooks.Targets
 	// Memory bounds the answer files, scan files and page images the
 	// worker holds at once (decision 0174); the regions of one process
-	// share it. nil shares membudget.Worker.
+	// share it. nil shares membudget.Worker. Its metrics go to Registry.
 	Memory *membudget.Budget
 }
 
@@ -69,6 +69,14 @@ func NewWorker(c client.Client, db *store.DB, cfg WorkerConfig) (worker.Worker, 
 	// First grading attempts run as local activities (decision 0123),
 	// outside the activity slots: the provider itself is bounded.
 	cfg.Provider = ai.Limit(cfg.Provider, maxProviderCalls)
+	if cfg.Memory == nil {
+		cfg.Memory = membudget.Worker
+	}
+	if cfg.Registry != nil {
+		if err := cfg.Memory.Register(cfg.Registry); err != nil {
+			return nil, err
+		}
+	}
 	w.RegisterWorkflow(gradingworkflow.GradeResult)
 	w.RegisterWorkflow(generationworkflow.GenerateExam)
 	content := newContent(db)

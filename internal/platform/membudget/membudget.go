@@ -5,19 +5,25 @@ package membudget
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/semaphore"
 )
 
 // Budget is a number of bytes handed out to work and given back by it.
 type Budget struct {
-	held *semaphore.Weighted
-	size int64
+	sem    *semaphore.Weighted
+	size   int64
+	held   atomic.Int64
+	waited atomic.Int64 // nanoseconds spent waiting for bytes
 }
 
 // New returns a budget of size bytes.
 func New(size int64) *Budget {
-	return &Budget{held: semaphore.NewWeighted(size), size: size}
+	return &Budget{sem: semaphore.NewWeighted(size), size: size}
 }
 
 // DefaultWorkerBytes is the size of a worker process's budget unless
@@ -38,11 +44,42 @@ func (b *Budget) Size() int64 { return b.size }
 // It returns the bytes taken, for Release.
 func (b *Budget) Acquire(ctx context.Context, n int64) (int64, error) {
 	n = min(max(n, 0), b.size)
-	if err := b.held.Acquire(ctx, n); err != nil {
-		return 0, err
+	if !b.sem.TryAcquire(n) {
+		start := time.Now()
+		err := b.sem.Acquire(ctx, n)
+		b.waited.Add(int64(time.Since(start)))
+		if err != nil {
+			return 0, err
+		}
 	}
+	b.held.Add(n)
 	return n, nil
 }
 
 // Release gives back n of the bytes taken.
-func (b *Budget) Release(n int64) { b.held.Release(n) }
+func (b *Budget) Release(n int64) {
+	b.held.Add(-n)
+	b.sem.Release(n)
+}
+
+// Register adds the budget's size, the bytes held and the time spent
+// waiting to reg as assessd_worker_memory_*. A budget registered already
+// (the regions of one process share theirs) is left as it is.
+func (b *Budget) Register(reg prometheus.Registerer) error {
+	for _, c := range []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "assessd_worker_memory_budget_bytes",
+			Help: "Bytes of answer files, scan files and decoded pages the worker may hold at once (ASSESSD_WORKER_MEMORY_BYTES)."},
+			func() float64 { return float64(b.size) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "assessd_worker_memory_held_bytes",
+			Help: "Bytes of the worker's memory budget held by running work."},
+			func() float64 { return float64(b.held.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "assessd_worker_memory_wait_seconds_total",
+			Help: "Time work spent waiting for bytes of the worker's memory budget, summed over the work."},
+			func() float64 { return time.Duration(b.waited.Load()).Seconds() }),
+	} {
+		if err := reg.Register(c); err != nil && !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
+			return err
+		}
+	}
+	return nil
+}
