@@ -31,15 +31,19 @@ func encodedPNG(t testing.TB, w, h int) []byte {
 	return b.Bytes()
 }
 
-// bombPNG is a valid PNG header declaring width×height pixels, with no
-// pixel data: decoding it would allocate for the declared size.
-func bombPNG(width, height uint32) []byte {
+// bombPNG is a valid PNG header declaring width×height 8-bit grey pixels,
+// with no pixel data: decoding it would allocate for the declared size.
+func bombPNG(width, height uint32) []byte { return pngHeader(width, height, 8, 0) }
+
+// pngHeader is a PNG header of the given bit depth and colour type (PNG's
+// codes: 0 grey, 2 RGB, 6 RGBA), with no pixel data.
+func pngHeader(width, height uint32, depth, colourType byte) []byte {
 	var b bytes.Buffer
 	b.WriteString("\x89PNG\r\n\x1a\n")
 	ihdr := make([]byte, 13)
 	binary.BigEndian.PutUint32(ihdr[0:], width)
 	binary.BigEndian.PutUint32(ihdr[4:], height)
-	ihdr[8], ihdr[9] = 8, 0 // 8-bit grey
+	ihdr[8], ihdr[9] = depth, colourType
 	chunk := append([]byte("IHDR"), ihdr...)
 	b.Write(binary.BigEndian.AppendUint32(nil, uint32(len(ihdr))))
 	b.Write(chunk)
