@@ -159,7 +159,7 @@ const grading = dashboard('assessd-grading', 'assessd / Grading by region',
     `sum by (region, outcome) (rate(assessd_media_fetches_total{${worker}}[${rate}]))`, '{{region}} {{outcome}}'))
   .withPanel(graph('Worker memory budget in use', 'Share of each worker\'s memory budget (ASSESSD_WORKER_MEMORY_BYTES) held by answer files, scan files and decoded pages; near 1, work waits its turn (decision 0174).', 'percentunit',
     `max by (region, instance) (assessd_worker_memory_held_bytes{${worker}} / assessd_worker_memory_budget_bytes{${worker}})`, '{{region}} {{instance}}'))
-  .withPanel(graph('Worker memory waits', 'Seconds per second that work spent waiting for the worker\'s memory budget, by region: sustained waiting means the budget, or the workers, are too small.', 'short',
+  .withPanel(graph('Worker memory waits', 'Seconds per second that work spent waiting for the worker\'s memory budget, by region: sustained waiting means the budget, or the workers, are too small (alert AssessdWorkerMemoryWaits above 1).', 'short',
     `sum by (region) (rate(assessd_worker_memory_wait_seconds_total{${worker}}[${rate}]))`, '{{region}}'))
   .withRow(new RowBuilder('Answer-sheet scans'))
   .withPanel(graph('Scans finished', 'Answer-sheet scans finished per second by region and outcome.', 'ops',
