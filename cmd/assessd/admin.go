@@ -28,6 +28,7 @@ const adminUsage = `usage: assessd admin <object> <verb> [flags]
   service-account list       --org ORG
   service-account disable    --org ORG --service-account SVA
   service-account enable     --org ORG --service-account SVA
+  service-account delete     --org ORG --service-account SVA
   service-account key add    --org ORG --service-account SVA --public-key FILE.pem
   service-account key list   --org ORG --service-account SVA
   service-account key revoke --org ORG --key SAK
@@ -186,6 +187,16 @@ var adminCommands = map[string]adminCommand{
 	}},
 	"service-account disable": setServiceAccountDisabled(true),
 	"service-account enable":  setServiceAccountDisabled(false),
+	"service-account delete": {func(fs *flag.FlagSet) func(context.Context, services) (any, error) {
+		org := fs.String("org", "", "organization id")
+		account := fs.String("service-account", "", "service account id (sva_...)")
+		return func(ctx context.Context, svc services) (any, error) {
+			if err := svc.identity.DeleteServiceAccount(tenancy.WithCaller(ctx, tenancy.SystemCaller(*org)), *account); err != nil {
+				return nil, err
+			}
+			return map[string]any{"id": *account, "deleted": true}, nil
+		}
+	}},
 	"apikey revoke": {func(fs *flag.FlagSet) func(context.Context, services) (any, error) {
 		keyID := fs.String("key", "", "API key id (key_...)")
 		return func(ctx context.Context, svc services) (any, error) {

@@ -183,6 +183,15 @@ func TestAdminIdentityCommands(t *testing.T) {
 	if err := run(context.Background(), []string{"admin", "service-account", "disable", "--org", other, "--service-account", account}, &out, &errOut); err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Fatalf("disabling another organization's service account: err = %v", err)
 	}
+	if err := run(context.Background(), []string{"admin", "service-account", "delete", "--org", other, "--service-account", account}, &out, &errOut); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Fatalf("deleting another organization's service account: err = %v", err)
+	}
+	if got := runJSON(t, "admin", "service-account", "delete", "--org", org, "--service-account", account); got["deleted"] != true {
+		t.Fatalf("service-account delete = %v", got)
+	}
+	if accounts := runJSON(t, "admin", "service-account", "list", "--org", org)["serviceAccounts"].([]any); len(accounts) != 0 {
+		t.Fatalf("service-account list after delete = %v, want none", accounts)
+	}
 }
 
 // TestDevCommand runs `assessd dev` as `make run` does, with no

@@ -332,20 +332,27 @@ func (e *env) assertion(sa serviceAccount, key signingKey) string {
 	return assertion
 }
 
+// signedInServiceAccount starts an environment with a teacher service
+// account of a new organization and a key of it, checks that the token its
+// assertion obtains reads /users, and returns them with a second
+// organization's system caller.
+func signedInServiceAccount(t *testing.T) (e *env, tn tenant, sa serviceAccount, key signingKey, jwt string, foreign context.Context) {
+	e = newEnv(t)
+	tn, other := e.newTenant("US", "pro"), e.newTenant("DE", "pro")
+	sa = e.newServiceAccount(tn, tenancy.RoleTeacher)
+	key = sa.addKey(e)
+	_, jwt, _ = e.exchangeAssertion(sa, key, "users:read")
+	e.do("GET", "/users", jwt, nil).must(t, http.StatusOK)
+	return e, tn, sa, key, jwt, tenancy.WithCaller(context.Background(), tenancy.SystemCaller(other.org.ID))
+}
+
 // TestServiceAccountRevocation: a revoked key obtains no token while the
 // tokens it obtained run out their hour; a disabled account's tokens are
 // refused at once and work again once it is enabled; an account holds at
 // most MaxServiceAccountKeys active keys, and revoking one makes room.
 func TestServiceAccountRevocation(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	tn, other := e.newTenant("US", "pro"), e.newTenant("DE", "pro")
-	sa := e.newServiceAccount(tn, tenancy.RoleTeacher)
-	key := sa.addKey(e)
-	_, jwt, _ := e.exchangeAssertion(sa, key, "users:read")
-	e.do("GET", "/users", jwt, nil).must(t, http.StatusOK)
-
-	foreign := tenancy.WithCaller(context.Background(), tenancy.SystemCaller(other.org.ID))
+	e, tn, sa, key, jwt, foreign := signedInServiceAccount(t)
 	if err := e.app.Identity.RevokeServiceAccountKey(foreign, key.id); !errs.Is(err, errs.KindNotFound) {
 		t.Fatalf("another organization revoking the key: %v, want not found", err)
 	}
@@ -393,6 +400,51 @@ func TestServiceAccountRevocation(t *testing.T) {
 			t.Errorf("no %s entry: %s", action, logged.raw)
 		}
 	}
+}
+
+// TestServiceAccountDeletion: a deleted account's tokens and keys are
+// refused at once, the deletion is audited, and an organization holds at
+// most MaxServiceAccounts accounts, deleting one making room.
+func TestServiceAccountDeletion(t *testing.T) {
+	t.Parallel()
+	e, tn, sa, key, jwt, foreign := signedInServiceAccount(t)
+	if err := e.app.Identity.DeleteServiceAccount(foreign, sa.ID); !errs.Is(err, errs.KindNotFound) {
+		t.Fatalf("another organization deleting the account: %v, want not found", err)
+	}
+	e.do("GET", "/users", jwt, nil).must(t, http.StatusOK)
+
+	if err := e.app.Identity.DeleteServiceAccount(sa.ctx, sa.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.do("GET", "/users", jwt, nil).must(t, http.StatusUnauthorized)
+	if status, tok, code := e.exchangeAssertion(sa, key, "users:read"); status != http.StatusBadRequest || tok != "" || code != "invalid_grant" {
+		t.Fatalf("a deleted account's key: %d %q, want 400 invalid_grant", status, code)
+	}
+	if err := e.app.Identity.DeleteServiceAccount(sa.ctx, sa.ID); !errs.Is(err, errs.KindNotFound) {
+		t.Fatalf("deleting it again: %v, want not found", err)
+	}
+	if _, err := e.app.Identity.ServiceAccountKeys(sa.ctx, sa.ID); !errs.Is(err, errs.KindNotFound) {
+		t.Fatalf("its keys: %v, want not found", err)
+	}
+	logged := e.do("GET", "/audit-logs?action=service_account.deleted&targetId="+sa.ID, tn.keys[tenancy.RoleOwner], nil).must(t, http.StatusOK)
+	if !strings.Contains(string(logged.raw), `"sync bot"`) {
+		t.Errorf("no service_account.deleted entry naming the account: %s", logged.raw)
+	}
+
+	var last identity.ServiceAccount
+	for range identity.MaxServiceAccounts {
+		last = e.newServiceAccount(tn, tenancy.RoleStudent).ServiceAccount
+	}
+	if _, err := e.app.Identity.CreateServiceAccount(sa.ctx, "one too many", tenancy.RoleStudent); !isConflict(err, "SERVICE_ACCOUNT_LIMIT") {
+		t.Fatalf("service account %d: %v, want SERVICE_ACCOUNT_LIMIT", identity.MaxServiceAccounts+1, err)
+	}
+	if _, err := e.app.Identity.CreateServiceAccount(foreign, "another organization's", tenancy.RoleStudent); err != nil {
+		t.Fatalf("another organization is under its own bound: %v", err)
+	}
+	if err := e.app.Identity.DeleteServiceAccount(sa.ctx, last.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.newServiceAccount(tn, tenancy.RoleStudent)
 }
 
 func isConflict(err error, reason string) bool {

@@ -30,6 +30,11 @@ type ServiceAccount struct {
 	Disabled  bool
 }
 
+// MaxServiceAccounts bounds an organization's service accounts (decision
+// 0175): one per system that calls as the organization, with room to
+// spare, not a set that grows with every deployment.
+const MaxServiceAccounts = 100
+
 // CreateServiceAccount adds a service account with role (not owner).
 func (p *Provider) CreateServiceAccount(ctx context.Context, name string, role tenancy.Role) (ServiceAccount, error) {
 	caller, err := tenancy.Authorize(ctx, tenancy.WriteUsers)
@@ -44,12 +49,19 @@ func (p *Provider) CreateServiceAccount(ctx context.Context, name string, role t
 	}
 	sa := ServiceAccount{ID: ids.New(ids.ServiceAccount), OrgID: caller.OrgID, Name: name, Role: role}
 	err = p.db.Tx(ctx, func(ctx context.Context) error {
+		n, err := p.db.CountLocked(ctx, "service_accounts", `SELECT count(*) FROM service_accounts WHERE org_id = app_org_id()`)
+		if err != nil {
+			return err
+		}
+		if n >= MaxServiceAccounts {
+			return errs.Conflict("SERVICE_ACCOUNT_LIMIT", "an organization has at most %d service accounts; delete one to add another", MaxServiceAccounts)
+		}
 		q := p.db.Q(ctx)
 		if err := q.QueryRow(ctx, `INSERT INTO service_accounts (id, org_id, name, role) VALUES ($1, app_org_id(), $2, $3) RETURNING created_at`,
 			sa.ID, name, role).Scan(&sa.CreatedAt); err != nil {
 			return fmt.Errorf("create service account: %w", err)
 		}
-		err := audit.Record(ctx, p.db, audit.Entry{Action: "service_account.created", Actor: tenancy.ActorOf(caller),
+		err = audit.Record(ctx, p.db, audit.Entry{Action: "service_account.created", Actor: tenancy.ActorOf(caller),
 			Target: audit.Target{Type: "service_account", ID: sa.ID}, After: map[string]any{"name": name, "role": string(role)}})
 		return err
 	})
@@ -217,6 +229,34 @@ func (p *Provider) SetServiceAccountDisabled(ctx context.Context, serviceAccount
 		}
 		return audit.Record(ctx, p.db, audit.Entry{Action: action, Actor: tenancy.ActorOf(caller),
 			Target: audit.Target{Type: "service_account", ID: serviceAccountID}})
+	})
+}
+
+// DeleteServiceAccount removes a service account and its keys. Its
+// assertions are refused from then on, and so are its access tokens on
+// their next request, since AuthenticateJWT reads the account every time.
+// Its audit entries stay, naming it by id.
+func (p *Provider) DeleteServiceAccount(ctx context.Context, serviceAccountID string) error {
+	caller, err := tenancy.Authorize(ctx, tenancy.WriteUsers)
+	if err != nil {
+		return err
+	}
+	if !ids.Valid(ids.ServiceAccount, serviceAccountID) {
+		return errs.NotFound("service account")
+	}
+	return p.db.Tx(ctx, func(ctx context.Context) error {
+		var name string
+		var role tenancy.Role
+		err := p.db.Q(ctx).QueryRow(ctx, `DELETE FROM service_accounts WHERE org_id = app_org_id() AND id = $1 RETURNING name, role`,
+			serviceAccountID).Scan(&name, &role)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errs.NotFound("service account")
+		}
+		if err != nil {
+			return fmt.Errorf("delete service account: %w", err)
+		}
+		return audit.Record(ctx, p.db, audit.Entry{Action: "service_account.deleted", Actor: tenancy.ActorOf(caller),
+			Target: audit.Target{Type: "service_account", ID: serviceAccountID}, Before: map[string]any{"name": name, "role": string(role)}})
 	})
 }
 
