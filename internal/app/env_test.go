@@ -44,6 +44,17 @@ func newEnvWithConfig(t *testing.T, adjust func(*app.Config)) *env {
 	return newEnvOn(t, storetest.New(t), adjust)
 }
 
+// newEnvAt starts assessd on the database at url.
+func newEnvAt(t *testing.T, url string) *env {
+	t.Helper()
+	db, err := store.Open(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	return newEnvOn(t, db, nil)
+}
+
 // newEnvOn starts an assessd instance on db, with the configuration adjust
 // (if not nil) leaves; several instances may share one database. Each
 // server gets its own in-process Redis, so the tests need no Redis server.

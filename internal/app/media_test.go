@@ -191,17 +191,6 @@ func (e *env) submitFiles(key, exam, q, user string, files ...string) string {
 		"answers": []map[string]any{{"questionId": q, "files": files}}}).must(e.t, http.StatusOK).body, "id")
 }
 
-// newEnvAt starts assessd on the database at url.
-func newEnvAt(t *testing.T, url string) *env {
-	t.Helper()
-	db, err := store.Open(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db.Close)
-	return newEnvOn(t, db, nil)
-}
-
 // served is the status of an unauthenticated GET of url.
 func served(t *testing.T, url string) int {
 	t.Helper()

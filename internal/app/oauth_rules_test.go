@@ -23,6 +23,7 @@ import (
 
 	"github.com/assessd/assessd/internal/identity"
 	"github.com/assessd/assessd/internal/platform/errs"
+	"github.com/assessd/assessd/internal/testkit/storetest"
 	"github.com/assessd/assessd/tenancy"
 )
 
@@ -445,6 +446,23 @@ func TestServiceAccountDeletion(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.newServiceAccount(tn, tenancy.RoleStudent)
+}
+
+// TestServiceAccountKeyRacingItsAccountsDeletion adds a key while its
+// account's deletion commits: the account is not found, as it would be a
+// moment later, rather than a server fault.
+func TestServiceAccountKeyRacingItsAccountsDeletion(t *testing.T) {
+	t.Parallel()
+	url := storetest.NewURL(t)
+	e := newEnvAt(t, url)
+	sa := e.newServiceAccount(e.newTenant("US", "pro"), tenancy.RoleTeacher)
+	err := storetest.DeleteDuring(t, url, `DELETE FROM service_accounts WHERE id = $1`, []any{sa.ID}, func() error {
+		_, err := sa.tryAddKey(e)
+		return err
+	})
+	if !errs.Is(err, errs.KindNotFound) {
+		t.Fatalf("adding a key as its account is deleted: %v, want not found", err)
+	}
 }
 
 func isConflict(err error, reason string) bool {

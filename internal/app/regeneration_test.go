@@ -273,12 +273,7 @@ func TestRegenerationRefusals(t *testing.T) {
 func TestRegenerationRacingTheQuestionsDeletion(t *testing.T) {
 	t.Parallel()
 	url := storetest.NewURL(t)
-	db, err := store.Open(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db.Close)
-	e := newEnvOn(t, db, nil)
+	e := newEnvAt(t, url)
 	teacher := e.newTenant("US", "pro").keys[tenancy.RoleTeacher]
 	exam := str(e.do("POST", "/exams", teacher, map[string]any{"name": "Sums", "language": "en"}).must(t, http.StatusOK).body, "id")
 	q := str(e.do("POST", "/exams/"+exam+"/questions", teacher, map[string]any{"type": "numeric", "prompt": "How much is 3 + 4?",

@@ -17,6 +17,7 @@ import (
 	"github.com/assessd/assessd/internal/audit"
 	"github.com/assessd/assessd/internal/platform/errs"
 	"github.com/assessd/assessd/internal/platform/ids"
+	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/tenancy"
 )
 
@@ -116,6 +117,9 @@ func (p *Provider) AddServiceAccountKey(ctx context.Context, serviceAccountID, p
 		tag, err := p.db.Q(ctx).Exec(ctx, `INSERT INTO service_account_keys (id, org_id, service_account_id, public_key_pem)
 			SELECT $1, app_org_id(), id, $3 FROM service_accounts WHERE org_id = app_org_id() AND id = $2`,
 			keyID, serviceAccountID, publicKeyPEM)
+		if store.ForeignKey(err) != "" { // the account's deletion committed after the SELECT read it
+			return errs.NotFound("service account")
+		}
 		if err != nil {
 			return fmt.Errorf("add service account key: %w", err)
 		}
