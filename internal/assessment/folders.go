@@ -75,17 +75,15 @@ func (s *Service) Folder(ctx context.Context, id string) (Folder, error) {
 	if _, err := tenancy.Authorize(ctx, ReadExams); err != nil {
 		return Folder{}, err
 	}
-	return s.loadFolder(ctx, s.db.Q(ctx), "id", id, false)
+	return s.loadFolder(ctx, s.db.Q(ctx), "id", id, noLock)
 }
 
-func (s *Service) loadFolder(ctx context.Context, q store.Querier, field, id string, forUpdate bool) (Folder, error) {
+func (s *Service) loadFolder(ctx context.Context, q store.Querier, field, id string, lock rowLock) (Folder, error) {
 	if err := checkID(field, ids.Folder, id, "a folder"); err != nil {
 		return Folder{}, err
 	}
 	sql := `SELECT ` + folderColumns + ` FROM folders WHERE org_id = app_org_id() AND id = $1`
-	if forUpdate {
-		sql += ` FOR UPDATE`
-	}
+	sql += string(lock)
 	f, err := scanFolder(q.QueryRow(ctx, sql, id))
 	if isNoRows(err) {
 		return Folder{}, errs.NotFound("folder")
@@ -128,12 +126,13 @@ func (s *Service) CreateFolder(ctx context.Context, name, parentID string) (Fold
 // folder): it exists, is not id itself or one of its descendants, and the
 // nesting stays within maxFolderDepth. Moves are serialized per
 // organization (an advisory lock), so two concurrent moves cannot build a
-// cycle together.
+// cycle together; the parent is kept from being deleted until ctx's
+// transaction ends.
 func (s *Service) checkParent(ctx context.Context, q store.Querier, id, parentID string) error {
 	if _, err := q.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('folders:' || app_org_id()))`); err != nil {
 		return fmt.Errorf("lock folders: %w", err)
 	}
-	if _, err := s.loadFolder(ctx, q, "parentId", parentID, false); err != nil {
+	if _, err := s.loadFolder(ctx, q, "parentId", parentID, forKeyShare); err != nil {
 		if errs.Is(err, errs.KindNotFound) {
 			return errs.Invalid("parentId", "names no folder of this organization")
 		}
@@ -188,7 +187,7 @@ func (s *Service) UpdateFolder(ctx context.Context, id string, p FolderPatch) (F
 	var f Folder
 	err = s.db.Tx(ctx, func(ctx context.Context) error {
 		q := s.db.Q(ctx)
-		before, err := s.loadFolder(ctx, q, "id", id, true)
+		before, err := s.loadFolder(ctx, q, "id", id, forNoKeyUpdate)
 		if err != nil {
 			return err
 		}
@@ -226,7 +225,7 @@ func (s *Service) DeleteFolder(ctx context.Context, id string) error {
 	}
 	return s.db.Tx(ctx, func(ctx context.Context) error {
 		q := s.db.Q(ctx)
-		f, err := s.loadFolder(ctx, q, "id", id, true)
+		f, err := s.loadFolder(ctx, q, "id", id, forUpdate)
 		if err != nil {
 			return err
 		}

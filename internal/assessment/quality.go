@@ -26,7 +26,7 @@ func (s *Service) Quality(ctx context.Context, examID, id string) (QualityReport
 		return QualityReport{}, err
 	}
 	q := s.db.Q(ctx)
-	qu, err := s.loadQuestion(ctx, q, examID, id, false)
+	qu, err := s.loadQuestion(ctx, q, examID, id, noLock)
 	if err != nil {
 		return QualityReport{}, err
 	}

@@ -144,7 +144,7 @@ func (s *Service) Questions(ctx context.Context, examID string, p paging.Page) (
 // authorized (Questions, or SubmitResult scoring a student's answers).
 func (s *Service) listQuestions(ctx context.Context, examID string, p paging.Page) ([]Question, string, error) {
 	q := s.db.Q(ctx)
-	if _, err := s.loadExam(ctx, q, "examId", examID, false); err != nil {
+	if _, err := s.loadExam(ctx, q, "examId", examID, noLock); err != nil {
 		return nil, "", err
 	}
 	// The page token names the last question of the previous page; pages
@@ -165,10 +165,10 @@ func (s *Service) Question(ctx context.Context, examID, id string) (Question, er
 	if _, err := tenancy.Authorize(ctx, ReadQuestions); err != nil {
 		return Question{}, err
 	}
-	return s.loadQuestion(ctx, s.db.Q(ctx), examID, id, false)
+	return s.loadQuestion(ctx, s.db.Q(ctx), examID, id, noLock)
 }
 
-func (s *Service) loadQuestion(ctx context.Context, q store.Querier, examID, id string, forUpdate bool) (Question, error) {
+func (s *Service) loadQuestion(ctx context.Context, q store.Querier, examID, id string, lock rowLock) (Question, error) {
 	if err := checkID("examId", ids.Exam, examID, "an exam"); err != nil {
 		return Question{}, err
 	}
@@ -176,9 +176,7 @@ func (s *Service) loadQuestion(ctx context.Context, q store.Querier, examID, id 
 		return Question{}, err
 	}
 	sql := `SELECT ` + questionColumns + ` FROM questions WHERE org_id = app_org_id() AND exam_id = $1 AND id = $2`
-	if forUpdate {
-		sql += ` FOR UPDATE`
-	}
+	sql += string(lock)
 	qu, err := scanQuestion(q.QueryRow(ctx, sql, examID, id))
 	if isNoRows(err) {
 		return Question{}, errs.NotFound("question")
@@ -214,7 +212,7 @@ func (s *Service) CreateQuestion(ctx context.Context, examID string, in NewQuest
 	err = s.db.Tx(ctx, func(ctx context.Context) error {
 		q := s.db.Q(ctx)
 		// Locking the exam serializes position allocation.
-		if _, err := s.loadExam(ctx, q, "examId", examID, true); err != nil {
+		if _, err := s.loadExam(ctx, q, "examId", examID, forNoKeyUpdate); err != nil {
 			return err
 		}
 		position, err := nextPosition(ctx, q, examID)
@@ -239,7 +237,7 @@ func (s *Service) CreateQuestion(ctx context.Context, examID string, in NewQuest
 		if err := appendRevision(ctx, q, id, RevisionCreated, "", caller.UserID); err != nil {
 			return err
 		}
-		if out, err = s.loadQuestion(ctx, q, examID, id, false); err != nil {
+		if out, err = s.loadQuestion(ctx, q, examID, id, noLock); err != nil {
 			return err
 		}
 		return s.audit(ctx, caller, "question.created", "question", id, nil, questionSnapshot(out))
@@ -310,7 +308,7 @@ func (s *Service) UpdateQuestion(ctx context.Context, examID, id string, p Quest
 		if err := lockPaper(ctx, q, examID); err != nil {
 			return err
 		}
-		before, err := s.loadQuestion(ctx, q, examID, id, true)
+		before, err := s.loadQuestion(ctx, q, examID, id, forNoKeyUpdate)
 		if err != nil {
 			return err
 		}
@@ -359,10 +357,10 @@ func (s *Service) DeleteQuestion(ctx context.Context, examID, id string) error {
 	}
 	return s.db.Tx(ctx, func(ctx context.Context) error {
 		q := s.db.Q(ctx)
-		if _, err := s.loadExam(ctx, q, "examId", examID, true); err != nil {
+		if _, err := s.loadExam(ctx, q, "examId", examID, forNoKeyUpdate); err != nil {
 			return err
 		}
-		before, err := s.loadQuestion(ctx, q, examID, id, true)
+		before, err := s.loadQuestion(ctx, q, examID, id, forUpdate)
 		if err != nil {
 			return err
 		}
@@ -387,7 +385,7 @@ func (s *Service) ReorderQuestions(ctx context.Context, examID string, order []s
 	var out []Question
 	err = s.db.Tx(ctx, func(ctx context.Context) error {
 		q := s.db.Q(ctx)
-		if _, err := s.loadExam(ctx, q, "examId", examID, true); err != nil {
+		if _, err := s.loadExam(ctx, q, "examId", examID, forNoKeyUpdate); err != nil {
 			return err
 		}
 		var current []string

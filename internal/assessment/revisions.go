@@ -91,7 +91,7 @@ func (s *Service) saveRevision(ctx context.Context, caller *tenancy.Caller, befo
 			return Question{}, err
 		}
 	}
-	saved, err := s.loadQuestion(ctx, q, before.ExamID, before.ID, false)
+	saved, err := s.loadQuestion(ctx, q, before.ExamID, before.ID, noLock)
 	if err != nil {
 		return Question{}, err
 	}
@@ -115,7 +115,7 @@ func (s *Service) ReviseQuestion(ctx context.Context, examID, id string, base in
 		if err := lockPaper(ctx, q, examID); err != nil {
 			return err
 		}
-		before, err := s.loadQuestion(ctx, q, examID, id, true)
+		before, err := s.loadQuestion(ctx, q, examID, id, forNoKeyUpdate)
 		if err != nil {
 			return err
 		}
@@ -157,11 +157,11 @@ func CheckProposal(qu Question, p Proposal) error {
 // workflow acts for the platform) and checks no caller permission.
 func (s *Service) QuestionInExam(ctx context.Context, examID, id string) (Question, string, error) {
 	q := s.db.Q(ctx)
-	exam, err := s.loadExam(ctx, q, "examId", examID, false)
+	exam, err := s.loadExam(ctx, q, "examId", examID, noLock)
 	if err != nil {
 		return Question{}, "", err
 	}
-	qu, err := s.loadQuestion(ctx, q, examID, id, false)
+	qu, err := s.loadQuestion(ctx, q, examID, id, noLock)
 	return qu, exam.Language, err
 }
 
@@ -190,7 +190,7 @@ func (s *Service) QuestionRevisions(ctx context.Context, examID, id string, p pa
 		upTo = n - 1
 	}
 	q := s.db.Q(ctx)
-	if _, err := s.loadQuestion(ctx, q, examID, id, false); err != nil {
+	if _, err := s.loadQuestion(ctx, q, examID, id, noLock); err != nil {
 		return nil, "", err
 	}
 	out, next, err := store.ListPage(ctx, q, p, scanRevision, func(r Revision) string { return strconv.Itoa(r.Revision) }, `

@@ -80,7 +80,7 @@ func (s *Service) ExamContent(ctx context.Context, examID string) (Exam, []Quest
 // the caller has been authorized.
 func (s *Service) examContent(ctx context.Context, examID string) (Exam, []Question, error) {
 	q := s.db.Q(ctx)
-	exam, err := s.loadExam(ctx, q, "examId", examID, false)
+	exam, err := s.loadExam(ctx, q, "examId", examID, noLock)
 	if err != nil {
 		return Exam{}, nil, err
 	}

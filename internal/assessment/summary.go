@@ -64,7 +64,7 @@ func (s *Service) Summarize(ctx context.Context, examID string) (Summary, error)
 	)
 	err := s.db.Tx(ctx, func(ctx context.Context) error {
 		q := s.db.Q(ctx)
-		if _, err := s.loadExam(ctx, q, "examId", examID, false); err != nil {
+		if _, err := s.loadExam(ctx, q, "examId", examID, noLock); err != nil {
 			return err
 		}
 		// The counts keep finished results; those still grading are

@@ -83,9 +83,10 @@ func (p *Provider) AllowClient(ctx context.Context, clientID string, scopes []st
 			return AllowedClient{}, errs.Invalid("scopes", "%q cannot be allowed: only %v need allowing", s, allowableScopes)
 		}
 	}
+	notClient := errs.Invalid("clientId", "is not a registered OAuth client")
 	if _, err := p.storage.client(ctx, clientID); err != nil {
 		if errors.As(err, new(errNotFound)) {
-			return AllowedClient{}, errs.Invalid("clientId", "is not a registered OAuth client")
+			return AllowedClient{}, notClient
 		}
 		return AllowedClient{}, err
 	}
@@ -94,6 +95,11 @@ func (p *Provider) AllowClient(ctx context.Context, clientID string, scopes []st
 		q := p.db.Q(ctx)
 		tag, err := q.Exec(ctx, `INSERT INTO oauth_client_audit_allowances (org_id, client_id, allowed_by)
 			VALUES (app_org_id(), $1, $2) ON CONFLICT DO NOTHING`, clientID, caller.UserID)
+		// The client is another organization's, out of this one's reach
+		// to lock: its deletion can commit after the lookup above.
+		if store.ForeignKey(err) != "" {
+			return notClient
+		}
 		if err != nil {
 			return fmt.Errorf("allow client: %w", err)
 		}
