@@ -142,6 +142,9 @@ func (p *Provider) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	orgID, userID, err := p.checkPassword(r.Context(), v.Email, r.PostFormValue("password"), addr)
+	if err == nil {
+		err = p.startSession(r.Context(), w, orgID, userID)
+	}
 	if errors.Is(err, errBadCredentials) {
 		p.loginFailures.Fail(r.Context(), addr, email)
 		p.metrics.logins.WithLabelValues("failure").Inc()
@@ -150,10 +153,6 @@ func (p *Provider) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		p.failPage(w, r, http.StatusServiceUnavailable, "Try again later", "Signing in is unavailable right now.")
-		return
-	}
-	if err := p.startSession(r.Context(), w, orgID, userID); err != nil {
 		p.failPage(w, r, http.StatusServiceUnavailable, "Try again later", "Signing in is unavailable right now.")
 		return
 	}

@@ -37,12 +37,18 @@ func (p *Provider) setCookie(w http.ResponseWriter, name, value string, maxAge t
 	})
 }
 
-// startSession signs the browser in as userID.
+// startSession signs the browser in as userID, or answers errBadCredentials
+// when the user was deleted since its password was checked.
 func (p *Provider) startSession(ctx context.Context, w http.ResponseWriter, orgID, userID string) error {
 	id := newSecret()
 	ctx = store.WithOrg(ctx, orgID)
 	_, err := p.db.Q(ctx).Exec(ctx, `INSERT INTO browser_sessions (id_hash, org_id, user_id, csrf_token, expires_at)
 		VALUES ($1, app_org_id(), $2, $3, $4)`, hashSecret(id), userID, newSecret(), p.now().Add(sessionTTL))
+	if store.ForeignKey(err) != "" {
+		// The user was deleted after the password was checked: there is
+		// no such account any more.
+		return errBadCredentials
+	}
 	if err != nil {
 		return err
 	}

@@ -172,6 +172,9 @@ func (s *storage) CreateAuthRequest(ctx context.Context, req *oidc.AuthRequest, 
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
 		a.id, a.clientID, a.redirectURI, a.scopes, a.state, a.nonce, a.responseType, a.responseMode,
 		a.codeChallenge, a.codeChallengeMethod, now.Add(authRequestTTL))
+	if store.ForeignKey(err) != "" { // the client was deleted after it was read
+		return nil, oidc.ErrInvalidClient().WithDescription("unknown client_id").WithParent(err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("save auth request: %w", err)
 	}
@@ -355,8 +358,8 @@ func (s *storage) CreateAccessAndRefreshTokens(ctx context.Context, req op.Token
 	ctx = store.WithOrg(ctx, orgID)
 	access, refresh := newSecret(), newSecret()
 	var (
-		exp   time.Time
-		spent bool
+		exp         time.Time
+		spent, gone bool
 	)
 	err = s.db.Tx(ctx, func(ctx context.Context) error {
 		q := s.db.Q(ctx)
@@ -371,8 +374,13 @@ func (s *storage) CreateAccessAndRefreshTokens(ctx context.Context, req op.Token
 			if err != nil {
 				return err
 			}
-			if spent = tag.RowsAffected() != 1; spent {
-				return nil
+			if tag.RowsAffected() != 1 {
+				// Spent, or deleted with its user or app while the UPDATE
+				// waited: a statement of its own sees that deletion.
+				err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM oauth_tokens WHERE org_id = app_org_id() AND token_hash = $1)`,
+					hashSecret(currentRefreshToken)).Scan(&spent)
+				gone = !spent
+				return err
 			}
 		}
 		if exp, err = s.insertToken(ctx, grantID, "access", access, AccessTokenTTL); err != nil {
@@ -381,6 +389,9 @@ func (s *storage) CreateAccessAndRefreshTokens(ctx context.Context, req op.Token
 		_, err = s.insertToken(ctx, grantID, "refresh", refresh, RefreshTokenTTL)
 		return err
 	})
+	if err == nil && gone {
+		return "", "", time.Time{}, oidc.ErrInvalidGrant().WithDescription("refresh token no longer valid")
+	}
 	if err == nil && spent {
 		if err := s.revokeGrant(ctx, grantID, oauthActor, revokedReused); err != nil {
 			return "", "", time.Time{}, err
