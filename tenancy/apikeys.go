@@ -80,7 +80,9 @@ func (s *Service) CreateAPIKey(ctx context.Context, userID, name string) (APIKey
 	k := APIKey{ID: id, UserID: userID, Name: name}
 	err = s.db.Tx(ctx, func(ctx context.Context) error {
 		q := s.db.Q(ctx)
-		if _, err := s.loadUser(ctx, q, userID, false); err != nil {
+		// Held until commit, so that a deletion of the user under way
+		// makes this a missing user rather than a foreign key fault.
+		if _, err := s.loadUser(ctx, q, userID, store.ForKeyShare); err != nil {
 			return err
 		}
 		if err := checkKeyRoom(ctx, s.db, userID); err != nil {

@@ -126,17 +126,15 @@ func (s *Service) User(ctx context.Context, id string) (User, error) {
 	if _, err := Authorize(ctx, ReadUsers); err != nil {
 		return User{}, err
 	}
-	return s.loadUser(ctx, s.db.Q(ctx), id, false)
+	return s.loadUser(ctx, s.db.Q(ctx), id, store.NoLock)
 }
 
-func (s *Service) loadUser(ctx context.Context, q store.Querier, id string, forUpdate bool) (User, error) {
+func (s *Service) loadUser(ctx context.Context, q store.Querier, id string, lock store.RowLock) (User, error) {
 	if !ids.Valid(ids.User, id) {
 		return User{}, errs.Invalid("id", "must be a user id (usr_...)")
 	}
 	sql := `SELECT ` + userColumns + ` FROM users WHERE org_id = app_org_id() AND id = $1`
-	if forUpdate {
-		sql += ` FOR UPDATE`
-	}
+	sql += string(lock)
 	u, err := scanUser(q.QueryRow(ctx, sql, id))
 	if isNoRows(err) {
 		return User{}, errs.NotFound("user")
@@ -220,7 +218,7 @@ func (s *Service) updateUser(ctx context.Context, caller *Caller, id string, p U
 	var roleChanged bool
 	err := s.db.Tx(ctx, func(ctx context.Context) error {
 		q := s.db.Q(ctx)
-		before, err := s.loadUser(ctx, q, id, true)
+		before, err := s.loadUser(ctx, q, id, store.ForNoKeyUpdate)
 		if err != nil {
 			return err
 		}
@@ -294,7 +292,7 @@ func (s *Service) DeleteUser(ctx context.Context, id string) error {
 	}
 	err = s.db.Tx(ctx, func(ctx context.Context) error {
 		q := s.db.Q(ctx)
-		u, err := s.loadUser(ctx, q, id, true)
+		u, err := s.loadUser(ctx, q, id, store.ForUpdate)
 		if err != nil {
 			return err
 		}
@@ -348,7 +346,7 @@ func (s *Service) Me(ctx context.Context) (User, error) {
 	if caller.Kind == KindJWT {
 		return User{}, errs.Forbidden("CALLER_KIND_NOT_ALLOWED", "service accounts have no user profile")
 	}
-	return s.loadUser(ctx, s.db.Q(ctx), caller.UserID, false)
+	return s.loadUser(ctx, s.db.Q(ctx), caller.UserID, store.NoLock)
 }
 
 // UpdateMe changes the caller's own display name.
@@ -380,7 +378,7 @@ func (s *Service) UserRole(ctx context.Context, id string) (Role, error) {
 // consent, userinfo claims) and checks no permission of its own; a
 // malformed or unknown id is an errs error.
 func (s *Service) LookupUser(ctx context.Context, id string) (User, error) {
-	return s.loadUser(ctx, s.db.Q(ctx), id, false)
+	return s.loadUser(ctx, s.db.Q(ctx), id, store.NoLock)
 }
 
 // QueueUserExists adds to b the check whether id names a user of the

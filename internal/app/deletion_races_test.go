@@ -178,6 +178,17 @@ func TestOAuthRacingDeletions(t *testing.T) {
 	if p.status != http.StatusUnauthorized || !strings.Contains(p.body, "The email or password is not correct.") {
 		t.Errorf("signing in as the user is deleted: %d\n%s", p.status, p.body)
 	}
+	// An API key made on the account page as its user is deleted.
+	a = newApp()
+	b = e.newBrowser()
+	csrf := e.signIn(b, a).field("csrf")
+	_ = storetest.DeleteDuring(t, dbURL, `DELETE FROM users WHERE id = $1`, []any{a.user.ID}, func() error {
+		p = b.post(e.srv.URL+"/account/api-keys", url.Values{"csrf": {csrf}, "name": {"export"}})
+		return nil
+	})
+	if p.status != http.StatusOK || p.url.Path != "/login" {
+		t.Errorf("an API key made as its user is deleted: %d %s, want the sign-in page", p.status, p.url)
+	}
 	for _, c := range cases {
 		a := newApp()
 		send := c.request(a)

@@ -66,26 +66,6 @@ var (
 
 func isNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }
 
-// rowLock is the lock a load takes on the row it reads, until its
-// transaction ends.
-type rowLock string
-
-const (
-	noLock rowLock = ""
-	// forUpdate: the transaction is about to delete the row.
-	forUpdate rowLock = " FOR UPDATE"
-	// forNoKeyUpdate: the transaction is about to change the row, not its
-	// key, or serializes on it. It leaves forKeyShare free: a transaction
-	// that holds it and then waits for another that wants the key share
-	// (a folder moved while another moves into it) would deadlock.
-	forNoKeyUpdate rowLock = " FOR NO KEY UPDATE"
-	// forKeyShare: the transaction is about to write a row that refers to
-	// this one. A deletion of it then waits for the commit and meets the
-	// reference, or the read waits for a deletion under way and finds no
-	// row; either way the write never meets a foreign key violation.
-	forKeyShare rowLock = " FOR KEY SHARE"
-)
-
 // checkID validates an id's form; a malformed id is a 400 naming field.
 func checkID(field string, p ids.Prefix, id, what string) error {
 	if !ids.Valid(p, id) {

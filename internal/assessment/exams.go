@@ -126,10 +126,10 @@ func (s *Service) Exam(ctx context.Context, id string) (Exam, error) {
 	if _, err := tenancy.Authorize(ctx, ReadExams); err != nil {
 		return Exam{}, err
 	}
-	return s.loadExam(ctx, s.db.Q(ctx), "id", id, noLock)
+	return s.loadExam(ctx, s.db.Q(ctx), "id", id, store.NoLock)
 }
 
-func (s *Service) loadExam(ctx context.Context, q store.Querier, field, id string, lock rowLock) (Exam, error) {
+func (s *Service) loadExam(ctx context.Context, q store.Querier, field, id string, lock store.RowLock) (Exam, error) {
 	if err := checkID(field, ids.Exam, id, "an exam"); err != nil {
 		return Exam{}, err
 	}
@@ -148,7 +148,7 @@ func (s *Service) loadExam(ctx context.Context, q store.Querier, field, id strin
 // checkFolder verifies that a folder id given for an exam exists, and
 // keeps it from being deleted until ctx's transaction ends.
 func (s *Service) checkFolder(ctx context.Context, q store.Querier, id string) error {
-	if _, err := s.loadFolder(ctx, q, "folderId", id, forKeyShare); err != nil {
+	if _, err := s.loadFolder(ctx, q, "folderId", id, store.ForKeyShare); err != nil {
 		if errs.Is(err, errs.KindNotFound) {
 			return errs.Invalid("folderId", "names no folder of this organization")
 		}
@@ -190,7 +190,7 @@ func (s *Service) CreateExam(ctx context.Context, in NewExam) (Exam, error) {
 			id, e.FolderID, e.Name, e.Description, e.Language, e.DurationMinutes); err != nil {
 			return fmt.Errorf("create exam: %w", err)
 		}
-		if e, err = s.loadExam(ctx, q, "id", id, noLock); err != nil {
+		if e, err = s.loadExam(ctx, q, "id", id, store.NoLock); err != nil {
 			return err
 		}
 		return s.audit(ctx, caller, "exam.created", "exam", id, nil, examSnapshot(e))
@@ -207,7 +207,7 @@ func (s *Service) UpdateExam(ctx context.Context, id string, p ExamPatch) (Exam,
 	var e Exam
 	err = s.db.Tx(ctx, func(ctx context.Context) error {
 		q := s.db.Q(ctx)
-		before, err := s.loadExam(ctx, q, "id", id, forNoKeyUpdate)
+		before, err := s.loadExam(ctx, q, "id", id, store.ForNoKeyUpdate)
 		if err != nil {
 			return err
 		}
@@ -248,7 +248,7 @@ func (s *Service) UpdateExam(ctx context.Context, id string, p ExamPatch) (Exam,
 			id, e.Name, e.Language, e.Description, e.DurationMinutes, e.FolderID); err != nil {
 			return fmt.Errorf("update exam: %w", err)
 		}
-		if e, err = s.loadExam(ctx, q, "id", id, noLock); err != nil {
+		if e, err = s.loadExam(ctx, q, "id", id, store.NoLock); err != nil {
 			return err
 		}
 		return s.audit(ctx, caller, "exam.updated", "exam", id, examSnapshot(before), examSnapshot(e))
@@ -273,7 +273,7 @@ func (s *Service) DeleteExam(ctx context.Context, id string) error {
 		if _, err := q.Exec(ctx, `SELECT FROM results WHERE org_id = app_org_id() AND exam_id = $1 ORDER BY id FOR UPDATE`, id); err != nil {
 			return fmt.Errorf("lock the exam's results: %w", err)
 		}
-		e, err := s.loadExam(ctx, q, "id", id, forUpdate)
+		e, err := s.loadExam(ctx, q, "id", id, store.ForUpdate)
 		if err != nil {
 			return err
 		}
@@ -290,6 +290,6 @@ func (s *Service) DeleteExam(ctx context.Context, id string) error {
 // deletion. It is for other services acting for an already authorized
 // caller (embed sessions, scans) and checks no permission itself.
 func (s *Service) ExamExists(ctx context.Context, id string) error {
-	_, err := s.loadExam(ctx, s.db.Q(ctx), "examId", id, forKeyShare)
+	_, err := s.loadExam(ctx, s.db.Q(ctx), "examId", id, store.ForKeyShare)
 	return err
 }

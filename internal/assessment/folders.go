@@ -75,10 +75,10 @@ func (s *Service) Folder(ctx context.Context, id string) (Folder, error) {
 	if _, err := tenancy.Authorize(ctx, ReadExams); err != nil {
 		return Folder{}, err
 	}
-	return s.loadFolder(ctx, s.db.Q(ctx), "id", id, noLock)
+	return s.loadFolder(ctx, s.db.Q(ctx), "id", id, store.NoLock)
 }
 
-func (s *Service) loadFolder(ctx context.Context, q store.Querier, field, id string, lock rowLock) (Folder, error) {
+func (s *Service) loadFolder(ctx context.Context, q store.Querier, field, id string, lock store.RowLock) (Folder, error) {
 	if err := checkID(field, ids.Folder, id, "a folder"); err != nil {
 		return Folder{}, err
 	}
@@ -132,7 +132,7 @@ func (s *Service) checkParent(ctx context.Context, q store.Querier, id, parentID
 	if _, err := q.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('folders:' || app_org_id()))`); err != nil {
 		return fmt.Errorf("lock folders: %w", err)
 	}
-	if _, err := s.loadFolder(ctx, q, "parentId", parentID, forKeyShare); err != nil {
+	if _, err := s.loadFolder(ctx, q, "parentId", parentID, store.ForKeyShare); err != nil {
 		if errs.Is(err, errs.KindNotFound) {
 			return errs.Invalid("parentId", "names no folder of this organization")
 		}
@@ -187,7 +187,7 @@ func (s *Service) UpdateFolder(ctx context.Context, id string, p FolderPatch) (F
 	var f Folder
 	err = s.db.Tx(ctx, func(ctx context.Context) error {
 		q := s.db.Q(ctx)
-		before, err := s.loadFolder(ctx, q, "id", id, forNoKeyUpdate)
+		before, err := s.loadFolder(ctx, q, "id", id, store.ForNoKeyUpdate)
 		if err != nil {
 			return err
 		}
@@ -225,7 +225,7 @@ func (s *Service) DeleteFolder(ctx context.Context, id string) error {
 	}
 	return s.db.Tx(ctx, func(ctx context.Context) error {
 		q := s.db.Q(ctx)
-		f, err := s.loadFolder(ctx, q, "id", id, forUpdate)
+		f, err := s.loadFolder(ctx, q, "id", id, store.ForUpdate)
 		if err != nil {
 			return err
 		}

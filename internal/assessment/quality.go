@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/assessd/assessd/internal/assessment/quality"
+	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/tenancy"
 )
 
@@ -26,7 +27,7 @@ func (s *Service) Quality(ctx context.Context, examID, id string) (QualityReport
 		return QualityReport{}, err
 	}
 	q := s.db.Q(ctx)
-	qu, err := s.loadQuestion(ctx, q, examID, id, noLock)
+	qu, err := s.loadQuestion(ctx, q, examID, id, store.NoLock)
 	if err != nil {
 		return QualityReport{}, err
 	}

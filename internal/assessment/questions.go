@@ -144,7 +144,7 @@ func (s *Service) Questions(ctx context.Context, examID string, p paging.Page) (
 // authorized (Questions, or SubmitResult scoring a student's answers).
 func (s *Service) listQuestions(ctx context.Context, examID string, p paging.Page) ([]Question, string, error) {
 	q := s.db.Q(ctx)
-	if _, err := s.loadExam(ctx, q, "examId", examID, noLock); err != nil {
+	if _, err := s.loadExam(ctx, q, "examId", examID, store.NoLock); err != nil {
 		return nil, "", err
 	}
 	// The page token names the last question of the previous page; pages
@@ -165,10 +165,10 @@ func (s *Service) Question(ctx context.Context, examID, id string) (Question, er
 	if _, err := tenancy.Authorize(ctx, ReadQuestions); err != nil {
 		return Question{}, err
 	}
-	return s.loadQuestion(ctx, s.db.Q(ctx), examID, id, noLock)
+	return s.loadQuestion(ctx, s.db.Q(ctx), examID, id, store.NoLock)
 }
 
-func (s *Service) loadQuestion(ctx context.Context, q store.Querier, examID, id string, lock rowLock) (Question, error) {
+func (s *Service) loadQuestion(ctx context.Context, q store.Querier, examID, id string, lock store.RowLock) (Question, error) {
 	if err := checkID("examId", ids.Exam, examID, "an exam"); err != nil {
 		return Question{}, err
 	}
@@ -212,7 +212,7 @@ func (s *Service) CreateQuestion(ctx context.Context, examID string, in NewQuest
 	err = s.db.Tx(ctx, func(ctx context.Context) error {
 		q := s.db.Q(ctx)
 		// Locking the exam serializes position allocation.
-		if _, err := s.loadExam(ctx, q, "examId", examID, forNoKeyUpdate); err != nil {
+		if _, err := s.loadExam(ctx, q, "examId", examID, store.ForNoKeyUpdate); err != nil {
 			return err
 		}
 		position, err := nextPosition(ctx, q, examID)
@@ -237,7 +237,7 @@ func (s *Service) CreateQuestion(ctx context.Context, examID string, in NewQuest
 		if err := appendRevision(ctx, q, id, RevisionCreated, "", caller.UserID); err != nil {
 			return err
 		}
-		if out, err = s.loadQuestion(ctx, q, examID, id, noLock); err != nil {
+		if out, err = s.loadQuestion(ctx, q, examID, id, store.NoLock); err != nil {
 			return err
 		}
 		return s.audit(ctx, caller, "question.created", "question", id, nil, questionSnapshot(out))
@@ -308,7 +308,7 @@ func (s *Service) UpdateQuestion(ctx context.Context, examID, id string, p Quest
 		if err := lockPaper(ctx, q, examID); err != nil {
 			return err
 		}
-		before, err := s.loadQuestion(ctx, q, examID, id, forNoKeyUpdate)
+		before, err := s.loadQuestion(ctx, q, examID, id, store.ForNoKeyUpdate)
 		if err != nil {
 			return err
 		}
@@ -357,10 +357,10 @@ func (s *Service) DeleteQuestion(ctx context.Context, examID, id string) error {
 	}
 	return s.db.Tx(ctx, func(ctx context.Context) error {
 		q := s.db.Q(ctx)
-		if _, err := s.loadExam(ctx, q, "examId", examID, forNoKeyUpdate); err != nil {
+		if _, err := s.loadExam(ctx, q, "examId", examID, store.ForNoKeyUpdate); err != nil {
 			return err
 		}
-		before, err := s.loadQuestion(ctx, q, examID, id, forUpdate)
+		before, err := s.loadQuestion(ctx, q, examID, id, store.ForUpdate)
 		if err != nil {
 			return err
 		}
@@ -385,7 +385,7 @@ func (s *Service) ReorderQuestions(ctx context.Context, examID string, order []s
 	var out []Question
 	err = s.db.Tx(ctx, func(ctx context.Context) error {
 		q := s.db.Q(ctx)
-		if _, err := s.loadExam(ctx, q, "examId", examID, forNoKeyUpdate); err != nil {
+		if _, err := s.loadExam(ctx, q, "examId", examID, store.ForNoKeyUpdate); err != nil {
 			return err
 		}
 		var current []string

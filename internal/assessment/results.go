@@ -525,7 +525,7 @@ func (s *Service) Results(ctx context.Context, examID string, f ResultFilter, p 
 		own = caller.UserID
 	}
 	q := s.db.Q(ctx)
-	if _, err := s.loadExam(ctx, q, "examId", examID, noLock); err != nil {
+	if _, err := s.loadExam(ctx, q, "examId", examID, store.NoLock); err != nil {
 		return nil, "", err
 	}
 	out, next, err := store.ListPage(ctx, q, p, scanResult, func(r Result) string { return r.ID }, `

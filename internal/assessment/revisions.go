@@ -91,7 +91,7 @@ func (s *Service) saveRevision(ctx context.Context, caller *tenancy.Caller, befo
 			return Question{}, err
 		}
 	}
-	saved, err := s.loadQuestion(ctx, q, before.ExamID, before.ID, noLock)
+	saved, err := s.loadQuestion(ctx, q, before.ExamID, before.ID, store.NoLock)
 	if err != nil {
 		return Question{}, err
 	}
@@ -115,7 +115,7 @@ func (s *Service) ReviseQuestion(ctx context.Context, examID, id string, base in
 		if err := lockPaper(ctx, q, examID); err != nil {
 			return err
 		}
-		before, err := s.loadQuestion(ctx, q, examID, id, forNoKeyUpdate)
+		before, err := s.loadQuestion(ctx, q, examID, id, store.ForNoKeyUpdate)
 		if err != nil {
 			return err
 		}
@@ -157,11 +157,11 @@ func CheckProposal(qu Question, p Proposal) error {
 // workflow acts for the platform) and checks no caller permission.
 func (s *Service) QuestionInExam(ctx context.Context, examID, id string) (Question, string, error) {
 	q := s.db.Q(ctx)
-	exam, err := s.loadExam(ctx, q, "examId", examID, noLock)
+	exam, err := s.loadExam(ctx, q, "examId", examID, store.NoLock)
 	if err != nil {
 		return Question{}, "", err
 	}
-	qu, err := s.loadQuestion(ctx, q, examID, id, noLock)
+	qu, err := s.loadQuestion(ctx, q, examID, id, store.NoLock)
 	return qu, exam.Language, err
 }
 
@@ -190,7 +190,7 @@ func (s *Service) QuestionRevisions(ctx context.Context, examID, id string, p pa
 		upTo = n - 1
 	}
 	q := s.db.Q(ctx)
-	if _, err := s.loadQuestion(ctx, q, examID, id, noLock); err != nil {
+	if _, err := s.loadQuestion(ctx, q, examID, id, store.NoLock); err != nil {
 		return nil, "", err
 	}
 	out, next, err := store.ListPage(ctx, q, p, scanRevision, func(r Revision) string { return strconv.Itoa(r.Revision) }, `

@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/tenancy"
 )
 
@@ -80,7 +81,7 @@ func (s *Service) ExamContent(ctx context.Context, examID string) (Exam, []Quest
 // the caller has been authorized.
 func (s *Service) examContent(ctx context.Context, examID string) (Exam, []Question, error) {
 	q := s.db.Q(ctx)
-	exam, err := s.loadExam(ctx, q, "examId", examID, noLock)
+	exam, err := s.loadExam(ctx, q, "examId", examID, store.NoLock)
 	if err != nil {
 		return Exam{}, nil, err
 	}

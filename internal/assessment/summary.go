@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/tenancy"
 )
 
@@ -64,7 +65,7 @@ func (s *Service) Summarize(ctx context.Context, examID string) (Summary, error)
 	)
 	err := s.db.Tx(ctx, func(ctx context.Context) error {
 		q := s.db.Q(ctx)
-		if _, err := s.loadExam(ctx, q, "examId", examID, noLock); err != nil {
+		if _, err := s.loadExam(ctx, q, "examId", examID, store.NoLock); err != nil {
 			return err
 		}
 		// The counts keep finished results; those still grading are

@@ -56,14 +56,20 @@ func (p *Provider) signedIn(h func(http.ResponseWriter, *http.Request, *session)
 		}
 		u, err := p.storage.users.LookupUser(store.WithOrg(r.Context(), s.orgID), s.userID)
 		if err != nil {
-			_ = p.endSession(w, r, s)
-			http.Redirect(w, r, "/login", http.StatusSeeOther)
+			p.userGone(w, r, s)
 			return
 		}
 		caller := &tenancy.Caller{Kind: tenancy.KindSession, OrgID: s.orgID, UserID: s.userID, CredentialID: "session",
 			Role: u.Role, Scopes: tenancy.ScopesForRole(u.Role)}
 		h(w, r.WithContext(tenancy.WithCaller(r.Context(), caller)), s)
 	}
+}
+
+// userGone ends the session of a user who no longer exists and sends the
+// browser to sign in.
+func (p *Provider) userGone(w http.ResponseWriter, r *http.Request, s *session) {
+	_ = p.endSession(w, r, s)
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
 
 // notices are the fixed messages a redirect may ask a page to show.
@@ -101,6 +107,10 @@ func day(t time.Time) string { return t.UTC().Format("2006-01-02") }
 func (p *Provider) renderAccount(w http.ResponseWriter, r *http.Request, s *session, v accountView, status int) {
 	ctx := r.Context()
 	me, err := p.tenancy.Me(ctx)
+	if errs.Is(err, errs.KindNotFound) { // deleted while this request ran
+		p.userGone(w, r, s)
+		return
+	}
 	if err != nil {
 		p.failPage(w, r, http.StatusServiceUnavailable, "Try again later", "Your account is unavailable right now.")
 		return
