@@ -113,10 +113,11 @@ func TestConcurrentFolderMoves(t *testing.T) {
 	}
 }
 
-// TestOAuthRacingDeletions authorizes, signs in, and exchanges a code or a
-// refresh token while the user or the app is deleted: each answers as it
-// would a moment later (invalid_client, a wrong password, invalid_grant),
-// never server_error, a 503 or a token reuse.
+// TestOAuthRacingDeletions authorizes, signs in, consents, makes an API
+// key, and exchanges a code or a refresh token while the user or the app is
+// deleted: each answers as it would a moment later (invalid_client, a wrong
+// password, a stale link, sign in again, invalid_grant), never
+// server_error, a 503 or a token reuse.
 func TestOAuthRacingDeletions(t *testing.T) {
 	t.Parallel()
 	dbURL := storetest.NewURL(t)
@@ -178,6 +179,19 @@ func TestOAuthRacingDeletions(t *testing.T) {
 	if p.status != http.StatusUnauthorized || !strings.Contains(p.body, "The email or password is not correct.") {
 		t.Errorf("signing in as the user is deleted: %d\n%s", p.status, p.body)
 	}
+	// Consent given as the app is deleted.
+	a = newApp()
+	b = e.newBrowser()
+	login = b.get(a.conf.AuthCodeURL("state-123"))
+	consent := b.post(e.srv.URL+"/login", url.Values{"csrf": {login.field("csrf")}, "authRequestID": {login.field("authRequestID")}, "email": {a.email}, "password": {a.password}})
+	_ = storetest.DeleteDuring(t, dbURL, `DELETE FROM oauth_clients WHERE id = $1`, []any{a.client.ID}, func() error {
+		p = b.post(e.srv.URL+"/consent", url.Values{"csrf": {consent.field("csrf")}, "authRequestID": {consent.field("authRequestID")}, "decision": {"approve"}})
+		return nil
+	})
+	if p.status != http.StatusBadRequest || !strings.Contains(p.body, "This sign-in link is no longer valid") {
+		t.Errorf("consenting as the app is deleted: %d\n%s", p.status, p.body)
+	}
+
 	// An API key made on the account page as its user is deleted.
 	a = newApp()
 	b = e.newBrowser()

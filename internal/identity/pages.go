@@ -123,6 +123,12 @@ func (p *Provider) failPage(w http.ResponseWriter, r *http.Request, status int, 
 	web.Render(w, r, status, "error.html", map[string]string{"Title": title, "Message": message})
 }
 
+// staleLink answers a sign-in whose authorization request is answered,
+// expired or gone: only the app can start a new one.
+func (p *Provider) staleLink(w http.ResponseWriter, r *http.Request) {
+	p.failPage(w, r, http.StatusBadRequest, "This sign-in link is no longer valid", "Return to the app and start signing in again.")
+}
+
 // login checks the credentials (CSRF-protected by a double-submit cookie,
 // rate limited per address and email) and starts a session.
 func (p *Provider) login(w http.ResponseWriter, r *http.Request) {
@@ -226,7 +232,7 @@ type consentView struct {
 func (p *Provider) consentPage(w http.ResponseWriter, r *http.Request, s *session, authRequestID string) {
 	a, c, caller, err := p.pendingRequest(r.Context(), s, authRequestID)
 	if err != nil {
-		p.failPage(w, r, http.StatusBadRequest, "This sign-in link is no longer valid", "Return to the app and start signing in again.")
+		p.staleLink(w, r)
 		return
 	}
 	scopes, err := p.grantableScopes(r.Context(), caller, c, a.scopes)
@@ -338,7 +344,7 @@ func (p *Provider) consent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		p.failPage(w, r, http.StatusBadRequest, "This sign-in link is no longer valid", "Return to the app and start signing in again.")
+		p.staleLink(w, r)
 		return
 	}
 	if !approve {
@@ -349,9 +355,15 @@ func (p *Provider) consent(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = p.storage.completeAuthRequest(r.Context(), a.id, caller, scopes)
 		if errors.As(err, new(errNotFound)) {
-			// Another approval of it committed since it was read.
-			if again, aerr := p.storage.authRequest(r.Context(), a.id); aerr == nil && again.done && approvedAgain(again, errAnswered, s) {
+			// Another approval of it committed since it was read, or it
+			// was deleted with its app or user.
+			again, aerr := p.storage.authRequest(r.Context(), a.id)
+			if aerr == nil && again.done && approvedAgain(again, errAnswered, s) {
 				http.Redirect(w, r, p.authCallbackURL(r.Context(), a.id), http.StatusSeeOther)
+				return
+			}
+			if errors.As(aerr, new(errNotFound)) {
+				p.staleLink(w, r)
 				return
 			}
 		}
