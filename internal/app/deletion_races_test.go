@@ -179,17 +179,25 @@ func TestOAuthRacingDeletions(t *testing.T) {
 	if p.status != http.StatusUnauthorized || !strings.Contains(p.body, "The email or password is not correct.") {
 		t.Errorf("signing in as the user is deleted: %d\n%s", p.status, p.body)
 	}
-	// Consent given as the app is deleted.
-	a = newApp()
-	b = e.newBrowser()
-	login = b.get(a.conf.AuthCodeURL("state-123"))
-	consent := b.post(e.srv.URL+"/login", url.Values{"csrf": {login.field("csrf")}, "authRequestID": {login.field("authRequestID")}, "email": {a.email}, "password": {a.password}})
-	_ = storetest.DeleteDuring(t, dbURL, `DELETE FROM oauth_clients WHERE id = $1`, []any{a.client.ID}, func() error {
-		p = b.post(e.srv.URL+"/consent", url.Values{"csrf": {consent.field("csrf")}, "authRequestID": {consent.field("authRequestID")}, "decision": {"approve"}})
-		return nil
-	})
-	if p.status != http.StatusBadRequest || !strings.Contains(p.body, "This sign-in link is no longer valid") {
+	// Consent given as the app or the user is deleted.
+	consentRacing := func(deleted func(*oauthApp) (table, id string)) page {
+		a := newApp()
+		b := e.newBrowser()
+		login := b.get(a.conf.AuthCodeURL("state-123"))
+		consent := b.post(e.srv.URL+"/login", url.Values{"csrf": {login.field("csrf")}, "authRequestID": {login.field("authRequestID")}, "email": {a.email}, "password": {a.password}})
+		table, id := deleted(a)
+		var p page
+		_ = storetest.DeleteDuring(t, dbURL, `DELETE FROM `+table+` WHERE id = $1`, []any{id}, func() error {
+			p = b.post(e.srv.URL+"/consent", url.Values{"csrf": {consent.field("csrf")}, "authRequestID": {consent.field("authRequestID")}, "decision": {"approve"}})
+			return nil
+		})
+		return p
+	}
+	if p := consentRacing(app); p.status != http.StatusBadRequest || !strings.Contains(p.body, "This sign-in link is no longer valid") {
 		t.Errorf("consenting as the app is deleted: %d\n%s", p.status, p.body)
+	}
+	if p := consentRacing(user); p.status != http.StatusOK || p.url.Path != "/login" || !strings.Contains(p.body, `name="password"`) {
+		t.Errorf("consenting as the user is deleted: %d %s, want the sign-in form", p.status, p.url)
 	}
 
 	// An API key made on the account page as its user is deleted.

@@ -123,6 +123,11 @@ func (p *Provider) failPage(w http.ResponseWriter, r *http.Request, status int, 
 	web.Render(w, r, status, "error.html", map[string]string{"Title": title, "Message": message})
 }
 
+// signInFor sends the browser to sign in for authorization request id.
+func signInFor(w http.ResponseWriter, r *http.Request, id string) {
+	http.Redirect(w, r, "/login?authRequestID="+url.QueryEscape(id), http.StatusSeeOther)
+}
+
 // staleLink answers a sign-in whose authorization request is answered,
 // expired or gone: only the app can start a new one.
 func (p *Provider) staleLink(w http.ResponseWriter, r *http.Request) {
@@ -330,7 +335,7 @@ func (p *Provider) auditWriteAllowed(ctx context.Context, orgID, clientID string
 func (p *Provider) consent(w http.ResponseWriter, r *http.Request) {
 	s, err := p.session(r)
 	if err != nil {
-		http.Redirect(w, r, "/login?authRequestID="+url.QueryEscape(r.PostFormValue("authRequestID")), http.StatusSeeOther)
+		signInFor(w, r, r.PostFormValue("authRequestID"))
 		return
 	}
 	if !validCSRF(r.PostFormValue("csrf"), s.csrf) {
@@ -354,6 +359,12 @@ func (p *Provider) consent(w http.ResponseWriter, r *http.Request) {
 	scopes, err := p.grantableScopes(r.Context(), caller, c, a.scopes)
 	if err == nil {
 		err = p.storage.completeAuthRequest(r.Context(), a.id, caller, scopes)
+		if store.ForeignKey(err) != "" {
+			// The user was deleted since signing in, and their session
+			// with them.
+			signInFor(w, r, a.id)
+			return
+		}
 		if errors.As(err, new(errNotFound)) {
 			// Another approval of it committed since it was read, or it
 			// was deleted with its app or user.
