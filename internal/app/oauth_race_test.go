@@ -11,6 +11,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/assessd/assessd/internal/identity"
+	"github.com/assessd/assessd/internal/testkit/storetest"
 	"github.com/assessd/assessd/tenancy"
 )
 
@@ -110,5 +111,116 @@ func TestApproveClickedTwice(t *testing.T) {
 	}
 	if again := b.post(e.srv.URL+"/consent", approve); again.status != http.StatusBadRequest {
 		t.Fatalf("approving a spent request: %d %s", again.status, again.location)
+	}
+}
+
+// TestOAuthRacingDeletions authorizes, signs in, consents, makes an API
+// key, and exchanges a code or a refresh token while the user or the app is
+// deleted: each answers as it would a moment later (invalid_client, a wrong
+// password, a stale link, sign in again, invalid_grant), never
+// server_error, a 503 or a token reuse.
+func TestOAuthRacingDeletions(t *testing.T) {
+	t.Parallel()
+	dbURL := storetest.NewURL(t)
+	e := newEnvAt(t, dbURL)
+	ctx := context.Background()
+	newApp := func() *oauthApp {
+		a := e.newOAuthApp(e.newTenant("US", "pro"), tenancy.RoleTeacher, identity.ClientInput{})
+		a.conf.Scopes = []string{"profile", "offline_access"}
+		return a
+	}
+	exchange := func(a *oauthApp) func() error {
+		verifier := oauth2.GenerateVerifier()
+		code := e.codeFor(a, oauth2.S256ChallengeOption(verifier))
+		return func() error {
+			_, err := a.conf.Exchange(ctx, code, oauth2.VerifierOption(verifier))
+			return err
+		}
+	}
+	refresh := func(a *oauthApp) func() error {
+		tok := e.token(a)
+		return func() error {
+			_, err := a.conf.TokenSource(ctx, &oauth2.Token{RefreshToken: tok.RefreshToken}).Token()
+			return err
+		}
+	}
+	user := func(a *oauthApp) (string, string) { return "users", a.user.ID }
+	app := func(a *oauthApp) (string, string) { return "oauth_clients", a.client.ID }
+	cases := []struct {
+		name    string
+		request func(*oauthApp) func() error
+		deleted func(*oauthApp) (table, id string)
+		want    string
+	}{
+		{"a code exchanged as its user is deleted", exchange, user, "invalid_grant"},
+		{"a code exchanged as its app is deleted", exchange, app, "invalid_client"},
+		{"a refresh token exchanged as its user is deleted", refresh, user, "invalid_grant"},
+		{"a refresh token exchanged as its app is deleted", refresh, app, "invalid_grant"},
+	}
+	// The authorization request is stored after its client is read. Its
+	// redirect URI was checked by then, so the error goes back to the app.
+	a := newApp()
+	var p page
+	_ = storetest.DeleteDuring(t, dbURL, `DELETE FROM oauth_clients WHERE id = $1`, []any{a.client.ID}, func() error {
+		p = e.newBrowser().get(a.conf.AuthCodeURL("state-123"))
+		return nil
+	})
+	if p.status != http.StatusFound || !strings.Contains(p.location, "error=invalid_client") {
+		t.Errorf("authorizing as the app is deleted: %d %s, want a redirect with invalid_client", p.status, p.location)
+	}
+	// Signing in reads the user, then stores the browser session.
+	a = newApp()
+	b := e.newBrowser()
+	login := b.get(a.conf.AuthCodeURL("state-123"))
+	form := url.Values{"csrf": {login.field("csrf")}, "authRequestID": {login.field("authRequestID")}, "email": {a.email}, "password": {a.password}}
+	_ = storetest.DeleteDuring(t, dbURL, `DELETE FROM users WHERE id = $1`, []any{a.user.ID}, func() error {
+		p = b.post(e.srv.URL+"/login", form)
+		return nil
+	})
+	if p.status != http.StatusUnauthorized || !strings.Contains(p.body, "The email or password is not correct.") {
+		t.Errorf("signing in as the user is deleted: %d\n%s", p.status, p.body)
+	}
+	// Consent given as the app or the user is deleted.
+	consentRacing := func(deleted func(*oauthApp) (table, id string)) page {
+		a := newApp()
+		b := e.newBrowser()
+		login := b.get(a.conf.AuthCodeURL("state-123"))
+		consent := b.post(e.srv.URL+"/login", url.Values{"csrf": {login.field("csrf")}, "authRequestID": {login.field("authRequestID")}, "email": {a.email}, "password": {a.password}})
+		table, id := deleted(a)
+		var p page
+		_ = storetest.DeleteDuring(t, dbURL, `DELETE FROM `+table+` WHERE id = $1`, []any{id}, func() error {
+			p = b.post(e.srv.URL+"/consent", url.Values{"csrf": {consent.field("csrf")}, "authRequestID": {consent.field("authRequestID")}, "decision": {"approve"}})
+			return nil
+		})
+		return p
+	}
+	if p := consentRacing(app); p.status != http.StatusBadRequest || !strings.Contains(p.body, "This sign-in link is no longer valid") {
+		t.Errorf("consenting as the app is deleted: %d\n%s", p.status, p.body)
+	}
+	if p := consentRacing(user); p.status != http.StatusOK || p.url.Path != "/login" || !strings.Contains(p.body, `name="password"`) {
+		t.Errorf("consenting as the user is deleted: %d %s, want the sign-in form", p.status, p.url)
+	}
+
+	// An API key made on the account page as its user is deleted.
+	a = newApp()
+	b = e.newBrowser()
+	csrf := e.signIn(b, a).field("csrf")
+	_ = storetest.DeleteDuring(t, dbURL, `DELETE FROM users WHERE id = $1`, []any{a.user.ID}, func() error {
+		p = b.post(e.srv.URL+"/account/api-keys", url.Values{"csrf": {csrf}, "name": {"export"}})
+		return nil
+	})
+	if p.status != http.StatusOK || p.url.Path != "/login" {
+		t.Errorf("an API key made as its user is deleted: %d %s, want the sign-in page", p.status, p.url)
+	}
+	for _, c := range cases {
+		a := newApp()
+		send := c.request(a)
+		table, id := c.deleted(a)
+		err := storetest.DeleteDuring(t, dbURL, `DELETE FROM `+table+` WHERE id = $1`, []any{id}, send)
+		// A token deleted with its grant was not reused: reporting reuse
+		// would tell the app and its user of a theft that never was.
+		if got := oauthError(err); got != c.want || strings.Contains(err.Error(), "reused") {
+			t.Errorf("%s: %v, want %s", c.name, err, c.want)
+		}
 	}
 }
