@@ -55,6 +55,29 @@ func (e *ConstraintError) Unwrap() error { return e.pg }
 // Is reports whether target is e's sentinel.
 func (e *ConstraintError) Is(target error) bool { return target == e.Sentinel }
 
+// Unhandled is the domain error of a request whose code did not expect e
+// (decision 0177). A request answers as its site decided where one did
+// (400 naming the field, 404 for the path's resource); elsewhere a foreign
+// key met mid-write means a row was deleted meanwhile, and a unique index
+// an equal row written meanwhile: the client is told the state changed,
+// not that the server broke. A check or not-null column refusing a value
+// is input that validation let through. A row-level security refusal is
+// nil: it is a fault of the code, which stays a 500.
+func (e *ConstraintError) Unhandled() *errs.Error {
+	var d *errs.Error
+	switch e.Sentinel {
+	case ErrForeignKeyViolation:
+		d = errs.Conflict("REFERENCE_GONE", "a resource this request refers to was deleted meanwhile")
+	case ErrUniqueViolation:
+		d = errs.Conflict("ALREADY_EXISTS", "an equal resource was created meanwhile")
+	case ErrCheckViolation, ErrNotNullViolation:
+		d = errs.Invalid("", "the request holds a value that cannot be stored")
+	default:
+		return nil
+	}
+	return d.WithCause(e)
+}
+
 // ForeignKey returns the constraint of the foreign key err reports
 // violated, or "" when err reports none. A write that checked the row it
 // refers to and then violated its foreign key lost a race with that row's
@@ -87,8 +110,9 @@ func RetryDeadlock(tx func() error) error {
 }
 
 // translate turns a recognised PostgreSQL error into a *ConstraintError, a
-// statement or lock timeout into DATABASE_UNAVAILABLE, and returns every
-// other error unchanged.
+// statement or lock timeout into DATABASE_UNAVAILABLE, a deadlock or
+// serialization failure into CONCURRENT_UPDATE, and returns every other
+// error unchanged.
 func translate(err error) error {
 	var pg *pgconn.PgError
 	if err == nil || !errors.As(err, &pg) {
@@ -102,6 +126,12 @@ func translate(err error) error {
 	// context's error, not as this); 55P03: the lock timeout.
 	if pg.Code == "57014" || pg.Code == "55P03" {
 		return errs.Unavailable("DATABASE_UNAVAILABLE", "the database did not answer in time; retry shortly").WithCause(err)
+	}
+	// 40P01: a deadlock's victim; 40001: a serialization failure. Both
+	// are another request's write at the same moment, and succeed when
+	// retried; RetryDeadlock still finds the driver's error in the chain.
+	if pg.Code == "40P01" || pg.Code == "40001" {
+		return errs.Conflict("CONCURRENT_UPDATE", "another request changed the same data at the same moment; retry").WithCause(err)
 	}
 	s, ok := sentinels[pg.Code]
 	if !ok {
