@@ -43,8 +43,8 @@ func TestUnhandledDatabaseRefusalsAnswerWhatTheyMean(t *testing.T) {
 		{"foreign key", exec(`INSERT INTO api_keys (id, org_id, user_id, name, secret_hash) VALUES ('key_1', 'org_a', 'usr_gone', 'k', 'x')`),
 			connect.CodeAlreadyExists, "REFERENCE_GONE"},
 		{"unique", exec(user, "usr_3", "USR_1@example.com", "student"), connect.CodeAlreadyExists, "ALREADY_EXISTS"},
-		{"check", exec(user, "usr_4", "d@example.com", "janitor"), connect.CodeInvalidArgument, "INVALID_ARGUMENT"},
-		{"not null", exec(user, "usr_5", nil, "student"), connect.CodeInvalidArgument, "INVALID_ARGUMENT"},
+		{"check", exec(user, "usr_4", "d@example.com", "janitor"), connect.CodeInvalidArgument, "VALUE_NOT_STORABLE"},
+		{"not null", exec(user, "usr_5", nil, "student"), connect.CodeInvalidArgument, "VALUE_NOT_STORABLE"},
 		{"deadlock", deadlock(t, db, ctx), connect.CodeAlreadyExists, "CONCURRENT_UPDATE"},
 	}
 	for _, c := range cases {

@@ -71,7 +71,9 @@ func (e *ConstraintError) Unhandled() *errs.Error {
 	case ErrUniqueViolation:
 		d = errs.Conflict("ALREADY_EXISTS", "an equal resource was created meanwhile")
 	case ErrCheckViolation, ErrNotNullViolation:
-		d = errs.Invalid("", "the request holds a value that cannot be stored")
+		// Not INVALID_ARGUMENT: that reason promises the field at fault,
+		// which only the site could name.
+		d = &errs.Error{Kind: errs.KindInvalid, Reason: "VALUE_NOT_STORABLE", Message: "the request holds a value that cannot be stored"}
 	default:
 		return nil
 	}
