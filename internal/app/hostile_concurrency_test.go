@@ -15,7 +15,8 @@ import (
 // TestConcurrentWritesOverSharedRows lets several clients of one school
 // create, move, edit and delete the same folders, exams, questions, users
 // and results at once, each naming rows another may be deleting at that
-// moment. Every answer is a success or a 4xx in API.md's shape that its
+// moment, while a vendor publishes, edits and deprecates question types
+// the school enables, disables and writes questions of. Every answer is a success or a 4xx in API.md's shape that its
 // site chose: a race with another request is never a server fault, nor a
 // refusal only the fallback of decision 0177 caught. ASSESSD_HOSTILE_ROUNDS and
 // ASSESSD_HOSTILE_SEED lengthen and vary the hunt, as for the other
@@ -25,8 +26,8 @@ func TestConcurrentWritesOverSharedRows(t *testing.T) {
 	rounds, seed := hostileRounds(t)
 	// The quota would answer most of the sweep 429 before it reached a row.
 	e := newEnvWithConfig(t, func(c *app.Config) { c.RequestsPerMinute = func(string) int { return 1 << 20 } })
-	school := e.newTenant("US", "pro")
-	key := school.keys[tenancy.RoleOwner]
+	school, vendor := e.newTenant("US", "pro"), e.newTenant("DE", "pro")
+	keys := map[bool]string{false: school.keys[tenancy.RoleOwner], true: vendor.keys[tenancy.RoleOwner]}
 	rows := &sharedRows{ids: map[string][]string{}, questions: map[string][]string{}, examOf: map[string]string{}}
 	rows.add("users", school.users[tenancy.RoleStudent].ID)
 	check := newShapeChecker()
@@ -45,7 +46,7 @@ func TestConcurrentWritesOverSharedRows(t *testing.T) {
 		wg.Go(func() {
 			for range rounds * 4 {
 				req := pick(rng, rowOperations)(rng, rows)
-				r := e.do(req.method, req.path, key, req.body)
+				r := e.do(req.method, req.path, keys[req.vendor], req.body)
 				if r.status == http.StatusOK && req.created != "" {
 					rows.add(req.created, str(r.body, "id"))
 					rows.addChild(req.exam, req.created, str(r.body, "id"))
@@ -128,12 +129,13 @@ func (s *sharedRows) questionsOf(exam string) []string {
 }
 
 // rowRequest is one request of the sweep; created names the collection of
-// the row it makes, if any.
+// the row it makes, if any; vendor sends it as the vendor, not the school.
 type rowRequest struct {
 	method, path string
 	body         any
 	created      string
 	exam         string
+	vendor       bool
 }
 
 // orNone is id, or now and then "" (the root, no folder).
@@ -200,7 +202,7 @@ var rowOperations = []func(rng *rand.Rand, s *sharedRows) rowRequest{
 	},
 	func(rng *rand.Rand, s *sharedRows) rowRequest {
 		return rowRequest{method: "POST", path: "/users", created: "users",
-			body: map[string]any{"email": "s" + strconv.FormatUint(rng.Uint64(), 36) + "@example.com", "name": "S", "role": "student"}}
+			body: map[string]any{"email": "s" + strconv.FormatUint(rng.Uint64(), 10) + "@example.com", "name": "S", "role": "student"}}
 	},
 	func(rng *rand.Rand, s *sharedRows) rowRequest {
 		return rowRequest{method: "PATCH", path: "/users/" + s.pick(rng, "users"), body: map[string]any{"name": "T", "metadata": map[string]any{"grade": rng.IntN(12)}}}
@@ -218,6 +220,24 @@ var rowOperations = []func(rng *rand.Rand, s *sharedRows) rowRequest{
 		exam := s.pick(rng, "exams")
 		return rowRequest{method: "POST", path: "/exams/" + exam + "/questions/" + questionOf(rng, s, exam) + "/regenerations",
 			body: map[string]any{"instructions": "simpler"}}
+	},
+	func(rng *rand.Rand, s *sharedRows) rowRequest {
+		return rowRequest{method: "POST", path: "/question-types", created: "question-types", vendor: true,
+			body: map[string]any{"key": "t" + strconv.FormatUint(rng.Uint64(), 10), "name": "Yes", "public": true,
+				"responseProcessing": map[string]any{"condition": `=answer.value = 1`}}}
+	},
+	func(rng *rand.Rand, s *sharedRows) rowRequest {
+		return rowRequest{method: "PATCH", path: "/question-types/" + s.pick(rng, "question-types"), vendor: true,
+			body: map[string]any{"deprecated": rng.IntN(2) == 0, "responseProcessing": map[string]any{"condition": `=answer.value >= 2`}}}
+	},
+	func(rng *rand.Rand, s *sharedRows) rowRequest {
+		return rowRequest{method: "POST", path: "/question-types/" + s.pick(rng, "question-types") + pick(rng, []string{"/enable", "/disable"}),
+			body: map[string]any{}}
+	},
+	func(rng *rand.Rand, s *sharedRows) rowRequest {
+		exam := s.pick(rng, "exams")
+		return rowRequest{method: "POST", path: "/exams/" + exam + "/questions", created: "questions", exam: exam,
+			body: map[string]any{"type": s.pick(rng, "question-types"), "prompt": "Say one.", "config": map[string]any{}}}
 	},
 	func(rng *rand.Rand, s *sharedRows) rowRequest {
 		return rowRequest{method: "POST", path: "/embed-sessions",
