@@ -75,7 +75,7 @@ func run(docPath, overlayPath, examplesPath string) error {
 	maps.Copy(paths, overlay["paths"].(object))
 	doc["tags"] = append(asList(doc["tags"]), asList(overlay["tags"])...)
 	components := doc["components"].(object)
-	for _, section := range []string{"headers", "responses", "schemas"} {
+	for _, section := range []string{"headers", "parameters", "responses", "schemas"} {
 		dst, _ := components[section].(object)
 		if dst == nil {
 			dst = object{}
@@ -117,6 +117,12 @@ func finishOperation(method string, op object) error {
 		ok["headers"] = object{
 			"RateLimit-Policy": object{"$ref": "#/components/headers/RateLimit-Policy"},
 			"RateLimit":        object{"$ref": "#/components/headers/RateLimit"},
+		}
+		if method == "post" || method == "patch" {
+			// Authenticated writes run once per Idempotency-Key.
+			op["parameters"] = append(asList(op["parameters"]), object{"$ref": "#/components/parameters/Idempotency-Key"})
+			ok["headers"].(object)["Idempotent-Replayed"] = object{"$ref": "#/components/headers/Idempotent-Replayed"}
+			responses["422"] = object{"$ref": "#/components/responses/IdempotencyKeyReused"}
 		}
 	}
 	for code, ref := range errorResponses(method) {

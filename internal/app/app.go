@@ -20,6 +20,7 @@ import (
 	"github.com/assessd/assessd/internal/assessment"
 	"github.com/assessd/assessd/internal/embedflow"
 	"github.com/assessd/assessd/internal/generation"
+	"github.com/assessd/assessd/internal/idempotency"
 	"github.com/assessd/assessd/internal/identity"
 	"github.com/assessd/assessd/internal/media"
 	"github.com/assessd/assessd/internal/platform/clientaddr"
@@ -88,7 +89,10 @@ type App struct {
 	Metrics  *observability.Metrics
 	limiter  *ratelimit.Limiter
 	webhooks *webhooks.Service
-	now      func() time.Time
+	// idempotencyKeys remembers the responses of requests sent with an
+	// Idempotency-Key (decision 0178).
+	idempotencyKeys *idempotency.Keys
+	now             func() time.Time
 	// dispatcher starts the outbox's workflows; nil without Temporal.
 	dispatcher *workflows.Dispatcher
 }
@@ -128,8 +132,9 @@ const (
 // dispatcher that starts workflows, and the housekeeping kept off the
 // request path (decision 0081): writing API keys' last-used times and
 // deleting long-expired OAuth auth requests and tokens (decision 0152),
-// webhook events past their retention (decision 0153) and uploads no
-// answer named (decision 0155).
+// webhook events past their retention (decision 0153), uploads no
+// answer named (decision 0155) and idempotency keys past their 24 hours
+// (decision 0178).
 func (a *App) Start(ctx context.Context) {
 	go a.Tenancy.WatchCredentialChanges(ctx)
 	go a.Assessment.WatchFinishedResults(ctx)
@@ -144,6 +149,7 @@ func (a *App) Start(ctx context.Context) {
 	go every(ctx, expiredSweepEvery, "unattached upload sweep", func(ctx context.Context) error {
 		return a.Media.SweepUnattached(ctx, a.now())
 	})
+	go every(ctx, expiredSweepEvery, "idempotency key sweep", a.idempotencyKeys.Sweep)
 }
 
 // every runs fn every interval until ctx ends, logging its failures once
@@ -211,6 +217,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("api: %w", err), limiter.Close())
 	}
+	keys := idempotency.New(db, cfg.Now)
 	docs := web.Docs()
 	pages := http.NewServeMux()
 	idp.Routes(pages)
@@ -227,6 +234,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 		},
 		ClientAddrs: cfg.TrustedProxies,
 		Limiter:     limiter,
+		Idempotent:  keys.Middleware,
 		// While an organization's plan cannot be read, the most generous
 		// plan's quota applies: the outage must not turn into 429s.
 		Quotas: limiter.Quotas(planQuota(ten, perMinute),
@@ -263,7 +271,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 		now = time.Now
 	}
 	return &App{Handler: h, Tenancy: ten, Assessment: content, Identity: idp, Media: files, Metrics: metrics, limiter: limiter,
-		webhooks: hooks, now: now, dispatcher: dispatcher}, nil
+		webhooks: hooks, idempotencyKeys: keys, now: now, dispatcher: dispatcher}, nil
 }
 
 // planQuota returns each organization's request quota: its plan's

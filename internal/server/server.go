@@ -73,6 +73,10 @@ type Config struct {
 	// Quotas, when set, holds authenticated requests to their
 	// organization's quota.
 	Quotas *ratelimit.Quotas
+	// Idempotent, when set, wraps every authenticated API handler so that
+	// a POST or PATCH sent with an Idempotency-Key runs once (decision
+	// 0178).
+	Idempotent func(http.Handler) http.Handler
 	// Route names the API route template of a request the API never saw
 	// (refused before it, e.g. unauthenticated), so its metrics and logs
 	// carry the route rather than "unmatched"; "" when none matches.
@@ -90,6 +94,13 @@ func New(cfg Config) http.Handler {
 		clients = &clientaddr.Resolver{}
 	}
 	auth := newAuthenticator(cfg, limiter)
+	idempotent := cfg.Idempotent
+	if idempotent == nil {
+		idempotent = func(h http.Handler) http.Handler { return h }
+	}
+	// authenticated is the API behind authentication: the caller, whose
+	// requests a key belongs to, is known before the key is looked up.
+	authenticated := func(h http.Handler) http.Handler { return auth.middleware(idempotent(h)) }
 	mux := http.NewServeMux()
 	mux.Handle("GET /healthz", named("GET /healthz", http.HandlerFunc(healthz)))
 	mux.Handle("GET /readyz", named("GET /readyz", readyz(cfg.Ready)))
@@ -101,12 +112,12 @@ func New(cfg Config) http.Handler {
 	for pattern, h := range cfg.PageUploads {
 		mux.Handle(pattern, named(pattern, h))
 	}
-	apiChain := limitBody(auth.middleware(jsonErrors(cfg.API)))
+	apiChain := limitBody(authenticated(jsonErrors(cfg.API)))
 	for pattern, h := range cfg.Uploads {
-		mux.Handle(pattern, named(pattern, multipartOr(auth.middleware(h), apiChain)))
+		mux.Handle(pattern, named(pattern, multipartOr(authenticated(h), apiChain)))
 	}
 	for pattern, h := range cfg.Streams {
-		mux.Handle(pattern, named(pattern, auth.middleware(h)))
+		mux.Handle(pattern, named(pattern, authenticated(h)))
 	}
 	mux.Handle("/", apiChain)
 	return withRequestInfo(clients.Middleware(recoverer(cfg.Logger, instrument(cfg.Logger, cfg.Metrics, cfg.Route, securityHeaders(cleanPathsOnly(mux))))))

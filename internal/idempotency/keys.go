@@ -1,0 +1,128 @@
+// Package idempotency makes a POST or PATCH sent with an Idempotency-Key
+// header run once (decision 0178, after the IETF's Idempotency-Key header
+// draft): a retry with the same key, from the same caller, for the same
+// request and body, is answered the first one's response without running
+// again, so a school's system that resends a submission after a lost
+// answer never records the result twice.
+package idempotency
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/assessd/assessd/internal/store"
+)
+
+const (
+	// Retention is how long a key is remembered: a retry after it runs
+	// the request again, as Stripe's keys do after 24 hours.
+	Retention = 24 * time.Hour
+	// Lease is how long a request may hold its key unfinished. A key
+	// still reserved after it belonged to a process that died mid-request,
+	// and the next retry runs the request: longer than any request runs.
+	Lease = 10 * time.Minute
+)
+
+// Keys stores the keys and the responses they answer.
+type Keys struct {
+	db  *store.DB
+	now func() time.Time
+}
+
+// New returns the keys stored in db.
+func New(db *store.DB, now func() time.Time) *Keys {
+	if now == nil {
+		now = time.Now
+	}
+	return &Keys{db: db, now: now}
+}
+
+// use is one use of a key, by a principal, for a request.
+type use struct {
+	principal, key, request string
+}
+
+// stored is what a key holds when its request did not take it fresh.
+type stored struct {
+	request     string
+	bodyHash    []byte // nil until the first request finished
+	status      int    // 0 while the first request runs
+	contentType string
+	response    []byte
+}
+
+// reserve takes the key for u's request, or returns what the key holds.
+// A key past its retention, or reserved past its lease, is taken afresh.
+func (k *Keys) reserve(ctx context.Context, u use) (fresh bool, s stored, err error) {
+	now := k.now()
+	// A reservation released between the two statements below leaves
+	// nothing to read: take the key again, a few times at most.
+	for range 3 {
+		tag, err := k.db.Q(ctx).Exec(ctx, `
+			INSERT INTO idempotency_keys (org_id, principal, key, request, created_at)
+			VALUES (app_org_id(), $1, $2, $3, $4)
+			ON CONFLICT (org_id, principal, key) DO UPDATE
+			   SET request = EXCLUDED.request, created_at = EXCLUDED.created_at,
+			       body_sha256 = NULL, status = NULL, content_type = '', response = NULL
+			 WHERE idempotency_keys.created_at < $5
+			    OR (idempotency_keys.status IS NULL AND idempotency_keys.created_at < $6)`,
+			u.principal, u.key, u.request, now, now.Add(-Retention), now.Add(-Lease))
+		if err != nil {
+			return false, stored{}, fmt.Errorf("idempotency: reserve: %w", err)
+		}
+		if tag.RowsAffected() == 1 {
+			return true, stored{}, nil
+		}
+		var status *int
+		err = k.db.Q(ctx).QueryRow(ctx, `
+			SELECT request, body_sha256, status, content_type, coalesce(response, '')
+			  FROM idempotency_keys WHERE org_id = app_org_id() AND principal = $1 AND key = $2`,
+			u.principal, u.key).Scan(&s.request, &s.bodyHash, &status, &s.contentType, &s.response)
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return false, stored{}, fmt.Errorf("idempotency: read: %w", err)
+		}
+		if status != nil {
+			s.status = *status
+		}
+		return false, s, nil
+	}
+	return false, stored{}, errors.New("idempotency: the key was released three times while read")
+}
+
+// complete stores the response of u's request; bodyHash is its body's.
+func (k *Keys) complete(ctx context.Context, u use, bodyHash []byte, status int, contentType string, response *bytes.Buffer) error {
+	_, err := k.db.Q(ctx).Exec(ctx, `
+		UPDATE idempotency_keys SET body_sha256 = $3, status = $4, content_type = $5, response = $6
+		 WHERE org_id = app_org_id() AND principal = $1 AND key = $2 AND status IS NULL`,
+		u.principal, u.key, bodyHash, status, contentType, response.Bytes())
+	if err != nil {
+		return fmt.Errorf("idempotency: complete: %w", err)
+	}
+	return nil
+}
+
+// release frees the key of u's request, which wrote nothing: a retry runs
+// it again.
+func (k *Keys) release(ctx context.Context, u use) error {
+	_, err := k.db.Q(ctx).Exec(ctx, `
+		DELETE FROM idempotency_keys WHERE org_id = app_org_id() AND principal = $1 AND key = $2 AND status IS NULL`,
+		u.principal, u.key)
+	if err != nil {
+		return fmt.Errorf("idempotency: release: %w", err)
+	}
+	return nil
+}
+
+// Sweep deletes the keys past their retention, of every organization.
+func (k *Keys) Sweep(ctx context.Context) error {
+	_, err := k.db.SweepBefore(ctx, "sweep_idempotency_keys", k.now().Add(-Retention))
+	return err
+}

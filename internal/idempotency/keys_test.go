@@ -1,0 +1,63 @@
+package idempotency
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/internal/testkit/storetest"
+)
+
+// TestKeysLeaseAndRetention: a key reserved by a request that never
+// finished is taken afresh once its lease ends, a finished one is kept for
+// its retention, and the sweep deletes it after, of every organization.
+func TestKeysLeaseAndRetention(t *testing.T) {
+	db := storetest.New(t)
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	k := New(db, func() time.Time { return now })
+	ctx := store.WithOrg(context.Background(), "org_a")
+	if _, err := db.Q(ctx).Exec(ctx, `INSERT INTO orgs (id, name, country, plan, ai_region) VALUES ('org_a', 'A', 'DE', 'free', 'eu')`); err != nil {
+		t.Fatal(err)
+	}
+	u := use{principal: "api_key::usr_1", key: "k1", request: "POST /exams"}
+	reserve := func(what string, wantFresh bool) stored {
+		t.Helper()
+		fresh, s, err := k.reserve(ctx, u)
+		if err != nil || fresh != wantFresh {
+			t.Fatalf("%s: fresh %v, %v; want fresh %v", what, fresh, err, wantFresh)
+		}
+		return s
+	}
+	reserve("first use", true)
+	if s := reserve("while it runs", false); s.status != 0 {
+		t.Fatalf("while it runs: status %d, want none yet", s.status)
+	}
+	now = now.Add(Lease - time.Second)
+	reserve("within the lease", false)
+	now = now.Add(2 * time.Second)
+	reserve("past the lease of a request that never finished", true)
+
+	if err := k.complete(ctx, u, []byte("hash"), 200, "application/json", bytes.NewBufferString(`{"id":"exm_1"}`)); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(Lease + time.Hour)
+	if s := reserve("a finished request, past the lease", false); s.status != 200 || string(s.response) != `{"id":"exm_1"}` {
+		t.Fatalf("the finished request holds %+v", s)
+	}
+	count := func() (n int) {
+		t.Helper()
+		if err := db.Q(ctx).QueryRow(ctx, `SELECT count(*) FROM idempotency_keys`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if err := k.Sweep(context.Background()); err != nil || count() != 1 {
+		t.Fatalf("a sweep within the retention: %v, %d keys left, want 1", err, count())
+	}
+	now = now.Add(Retention)
+	if err := k.Sweep(context.Background()); err != nil || count() != 0 {
+		t.Fatalf("a sweep past the retention: %v, %d keys left, want 0", err, count())
+	}
+}

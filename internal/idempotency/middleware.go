@@ -1,0 +1,172 @@
+package idempotency
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"hash"
+	"io"
+	"log/slog"
+	"net/http"
+
+	"connectrpc.com/connect"
+
+	"github.com/assessd/assessd/api"
+	"github.com/assessd/assessd/tenancy"
+)
+
+// Header is the request header that names a key.
+const Header = "Idempotency-Key"
+
+// ReplayedHeader marks a response answered from a key, not run again.
+const ReplayedHeader = "Idempotent-Replayed"
+
+// maxKeyLength bounds a key, as Stripe's 255 characters.
+const maxKeyLength = 255
+
+// maxComparedBody bounds the body a retry is read for, to compare it with
+// the first one's: past the largest upload the API takes (ten scans of 20
+// MiB), it cannot be that body.
+const maxComparedBody = 256 << 20
+
+// maxTrailingBody bounds what is read after a handler that answered 2xx
+// stopped reading its body: its hash covers the whole body, and a body the
+// handler left longer than this is not worth reading.
+const maxTrailingBody = 64 << 10
+
+// Middleware runs an authenticated POST or PATCH that carries the header
+// once per key, caller and request, and answers its retries the first
+// response: status, Content-Type and body, with Idempotent-Replayed: true.
+// Only a 2xx is kept: any other answer wrote nothing, so a retry runs
+// again. A key in use by a request still running answers 409
+// IDEMPOTENCY_KEY_IN_USE; a key used for another request or body, 422
+// IDEMPOTENCY_KEY_REUSED. Requests without the header pass untouched.
+func (k *Keys) Middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.Header.Get(Header)
+		caller, ok := tenancy.CallerFrom(r.Context())
+		if key == "" || !ok || (r.Method != http.MethodPost && r.Method != http.MethodPatch) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if !validKey(key) {
+			refuse(w, http.StatusBadRequest, connect.CodeInvalidArgument, "INVALID_ARGUMENT", Header, "must be 1 to 255 printable ASCII characters")
+			return
+		}
+		u := use{principal: principal(caller), key: key, request: r.Method + " " + r.URL.RequestURI()}
+		fresh, s, err := k.reserve(r.Context(), u)
+		switch {
+		case err != nil:
+			api.WriteError(w, r, api.ToConnect(r.Context(), err))
+		case fresh:
+			k.run(w, r, u, next)
+		case s.status == 0:
+			w.Header().Set("Retry-After", "1")
+			refuse(w, http.StatusConflict, connect.CodeAborted, "IDEMPOTENCY_KEY_IN_USE", "", "a request with this key is still running; retry when it has answered")
+		case s.request != u.request || !sameBody(r.Body, s.bodyHash):
+			refuse(w, http.StatusUnprocessableEntity, connect.CodeFailedPrecondition, "IDEMPOTENCY_KEY_REUSED", Header, "was used for a different request; use a new key for each request")
+		default:
+			if s.contentType != "" {
+				w.Header().Set("Content-Type", s.contentType)
+			}
+			w.Header().Set(ReplayedHeader, "true")
+			w.WriteHeader(s.status)
+			_, _ = w.Write(s.response) //nolint:gosec // the stored response of this caller's own request, as first served
+		}
+	})
+}
+
+// run serves the request that took the key, keeps its response when it is
+// a 2xx and frees the key otherwise. The key's row is written after the
+// client has its answer, and whatever the client does meanwhile.
+func (k *Keys) run(w http.ResponseWriter, r *http.Request, u use, next http.Handler) {
+	body := &hashingBody{ReadCloser: r.Body, sum: sha256.New()}
+	r.Body = body
+	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
+	defer func() {
+		ctx := context.WithoutCancel(r.Context())
+		var err error
+		if rec.status >= 200 && rec.status < 300 {
+			_, _ = io.CopyN(body.sum, body.ReadCloser, maxTrailingBody)
+			err = k.complete(ctx, u, body.sum.Sum(nil), rec.status, rec.Header().Get("Content-Type"), &rec.body)
+		} else {
+			err = k.release(ctx, u)
+		}
+		if err != nil {
+			// The key stays reserved until its lease ends: a retry
+			// meanwhile is told to wait, then runs again.
+			slog.ErrorContext(ctx, "idempotency key not recorded", "err", err)
+		}
+	}()
+	next.ServeHTTP(rec, r)
+}
+
+// sameBody reports whether body hashes to want, reading all of it.
+func sameBody(body io.Reader, want []byte) bool {
+	sum := sha256.New()
+	if n, err := io.Copy(sum, io.LimitReader(body, maxComparedBody+1)); err != nil || n > maxComparedBody {
+		return false
+	}
+	return subtle.ConstantTimeCompare(sum.Sum(nil), want) == 1
+}
+
+// principal names the caller a key belongs to: the user, the app acting
+// for a user, or the service account, whichever credential they use.
+func principal(c *tenancy.Caller) string {
+	return string(c.Kind) + ":" + c.ClientID + ":" + c.UserID
+}
+
+func validKey(key string) bool {
+	if len(key) > maxKeyLength {
+		return false
+	}
+	for i := range len(key) {
+		if key[i] < 0x20 || key[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// refuse answers the key's refusal; field names the header when the key
+// itself is at fault.
+func refuse(w http.ResponseWriter, status int, code connect.Code, reason, field, message string) {
+	api.WriteErrorStatus(w, status, api.NewError(code, reason, Header+": "+message, field, nil))
+}
+
+// hashingBody hashes a request body as the handler reads it.
+type hashingBody struct {
+	io.ReadCloser
+	sum hash.Hash
+}
+
+func (b *hashingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.sum.Write(p[:n])
+	return n, err
+}
+
+// recorder passes a response through and keeps a copy of it.
+type recorder struct {
+	http.ResponseWriter
+	status      int
+	wroteHeader bool
+	body        bytes.Buffer
+}
+
+func (rec *recorder) WriteHeader(status int) {
+	if !rec.wroteHeader {
+		rec.status, rec.wroteHeader = status, true
+	}
+	rec.ResponseWriter.WriteHeader(status)
+}
+
+func (rec *recorder) Write(p []byte) (int, error) {
+	rec.wroteHeader = true
+	rec.body.Write(p)
+	return rec.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (rec *recorder) Unwrap() http.ResponseWriter { return rec.ResponseWriter }
