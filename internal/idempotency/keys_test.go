@@ -3,11 +3,15 @@ package idempotency
 import (
 	"bytes"
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/internal/testkit/storetest"
+	"github.com/assessd/assessd/tenancy"
 )
 
 // TestKeysLeaseAndRetention: a key reserved by a request that never
@@ -59,5 +63,43 @@ func TestKeysLeaseAndRetention(t *testing.T) {
 	now = now.Add(Retention)
 	if err := k.Sweep(context.Background()); err != nil || count() != 0 {
 		t.Fatalf("a sweep past the retention: %v, %d keys left, want 0", err, count())
+	}
+}
+
+// TestAPanicFreesTheKey: a request whose handler panicked (the recoverer
+// answers it 500) wrote nothing that counts, so its retry runs, and is
+// then kept.
+func TestAPanicFreesTheKey(t *testing.T) {
+	db := storetest.New(t)
+	k := New(db, nil)
+	ctx := store.WithOrg(context.Background(), "org_a")
+	if _, err := db.Q(ctx).Exec(ctx, `INSERT INTO orgs (id, name, country, plan, ai_region) VALUES ('org_a', 'A', 'DE', 'free', 'eu')`); err != nil {
+		t.Fatal(err)
+	}
+	ctx = tenancy.WithCaller(context.Background(), &tenancy.Caller{Kind: tenancy.KindAPIKey, OrgID: "org_a", UserID: "usr_1"})
+	runs := 0
+	h := k.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if runs++; runs == 1 {
+			panic("the first run fails") //nolint:forbidigo // the panic the recoverer answers 500
+		}
+		_, _ = w.Write([]byte(`{"id":"exm_1"}`))
+	}))
+	send := func() *httptest.ResponseRecorder {
+		t.Helper()
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/exams", strings.NewReader(`{"name":"E"}`))
+		req.Header.Set(Header, "k1")
+		func() {
+			defer func() { _ = recover() }()
+			h.ServeHTTP(rec, req)
+		}()
+		return rec
+	}
+	send()
+	if rec := send(); runs != 2 || rec.Body.String() != `{"id":"exm_1"}` || rec.Header().Get(ReplayedHeader) != "" {
+		t.Fatalf("the retry after a panic: %d runs, %q replayed %q", runs, rec.Body, rec.Header().Get(ReplayedHeader))
+	}
+	if rec := send(); runs != 2 || rec.Body.String() != `{"id":"exm_1"}` || rec.Header().Get(ReplayedHeader) != "true" {
+		t.Fatalf("the retry after the success: %d runs, %q", runs, rec.Body)
 	}
 }

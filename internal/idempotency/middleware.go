@@ -78,16 +78,18 @@ func (k *Keys) Middleware(next http.Handler) http.Handler {
 }
 
 // run serves the request that took the key, keeps its response when it is
-// a 2xx and frees the key otherwise. The key's row is written after the
-// client has its answer, and whatever the client does meanwhile.
+// a 2xx and frees the key otherwise, a panic included. The key's row is
+// written before the response is finished, so a retry sent after the
+// answer arrived finds it; and whatever the client does meanwhile.
 func (k *Keys) run(w http.ResponseWriter, r *http.Request, u use, next http.Handler) {
 	body := &hashingBody{ReadCloser: r.Body, sum: sha256.New()}
 	r.Body = body
 	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
+	returned := false
 	defer func() {
 		ctx := context.WithoutCancel(r.Context())
 		var err error
-		if rec.status >= 200 && rec.status < 300 {
+		if returned && rec.status >= 200 && rec.status < 300 {
 			_, _ = io.CopyN(body.sum, body.ReadCloser, maxTrailingBody)
 			err = k.complete(ctx, u, body.sum.Sum(nil), rec.status, rec.Header().Get("Content-Type"), &rec.body)
 		} else {
@@ -100,6 +102,7 @@ func (k *Keys) run(w http.ResponseWriter, r *http.Request, u use, next http.Hand
 		}
 	}()
 	next.ServeHTTP(rec, r)
+	returned = true
 }
 
 // sameBody reports whether body hashes to want, reading all of it.
