@@ -50,8 +50,9 @@ func hostileRounds(t *testing.T) (rounds int, seed uint64) {
 // TestHostileInputOverOpenAPI sends seeded, mutated requests to every JSON
 // operation the OpenAPI description publishes, as an owner: mutated bodies
 // (type swaps, NUL and invalid UTF-8, huge numbers, deep nesting, unknown
-// fields, truncated or empty JSON), mutated query parameters and
-// malformed path ids. No answer may be a 5xx, and every error must have
+// fields, truncated or empty JSON), mutated query parameters, malformed
+// path ids and, on one request in four, an Idempotency-Key reused across
+// requests or malformed. No answer may be a 5xx, and every error must have
 // API.md's shape: code, message and an ErrorInfo with an UPPER_SNAKE
 // reason, never naming internal (proto) identifiers.
 func TestHostileInputOverOpenAPI(t *testing.T) {
@@ -69,12 +70,11 @@ func TestHostileInputOverOpenAPI(t *testing.T) {
 	var failures []string
 	send := func(method, target string, body []byte, hasBody bool) {
 		sent++
-		var r response
+		var payload any
 		if hasBody {
-			r = e.do(method, target, key, string(body))
-		} else {
-			r = e.do(method, target, key, nil)
+			payload = string(body)
 		}
+		r := e.doWith(method, target, key, payload, hostileIdempotencyKey(rng))
 		if r.status >= 500 {
 			fiveXX++
 		}
@@ -116,6 +116,17 @@ func TestHostileInputOverOpenAPI(t *testing.T) {
 	if len(ops) < 25 || sent < 1000 {
 		t.Fatalf("only %d operations and %d requests: is the OpenAPI description read?", len(ops), sent)
 	}
+}
+
+// hostileIdempotencyKey is, for one request in four, an Idempotency-Key
+// header: one of a few reused keys (so bodies and paths collide on them),
+// or a malformed one.
+func hostileIdempotencyKey(rng *rand.Rand) http.Header {
+	keys := []string{"k1", "k2", "k3", "", strings.Repeat("k", 256), "caf\u00e9", "tab\tkey", "k1 "}
+	if rng.IntN(4) > 0 {
+		return nil
+	}
+	return http.Header{"Idempotency-Key": {pick(rng, keys)}}
 }
 
 // apiOperation is one JSON operation of the OpenAPI description.
