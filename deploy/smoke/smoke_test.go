@@ -225,9 +225,10 @@ func newTenant(t *testing.T, a *app.App, country string) tenant {
 	return tn
 }
 
-// sendTraffic feeds every dashboard: API calls (fine, 404, unauthenticated),
-// an AI-graded result in the organization's region, an embed session
-// opened, an OAuth token issued and one refused, and the login page.
+// sendTraffic feeds every dashboard: API calls (fine, 404, unauthenticated,
+// resent with an Idempotency-Key), an AI-graded result in the
+// organization's region, an embed session opened, an OAuth token issued and
+// one refused, and the login page.
 func sendTraffic(t *testing.T, base string, a *app.App, tn tenant) {
 	exam, err := a.Assessment.CreateExam(tn.ctx, assessment.NewExam{Name: "Plants", Language: "en"})
 	if err != nil {
@@ -246,6 +247,10 @@ func sendTraffic(t *testing.T, base string, a *app.App, tn tenant) {
 	call(t, "GET", base+"/exams/"+exam.ID, tn.teacher, nil, http.StatusOK)
 	call(t, "GET", base+"/exams/exm_01ARZ3NDEKTSV4RRFFQ69G5FAV", tn.teacher, nil, http.StatusNotFound)
 	call(t, "GET", base+"/exams", "", nil, http.StatusUnauthorized)
+	// A request resent with its Idempotency-Key: run once, then replayed.
+	for range 2 {
+		callWith(t, "POST", base+"/folders", tn.teacher, map[string]any{"name": "Term 1"}, http.StatusOK, http.Header{"Idempotency-Key": {"smoke-1"}})
+	}
 	session := call(t, "POST", base+"/embed-sessions", tn.teacher, map[string]any{"flow": "student-exam", "actor": tn.student, "examId": exam.ID}, http.StatusOK)
 	call(t, "GET", base+"/embed/"+session["id"].(string), "", nil, http.StatusOK)
 
@@ -284,6 +289,12 @@ func sendTraffic(t *testing.T, base string, a *app.App, tn tenant) {
 // call sends an API request and checks its status.
 func call(t *testing.T, method, u, key string, body any, want int) map[string]any {
 	t.Helper()
+	return callWith(t, method, u, key, body, want, nil)
+}
+
+// callWith is call with extra request headers.
+func callWith(t *testing.T, method, u, key string, body any, want int, header http.Header) map[string]any {
+	t.Helper()
 	var r io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
@@ -295,6 +306,9 @@ func call(t *testing.T, method, u, key string, body any, want int) map[string]an
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range header {
+		req.Header[k] = v
 	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {

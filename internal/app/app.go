@@ -217,7 +217,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("api: %w", err), limiter.Close())
 	}
-	keys := idempotency.New(db, cfg.Now)
+	keys := idempotency.New(db, cfg.Now, metrics.Registry, metrics.Org)
 	docs := web.Docs()
 	pages := http.NewServeMux()
 	idp.Routes(pages)

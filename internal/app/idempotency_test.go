@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -134,6 +135,13 @@ func TestIdempotencyKeys(t *testing.T) {
 	for _, key := range []string{strings.Repeat("k", 256), "caf\u00e9", "tab\tkey"} {
 		if r := submit(teacher, key, submission).must(t, http.StatusBadRequest); r.field() != "Idempotency-Key" {
 			t.Errorf("key %q: %s", key, r.raw)
+		}
+	}
+	// Operators see the keys' outcomes per organization.
+	for outcome, want := range map[string]int{"run": 6, "replayed": 2, "in_use": 1, "reused": 2, "invalid": 3} {
+		prefix := `assessd_idempotency_keys_total{org="` + school.org.ID + `",outcome="` + outcome + `"} `
+		if line := e.metricLine(prefix); line != prefix+strconv.Itoa(want) {
+			t.Errorf("metric %q, want %d", line, want)
 		}
 	}
 }

@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/observability/promreg"
 )
 
 const (
@@ -32,15 +34,38 @@ const (
 type Keys struct {
 	db  *store.DB
 	now func() time.Time
+	// uses counts the keyed requests by organization and outcome.
+	uses *prometheus.CounterVec
+	org  func(id string) string
 }
 
-// New returns the keys stored in db.
-func New(db *store.DB, now func() time.Time) *Keys {
+// The outcome label values of assessd_idempotency_keys_total.
+const (
+	outcomeRun      = "run"      // the key was fresh: the request ran
+	outcomeReplayed = "replayed" // the first response was answered again
+	outcomeInUse    = "in_use"   // the first request was still running
+	outcomeReused   = "reused"   // the key named another request
+	outcomeInvalid  = "invalid"  // the key was malformed
+)
+
+// New returns the keys stored in db, counted on reg with org labelling an
+// organization (bounded cardinality, observability.Metrics.Org). now and
+// reg may be nil.
+func New(db *store.DB, now func() time.Time, reg prometheus.Registerer, org func(id string) string) *Keys {
 	if now == nil {
 		now = time.Now
 	}
-	return &Keys{db: db, now: now}
+	if org == nil {
+		org = func(id string) string { return id }
+	}
+	uses := promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "assessd_idempotency_keys_total",
+		Help: "Requests sent with an Idempotency-Key, by organization and outcome (run, replayed, in_use, reused, invalid).",
+	}, []string{"org", "outcome"}))
+	return &Keys{db: db, now: now, uses: uses, org: org}
 }
+
+func (k *Keys) count(orgID, outcome string) { k.uses.WithLabelValues(k.org(orgID), outcome).Inc() }
 
 // use is one use of a key, by a principal, for a request.
 type use struct {

@@ -20,7 +20,7 @@ import (
 func TestKeysLeaseAndRetention(t *testing.T) {
 	db := storetest.New(t)
 	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
-	k := New(db, func() time.Time { return now })
+	k := New(db, func() time.Time { return now }, nil, nil)
 	ctx := store.WithOrg(context.Background(), "org_a")
 	if _, err := db.Q(ctx).Exec(ctx, `INSERT INTO orgs (id, name, country, plan, ai_region) VALUES ('org_a', 'A', 'DE', 'free', 'eu')`); err != nil {
 		t.Fatal(err)
@@ -71,7 +71,7 @@ func TestKeysLeaseAndRetention(t *testing.T) {
 // then kept.
 func TestAPanicFreesTheKey(t *testing.T) {
 	db := storetest.New(t)
-	k := New(db, nil)
+	k := New(db, nil, nil, nil)
 	ctx := store.WithOrg(context.Background(), "org_a")
 	if _, err := db.Q(ctx).Exec(ctx, `INSERT INTO orgs (id, name, country, plan, ai_region) VALUES ('org_a', 'A', 'DE', 'free', 'eu')`); err != nil {
 		t.Fatal(err)

@@ -51,6 +51,7 @@ func (k *Keys) Middleware(next http.Handler) http.Handler {
 			return
 		}
 		if !validKey(key) {
+			k.count(caller.OrgID, outcomeInvalid)
 			refuse(w, http.StatusBadRequest, connect.CodeInvalidArgument, "INVALID_ARGUMENT", Header, "must be 1 to 255 printable ASCII characters")
 			return
 		}
@@ -60,13 +61,17 @@ func (k *Keys) Middleware(next http.Handler) http.Handler {
 		case err != nil:
 			api.WriteError(w, r, api.ToConnect(r.Context(), err))
 		case fresh:
+			k.count(caller.OrgID, outcomeRun)
 			k.run(w, r, u, next)
 		case s.status == 0:
+			k.count(caller.OrgID, outcomeInUse)
 			w.Header().Set("Retry-After", "1")
 			refuse(w, http.StatusConflict, connect.CodeAborted, "IDEMPOTENCY_KEY_IN_USE", "", "a request with this key is still running; retry when it has answered")
 		case s.request != u.request || !sameBody(r.Body, s.bodyHash):
+			k.count(caller.OrgID, outcomeReused)
 			refuse(w, http.StatusUnprocessableEntity, connect.CodeFailedPrecondition, "IDEMPOTENCY_KEY_REUSED", Header, "was used for a different request; use a new key for each request")
 		default:
+			k.count(caller.OrgID, outcomeReplayed)
 			if s.contentType != "" {
 				w.Header().Set("Content-Type", s.contentType)
 			}
