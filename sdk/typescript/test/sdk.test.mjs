@@ -131,9 +131,14 @@ test("assessment, generation and embed methods", async () => {
   const quality = await client.getQuestionQuality({ examId: exam.id, questionId: question.id });
   assert.equal(typeof quality.score, "number");
   const me = await client.getMe();
-  const result = await client.submitResult({ examId: exam.id, userId: me.id, answers: [{ questionId: question.id, value: true }] });
+  // Resent with its Idempotency-Key (a lost answer), the submission is
+  // recorded once and answered the same.
+  const submission = { examId: exam.id, userId: me.id, answers: [{ questionId: question.id, value: true }] };
+  const once = { headers: { "Idempotency-Key": "sdk-submission-1" } };
+  const result = await client.submitResult(submission, once);
   assert.equal(result.status, "graded");
   assert.equal(result.score, 2);
+  assert.deepEqual(await client.submitResult(submission, once), result);
   const summary = await client.getResultsSummary({ examId: exam.id });
   assert.equal(summary.count, 1);
   const read = await client.getQuestion({ examId: exam.id, questionId: question.id });
