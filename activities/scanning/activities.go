@@ -194,7 +194,8 @@ func (a *Activities) ReadPage(ctx context.Context, in wf.PageInput) error {
 func (a *Activities) read(ctx context.Context, p scanning.PageToRead, done func()) (scanning.Reading, error) {
 	exam, questions, err := a.Scans.Questions(ctx, p.ExamID)
 	if err != nil {
-		return scanning.Reading{}, err
+		// Deleted since its page was loaded, and the scan with it.
+		return scanning.Reading{}, workflows.PermanentIfGone(err, "the exam")
 	}
 	reader, err := answersheet.NewReader(exam, questions)
 	if err != nil {

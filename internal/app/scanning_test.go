@@ -665,3 +665,42 @@ func TestSplitWaitsForItsMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// examDeletedAfterImage is the scans store with a page's exam deleted
+// just after the page's image was loaded: the reading is under way.
+type examDeletedAfterImage struct {
+	*scanning.Service
+	deleteExam func() error
+}
+
+func (s examDeletedAfterImage) PageImage(ctx context.Context, scanID string, page int) (scanning.PageToRead, error) {
+	p, err := s.Service.PageImage(ctx, scanID, page)
+	if err == nil {
+		err = s.deleteExam()
+	}
+	return p, err
+}
+
+// A page whose exam is deleted while it is read fails for good at once:
+// its retries could only meet the deleted exam again.
+func TestAPageReadAsItsExamIsDeletedIsNotRetried(t *testing.T) {
+	t.Parallel()
+	e, tn, teacher, exam := newScanSchool(t)
+	scanID := str(e.upload(exam, teacher, encodePNG(t, image.NewGray(image.Rect(0, 0, 620, 877)))).must(t, 200).body, "id")
+	ctx := store.WithOrg(context.Background(), tn.org.ID)
+	svc := examDeletedAfterImage{Service: scanning.NewService(e.db, e.app.Assessment, e.app.Tenancy, nil), deleteExam: func() error {
+		if r := e.do("DELETE", "/exams/"+exam, teacher, nil); r.status != http.StatusOK {
+			return fmt.Errorf("delete the exam: %d %s", r.status, r.raw)
+		}
+		return nil
+	}}
+	if pages, err := svc.Split(ctx, scanID, nil); err != nil || len(pages) != 1 {
+		t.Fatalf("pages %v, %v", pages, err)
+	}
+	acts := &scanningactivities.Activities{Scans: svc, Region: tn.org.AIRegion,
+		Metrics: scanningactivities.NewMetrics(nil, func(s string) string { return s })}
+	err := <-startActivity(acts.ReadPage, scanningworkflow.PageInput{OrgID: tn.org.ID, ScanID: scanID, Page: 1, Region: tn.org.AIRegion})
+	if !workflows.IsPermanent(err) || !strings.Contains(err.Error(), "the exam was deleted") {
+		t.Fatalf("reading a page as its exam is deleted: %v", err)
+	}
+}
