@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -24,10 +25,11 @@ const (
 	// Retention is how long a key is remembered: a retry after it runs
 	// the request again, as Stripe's keys do after 24 hours.
 	Retention = 24 * time.Hour
-	// Lease is how long a request may hold its key unfinished. A key
-	// still reserved after it belonged to a process that died mid-request,
-	// and the next retry runs the request: longer than any request runs.
-	Lease = 10 * time.Minute
+	// Lease is how long a reservation lasts unless renewed. A running
+	// request renews its own every Lease/4, however long its upload takes;
+	// a key still reserved after its lease belonged to a process that died
+	// mid-request, and the next retry runs the request.
+	Lease = 2 * time.Minute
 )
 
 // Keys stores the keys and the responses they answer.
@@ -37,6 +39,8 @@ type Keys struct {
 	// uses counts the keyed requests by organization and outcome.
 	uses *prometheus.CounterVec
 	org  func(id string) string
+	// renewEvery is how often a running request renews its reservation.
+	renewEvery time.Duration
 }
 
 // The outcome label values of assessd_idempotency_keys_total.
@@ -62,7 +66,7 @@ func New(db *store.DB, now func() time.Time, reg prometheus.Registerer, org func
 		Name: "assessd_idempotency_keys_total",
 		Help: "Requests sent with an Idempotency-Key, by organization and outcome (run, replayed, in_use, reused, invalid).",
 	}, []string{"org", "outcome"}))
-	return &Keys{db: db, now: now, uses: uses, org: org}
+	return &Keys{db: db, now: now, uses: uses, org: org, renewEvery: Lease / 4}
 }
 
 func (k *Keys) count(orgID, outcome string) { k.uses.WithLabelValues(k.org(orgID), outcome).Inc() }
@@ -132,6 +136,43 @@ func (k *Keys) complete(ctx context.Context, u use, bodyHash []byte, status int,
 		return fmt.Errorf("idempotency: complete: %w", err)
 	}
 	return nil
+}
+
+// renew restarts the lease of u's reservation, its request still running.
+func (k *Keys) renew(ctx context.Context, u use) error {
+	_, err := k.db.Q(ctx).Exec(ctx, `
+		UPDATE idempotency_keys SET created_at = $3
+		 WHERE org_id = app_org_id() AND principal = $1 AND key = $2 AND status IS NULL`,
+		u.principal, u.key, k.now())
+	if err != nil {
+		return fmt.Errorf("idempotency: renew: %w", err)
+	}
+	return nil
+}
+
+// keepReserved renews u's reservation every renewEvery until stop is
+// called or ctx ends; stop returns once no renewal runs.
+func (k *Keys) keepReserved(ctx context.Context, u use) (stop func()) {
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(k.renewEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if err := k.renew(ctx, u); err != nil && ctx.Err() == nil {
+					// The next tick tries again; the lease leaves three.
+					slog.WarnContext(ctx, "idempotency key not renewed", "err", err)
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }
 }
 
 // release frees the key of u's request, which wrote nothing: a retry runs

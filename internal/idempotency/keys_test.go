@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -101,5 +102,58 @@ func TestAPanicFreesTheKey(t *testing.T) {
 	}
 	if rec := send(); runs != 2 || rec.Body.String() != `{"id":"exm_1"}` || rec.Header().Get(ReplayedHeader) != "true" {
 		t.Fatalf("the retry after the success: %d runs, %q", runs, rec.Body)
+	}
+}
+
+// TestARunningRequestKeepsItsKey: a request that runs past the lease (a
+// slow upload) renews its reservation, so a retry meanwhile is told to
+// wait rather than run beside it.
+func TestARunningRequestKeepsItsKey(t *testing.T) {
+	db := storetest.New(t)
+	var mu sync.Mutex
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	k := New(db, clock, nil, nil)
+	k.renewEvery = 5 * time.Millisecond
+	ctx := store.WithOrg(context.Background(), "org_a")
+	if _, err := db.Q(ctx).Exec(ctx, `INSERT INTO orgs (id, name, country, plan, ai_region) VALUES ('org_a', 'A', 'DE', 'free', 'eu')`); err != nil {
+		t.Fatal(err)
+	}
+	started, finish := make(chan struct{}), make(chan struct{})
+	h := k.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(started)
+		<-finish
+		_, _ = w.Write([]byte(`{"id":"imp_1"}`))
+	}))
+	req := httptest.NewRequestWithContext(tenancy.WithCaller(context.Background(), &tenancy.Caller{Kind: tenancy.KindAPIKey, OrgID: "org_a", UserID: "usr_1"}),
+		http.MethodPost, "/exam-imports", strings.NewReader("zip"))
+	req.Header.Set(Header, "k1")
+	served := make(chan struct{})
+	go func() { h.ServeHTTP(httptest.NewRecorder(), req); close(served) }()
+	<-started
+
+	mu.Lock()
+	now = now.Add(Lease + time.Second)
+	mu.Unlock()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		var at time.Time
+		if err := db.Q(ctx).QueryRow(ctx, `SELECT created_at FROM idempotency_keys`).Scan(&at); err != nil {
+			t.Fatal(err)
+		}
+		if at.Equal(clock()) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the reservation of a running request was not renewed: %v", at)
+		}
+	}
+	u := use{principal: "api_key::usr_1", key: "k1", request: "POST /exam-imports"}
+	if fresh, s, err := k.reserve(ctx, u); fresh || s.status != 0 || err != nil {
+		t.Fatalf("a retry past the first lease: fresh %v, status %d, %v; want the key in use", fresh, s.status, err)
+	}
+	close(finish)
+	<-served
+	if fresh, s, err := k.reserve(ctx, u); fresh || s.status != http.StatusOK || err != nil {
+		t.Fatalf("a retry after the request: fresh %v, status %d, %v; want its response", fresh, s.status, err)
 	}
 }

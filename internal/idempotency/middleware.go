@@ -82,8 +82,9 @@ func (k *Keys) Middleware(next http.Handler) http.Handler {
 	})
 }
 
-// run serves the request that took the key, keeps its response when it is
-// a 2xx and frees the key otherwise, a panic included. The key's row is
+// run serves the request that took the key, renewing its reservation
+// while it runs, keeps its response when it is a 2xx and frees the key
+// otherwise, a panic included. The key's row is
 // written before the response is finished, so a retry sent after the
 // answer arrived finds it; and whatever the client does meanwhile.
 func (k *Keys) run(w http.ResponseWriter, r *http.Request, u use, next http.Handler) {
@@ -91,7 +92,9 @@ func (k *Keys) run(w http.ResponseWriter, r *http.Request, u use, next http.Hand
 	r.Body = body
 	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
 	returned := false
+	stopRenewing := k.keepReserved(r.Context(), u)
 	defer func() {
+		stopRenewing()
 		ctx := context.WithoutCancel(r.Context())
 		var err error
 		if returned && rec.status >= 200 && rec.status < 300 {
