@@ -13,6 +13,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
+	"github.com/assessd/assessd/internal/platform/repeat"
 	"github.com/assessd/assessd/workflows"
 )
 
@@ -20,22 +21,7 @@ import (
 // returned function is called, so a worker that dies mid-call is noticed
 // within the activity's heartbeat timeout.
 func Heartbeat(ctx context.Context, interval time.Duration) (stop func()) {
-	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				activity.RecordHeartbeat(ctx)
-			}
-		}
-	}()
-	return func() { close(done) }
+	return repeat.Every(ctx, interval, func() { activity.RecordHeartbeat(ctx) })
 }
 
 // MaxResultBytes bounds what an activity hands back to its workflow

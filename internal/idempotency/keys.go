@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/assessd/assessd/internal/platform/repeat"
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/observability/promreg"
 )
@@ -153,26 +154,12 @@ func (k *Keys) renew(ctx context.Context, u use) error {
 // keepReserved renews u's reservation every renewEvery until stop is
 // called or ctx ends; stop returns once no renewal runs.
 func (k *Keys) keepReserved(ctx context.Context, u use) (stop func()) {
-	done, stopped := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(stopped)
-		t := time.NewTicker(k.renewEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if err := k.renew(ctx, u); err != nil && ctx.Err() == nil {
-					// The next tick tries again; the lease leaves three.
-					slog.WarnContext(ctx, "idempotency key not renewed", "err", err)
-				}
-			}
+	return repeat.Every(ctx, k.renewEvery, func() {
+		if err := k.renew(ctx, u); err != nil && ctx.Err() == nil {
+			// The next tick tries again; the lease leaves three.
+			slog.WarnContext(ctx, "idempotency key not renewed", "err", err)
 		}
-	}()
-	return func() { close(done); <-stopped }
+	})
 }
 
 // release frees the key of u's request, which wrote nothing: a retry runs
