@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"image"
 	"net/http"
 	"strconv"
 	"strings"
@@ -168,5 +169,29 @@ func TestIdempotencyKeysOnAStreamedImport(t *testing.T) {
 	}
 	if n := len(items(e.do("GET", "/exams", teacher, nil).must(t, http.StatusOK).body, "exams")); n != 2 {
 		t.Fatalf("%d exams after an exam's import and its retry, want 2", n)
+	}
+}
+
+// TestIdempotencyKeysOnAFormSentAgain: a scan upload sent again builds its
+// multipart form anew, with another boundary, and is still the same
+// request: one scan, the first answer replayed.
+func TestIdempotencyKeysOnAFormSentAgain(t *testing.T) {
+	t.Parallel()
+	e, tn, teacher, exam := newScanSchool(t)
+	page := encodePNG(t, image.NewGray(image.Rect(0, 0, 620, 877)))
+	keyed := func() http.Header { return http.Header{"Idempotency-Key": {"scan-1"}} }
+	first := e.uploadWith(exam, teacher, keyed(), page).must(t, http.StatusOK)
+	again := e.uploadWith(exam, teacher, keyed(), page).must(t, http.StatusOK)
+	if string(again.raw) != string(first.raw) || again.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("the form sent again answered %s, want %s replayed", again.raw, first.raw)
+	}
+	other := encodePNG(t, image.NewGray(image.Rect(0, 0, 621, 877)))
+	if r := e.uploadWith(exam, teacher, keyed(), other); r.status != http.StatusUnprocessableEntity {
+		t.Fatalf("another file with the key: %d %s", r.status, r.raw)
+	}
+	ctx := store.WithOrg(context.Background(), tn.org.ID)
+	var scans int
+	if err := e.db.Q(ctx).QueryRow(ctx, `SELECT count(*) FROM answer_sheet_scans WHERE exam_id = $1`, exam).Scan(&scans); err != nil || scans != 1 {
+		t.Fatalf("%d scans (%v), want 1", scans, err)
 	}
 }

@@ -118,6 +118,13 @@ func newScanEnv(t *testing.T) *scanEnv {
 // upload posts files as a multipart scan request.
 func (s *env) upload(examID, key string, files ...[]byte) response {
 	s.t.Helper()
+	return s.uploadWith(examID, key, http.Header{}, files...)
+}
+
+// uploadWith is upload with extra headers. Each call draws its own
+// multipart boundary, as clients do.
+func (s *env) uploadWith(examID, key string, header http.Header, files ...[]byte) response {
+	s.t.Helper()
 	var body bytes.Buffer
 	mw := multipart.NewWriter(&body)
 	for i, f := range files {
@@ -128,8 +135,8 @@ func (s *env) upload(examID, key string, files ...[]byte) response {
 		_, _ = part.Write(f)
 	}
 	_ = mw.Close()
-	return s.doWith("POST", "/exams/"+examID+"/answer-sheet-scans", key, body.String(),
-		http.Header{"Content-Type": {mw.FormDataContentType()}})
+	header.Set("Content-Type", mw.FormDataContentType())
+	return s.doWith("POST", "/exams/"+examID+"/answer-sheet-scans", key, body.String(), header)
 }
 
 // sheets downloads the printable sheets and rasterizes them.

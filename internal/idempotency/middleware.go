@@ -3,9 +3,7 @@ package idempotency
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"crypto/subtle"
-	"hash"
 	"io"
 	"log/slog"
 	"net/http"
@@ -67,7 +65,7 @@ func (k *Keys) Middleware(next http.Handler) http.Handler {
 			k.count(caller.OrgID, outcomeInUse)
 			w.Header().Set("Retry-After", "1")
 			refuse(w, http.StatusConflict, connect.CodeAborted, "IDEMPOTENCY_KEY_IN_USE", "", "a request with this key is still running; retry when it has answered")
-		case s.request != u.request || !sameBody(r.Body, s.bodyHash):
+		case s.request != u.request || !sameBody(r, s.bodyHash):
 			k.count(caller.OrgID, outcomeReused)
 			refuse(w, http.StatusUnprocessableEntity, connect.CodeFailedPrecondition, "IDEMPOTENCY_KEY_REUSED", Header, "was used for a different request; use a new key for each request")
 		default:
@@ -88,7 +86,7 @@ func (k *Keys) Middleware(next http.Handler) http.Handler {
 // written before the response is finished, so a retry sent after the
 // answer arrived finds it; and whatever the client does meanwhile.
 func (k *Keys) run(w http.ResponseWriter, r *http.Request, u use, next http.Handler) {
-	body := &hashingBody{ReadCloser: r.Body, sum: sha256.New()}
+	body := &hashingBody{ReadCloser: r.Body, sum: newBodyHash(r.Header.Get("Content-Type"))}
 	r.Body = body
 	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
 	returned := false
@@ -99,7 +97,7 @@ func (k *Keys) run(w http.ResponseWriter, r *http.Request, u use, next http.Hand
 		var err error
 		if returned && rec.status >= 200 && rec.status < 300 {
 			_, _ = io.CopyN(body.sum, body.ReadCloser, maxTrailingBody)
-			err = k.complete(ctx, u, body.sum.Sum(nil), rec.status, rec.Header().Get("Content-Type"), &rec.body)
+			err = k.complete(ctx, u, body.sum.Sum(), rec.status, rec.Header().Get("Content-Type"), &rec.body)
 		} else {
 			err = k.release(ctx, u)
 		}
@@ -113,13 +111,14 @@ func (k *Keys) run(w http.ResponseWriter, r *http.Request, u use, next http.Hand
 	returned = true
 }
 
-// sameBody reports whether body hashes to want, reading all of it.
-func sameBody(body io.Reader, want []byte) bool {
-	sum := sha256.New()
-	if n, err := io.Copy(sum, io.LimitReader(body, maxComparedBody+1)); err != nil || n > maxComparedBody {
+// sameBody reports whether r's body has the fingerprint want, reading all
+// of it.
+func sameBody(r *http.Request, want []byte) bool {
+	sum := newBodyHash(r.Header.Get("Content-Type"))
+	if n, err := io.Copy(sum, io.LimitReader(r.Body, maxComparedBody+1)); err != nil || n > maxComparedBody {
 		return false
 	}
-	return subtle.ConstantTimeCompare(sum.Sum(nil), want) == 1
+	return subtle.ConstantTimeCompare(sum.Sum(), want) == 1
 }
 
 // principal names the caller a key belongs to: the user, the app acting
@@ -149,12 +148,12 @@ func refuse(w http.ResponseWriter, status int, code connect.Code, reason, field,
 // hashingBody hashes a request body as the handler reads it.
 type hashingBody struct {
 	io.ReadCloser
-	sum hash.Hash
+	sum *bodyHash
 }
 
 func (b *hashingBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	b.sum.Write(p[:n])
+	_, _ = b.sum.Write(p[:n]) // a hash never fails
 	return n, err
 }
 
