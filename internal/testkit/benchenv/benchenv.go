@@ -6,10 +6,15 @@ package benchenv
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/url"
+	"os"
+	"os/signal"
 	"slices"
+	"sync"
+	"syscall"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
@@ -33,7 +38,12 @@ type Env struct {
 	// Logger discards: benchmarks print their own figures only.
 	Logger *slog.Logger
 
-	closers []func() error
+	// mu guards what Close releases: an interrupt closes the environment
+	// from another goroutine while Start or StartApp may still add to it.
+	mu       sync.Mutex
+	closed   bool
+	closeErr error
+	closers  []func() error
 }
 
 // Option configures Start.
@@ -60,7 +70,7 @@ func Start(ctx context.Context, prefix string, opts ...Option) (_ *Env, err erro
 	}()
 	dbURL, drop, err := storetest.Create(ctx, prefix)
 	if drop != nil {
-		env.closers = append(env.closers, drop)
+		env.onClose(drop, closeOnSignal(env.Close, exitProcess))
 	}
 	if err != nil {
 		return nil, err
@@ -73,7 +83,7 @@ func Start(ctx context.Context, prefix string, opts ...Option) (_ *Env, err erro
 	if env.DB, err = store.Open(ctx, env.URL); err != nil {
 		return nil, err
 	}
-	env.closers = append(env.closers, func() error { env.DB.Close(); return nil })
+	env.onClose(func() error { env.DB.Close(); return nil })
 	if !o.temporal {
 		return env, nil
 	}
@@ -81,11 +91,11 @@ func Start(ctx context.Context, prefix string, opts ...Option) (_ *Env, err erro
 	if err != nil {
 		return nil, err
 	}
-	env.closers = append(env.closers, server.Stop)
+	env.onClose(server.Stop)
 	if env.Temporal, err = devenv.DialTemporal(server.Address); err != nil {
 		return nil, err
 	}
-	env.closers = append(env.closers, func() error { env.Temporal.Close(); return nil })
+	env.onClose(func() error { env.Temporal.Close(); return nil })
 	return env, nil
 }
 
@@ -102,7 +112,7 @@ func (e *Env) StartApp(ctx context.Context, baseURL string) (*app.App, error) {
 		return nil, err
 	}
 	ctx, stop := context.WithCancel(ctx)
-	e.closers = append(e.closers, func() error { stop(); return nil })
+	e.onClose(func() error { stop(); return nil })
 	a.Start(ctx)
 	return a, nil
 }
@@ -129,14 +139,55 @@ func (e *Env) Analyze(ctx context.Context) error {
 func Unthrottled(string) int { return 1_000_000_000 }
 
 // Close releases everything Start started, newest first, and reports what
-// failed: a database left behind is worth a failed run.
+// failed: a database left behind is worth a failed run. It runs once,
+// whether the run ends or is interrupted.
 func (e *Env) Close() error {
-	var errs []error
-	for _, c := range slices.Backward(e.closers) {
-		errs = append(errs, c())
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.closed {
+		var errs []error
+		for _, c := range slices.Backward(e.closers) {
+			errs = append(errs, c())
+		}
+		e.closed, e.closers, e.closeErr = true, nil, errors.Join(errs...)
 	}
-	e.closers = nil
-	return errors.Join(errs...)
+	return e.closeErr
+}
+
+// onClose adds cs to what Close releases.
+func (e *Env) onClose(cs ...func() error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.closers = append(e.closers, cs...)
+}
+
+// exitProcess ends an interrupted run; tests replace it.
+var exitProcess = os.Exit
+
+// closeOnSignal has an interrupted run (Ctrl-C, a CI job's SIGTERM) call
+// closeAll before it exits, so that its database, which holds up to
+// 100,000 results, is not left behind. The returned function stops
+// listening.
+func closeOnSignal(closeAll func() error, exit func(code int)) (stop func() error) {
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-signals:
+			signal.Stop(signals)
+			if err := closeAll(); err != nil {
+				fmt.Fprintln(os.Stderr, "benchmark interrupted; releasing its environment:", err)
+			}
+			exit(128 + int(s.(syscall.Signal)))
+		case <-done:
+		}
+	}()
+	return func() error {
+		signal.Stop(signals)
+		close(done)
+		return nil
+	}
 }
 
 func withoutQueryMode(dbURL string) (string, error) {
