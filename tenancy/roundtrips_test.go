@@ -23,11 +23,7 @@ func TestRecordingAWriteCostsNoRoundTrip(t *testing.T) {
 	ctx, stop := context.WithTimeout(context.Background(), 30*time.Second)
 	defer stop()
 	trips := &storetest.RoundTrips{}
-	db, err := store.Open(ctx, storetest.NewURL(t), store.WithTracer(trips))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := storetest.New(t, store.WithTracer(trips))
 	s := tenancy.NewService(db)
 	s.Events = event.NewRecorder(func(resource any) (json.RawMessage, error) { return json.Marshal(resource) })
 	org, err := s.CreateOrg(ctx, tenancy.NewOrg{Name: "X", Country: "US"})

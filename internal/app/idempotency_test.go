@@ -21,7 +21,8 @@ import (
 // TestIdempotencyKeys: a submission resent with its Idempotency-Key is
 // answered the first response and records no second result; the key is
 // the caller's own, bound to its request and body, freed by a refusal,
-// busy while its request runs, and forgotten after 24 hours.
+// busy while its request runs, never run again once it wrote, and
+// forgotten after 24 hours.
 func TestIdempotencyKeys(t *testing.T) {
 	t.Parallel()
 	url := storetest.NewURL(t)
@@ -125,6 +126,24 @@ func TestIdempotencyKeys(t *testing.T) {
 		t.Fatalf("%d results, want 4", n)
 	}
 
+	// A submission notes on its key, in the transaction that records the
+	// result, that it wrote. A process that died before it kept the answer
+	// leaves the key reserved, its lease run out, and unanswered: its
+	// retry is told so, and records no second result.
+	submit(teacher, "submit-4", submission).must(t, http.StatusOK)
+	var wrote bool
+	if err := holder.QueryRow(context.Background(), `
+		UPDATE idempotency_keys SET status = NULL, response = NULL, body_sha256 = NULL, created_at = $1
+		 WHERE key = 'submit-4' RETURNING wrote`, clock().Add(-3*time.Minute)).Scan(&wrote); err != nil || !wrote {
+		t.Fatalf("the submission's key: wrote %v, %v; want it noted", wrote, err)
+	}
+	if r := submit(teacher, "submit-4", submission); r.status != http.StatusConflict || r.reason() != "IDEMPOTENCY_KEY_UNANSWERED" || r.header.Get("Retry-After") != "" {
+		t.Fatalf("the retry of a submission whose process died after it wrote: %d %s", r.status, r.raw)
+	}
+	if n := results(); n != 5 {
+		t.Fatalf("%d results, want 5", n)
+	}
+
 	// Keys are remembered for 24 hours.
 	mu.Lock()
 	now = now.Add(25 * time.Hour)
@@ -139,7 +158,7 @@ func TestIdempotencyKeys(t *testing.T) {
 		}
 	}
 	// Operators see the keys' outcomes per organization.
-	for outcome, want := range map[string]int{"run": 6, "replayed": 2, "in_use": 1, "reused": 2, "invalid": 3} {
+	for outcome, want := range map[string]int{"run": 7, "replayed": 2, "in_use": 1, "reused": 2, "unanswered": 1, "invalid": 3} {
 		prefix := `assessd_idempotency_keys_total{org="` + school.org.ID + `",outcome="` + outcome + `"} `
 		if line := e.metricLine(prefix); line != prefix+strconv.Itoa(want) {
 			t.Errorf("metric %q, want %d", line, want)

@@ -3,6 +3,7 @@ package idempotency
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -22,10 +23,7 @@ func TestKeysLeaseAndRetention(t *testing.T) {
 	db := storetest.New(t)
 	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 	k := New(db, func() time.Time { return now }, nil, nil)
-	ctx := store.WithOrg(context.Background(), "org_a")
-	if _, err := db.Q(ctx).Exec(ctx, `INSERT INTO orgs (id, name, country, plan, ai_region) VALUES ('org_a', 'A', 'DE', 'free', 'eu')`); err != nil {
-		t.Fatal(err)
-	}
+	ctx := newOrg(t, db)
 	u := use{principal: "api_key::usr_1", key: "k1", request: "POST /exams"}
 	reserve := func(what string, wantFresh bool) stored {
 		t.Helper()
@@ -73,11 +71,8 @@ func TestKeysLeaseAndRetention(t *testing.T) {
 func TestAPanicFreesTheKey(t *testing.T) {
 	db := storetest.New(t)
 	k := New(db, nil, nil, nil)
-	ctx := store.WithOrg(context.Background(), "org_a")
-	if _, err := db.Q(ctx).Exec(ctx, `INSERT INTO orgs (id, name, country, plan, ai_region) VALUES ('org_a', 'A', 'DE', 'free', 'eu')`); err != nil {
-		t.Fatal(err)
-	}
-	ctx = tenancy.WithCaller(context.Background(), &tenancy.Caller{Kind: tenancy.KindAPIKey, OrgID: "org_a", UserID: "usr_1"})
+	newOrg(t, db)
+	ctx := tenancy.WithCaller(context.Background(), &tenancy.Caller{Kind: tenancy.KindAPIKey, OrgID: "org_a", UserID: "usr_1"})
 	runs := 0
 	h := k.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if runs++; runs == 1 {
@@ -115,10 +110,7 @@ func TestARunningRequestKeepsItsKey(t *testing.T) {
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	k := New(db, clock, nil, nil)
 	k.renewEvery = 5 * time.Millisecond
-	ctx := store.WithOrg(context.Background(), "org_a")
-	if _, err := db.Q(ctx).Exec(ctx, `INSERT INTO orgs (id, name, country, plan, ai_region) VALUES ('org_a', 'A', 'DE', 'free', 'eu')`); err != nil {
-		t.Fatal(err)
-	}
+	ctx := newOrg(t, db)
 	started, finish := make(chan struct{}), make(chan struct{})
 	h := k.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		close(started)
@@ -156,4 +148,126 @@ func TestARunningRequestKeepsItsKey(t *testing.T) {
 	if fresh, s, err := k.reserve(ctx, u); fresh || s.status != http.StatusOK || err != nil {
 		t.Fatalf("a retry after the request: fresh %v, status %d, %v; want its response", fresh, s.status, err)
 	}
+}
+
+// TestAKeyWhoseRequestWroteNeverRunsTwice: a request notes on its key, in
+// the transaction of each write, that it changed data. A process that dies
+// after such a write, before it kept the answer, leaves a key that its
+// lease's end does not free: the retry is told the answer was lost, and
+// nothing runs twice. A failure after a write is kept and replayed; a
+// panic after one is told at once. A request that only read is run again.
+func TestAKeyWhoseRequestWroteNeverRunsTwice(t *testing.T) {
+	db := storetest.New(t)
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	k := New(db, func() time.Time { return now }, nil, nil)
+	org := newOrg(t, db)
+	users := 0
+	addUser := func(ctx context.Context) error {
+		users++
+		_, err := db.Q(ctx).Exec(ctx, `INSERT INTO users (id, org_id, email, name, role) VALUES ($1, 'org_a', $1 || '@example.com', 'n', 'student')`,
+			fmt.Sprintf("usr_%d", users))
+		return err
+	}
+	countUsers := func() (n int) {
+		t.Helper()
+		if err := db.Q(org).QueryRow(org, `SELECT count(*) FROM users`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	// The process dies after the commit: nothing keeps the answer.
+	u := use{principal: "api_key::usr_0", key: "crash", request: "POST /users"}
+	if fresh, _, err := k.reserve(org, u); !fresh || err != nil {
+		t.Fatalf("first use: fresh %v, %v", fresh, err)
+	}
+	if err := db.Tx(noteWrites(org, u), addUser); err != nil {
+		t.Fatal(err)
+	}
+	if fresh, s, err := k.reserve(org, u); fresh || s.status != 0 || s.unanswered || err != nil {
+		t.Fatalf("within the lease: fresh %v, %+v, %v; want the key in use", fresh, s, err)
+	}
+	now = now.Add(Lease + time.Second)
+	if fresh, s, err := k.reserve(org, u); fresh || !s.unanswered || err != nil {
+		t.Fatalf("past the lease of a request that wrote: fresh %v, %+v, %v; want it unanswered", fresh, s, err)
+	}
+	now = now.Add(Retention)
+	if fresh, _, err := k.reserve(org, u); !fresh || err != nil {
+		t.Fatalf("past the retention: fresh %v, %v; want the key taken afresh", fresh, err)
+	}
+
+	// Through the middleware: a write, then a panic, an error, or a read
+	// and a panic.
+	ctx := tenancy.WithCaller(org, &tenancy.Caller{Kind: tenancy.KindAPIKey, OrgID: "org_a", UserID: "usr_0"})
+	runs := map[string]int{}
+	h := k.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.Header.Get(Header)
+		runs[key]++
+		switch key {
+		case "write-then-panic":
+			if err := db.Tx(r.Context(), addUser); err != nil {
+				t.Error(err)
+			}
+			panic("after the write") //nolint:forbidigo // the panic the recoverer answers 500
+		case "write-then-fail":
+			if err := addUser(r.Context()); err != nil {
+				t.Error(err)
+			}
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = w.Write([]byte(`{"reason":"LATER_STEP"}`))
+		case "read-then-panic":
+			if runs[key] == 1 {
+				var n int
+				if err := db.Q(r.Context()).QueryRow(r.Context(), `SELECT count(*) FROM users`).Scan(&n); err != nil {
+					t.Error(err)
+				}
+				panic("after the read") //nolint:forbidigo // the panic the recoverer answers 500
+			}
+			_, _ = w.Write([]byte(`{}`))
+		}
+	}))
+	send := func(key, path string) *httptest.ResponseRecorder {
+		t.Helper()
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequestWithContext(ctx, http.MethodPost, path, strings.NewReader(`{"name":"n"}`))
+		req.Header.Set(Header, key)
+		func() {
+			defer func() { _ = recover() }()
+			h.ServeHTTP(rec, req)
+		}()
+		return rec
+	}
+	before := countUsers()
+	send("write-then-panic", "/users")
+	if rec := send("write-then-panic", "/users"); rec.Code != http.StatusConflict || !strings.Contains(rec.Body.String(), "IDEMPOTENCY_KEY_UNANSWERED") {
+		t.Errorf("the retry of a request that panicked after a write: %d %s", rec.Code, rec.Body)
+	}
+	if rec := send("write-then-panic", "/exams"); rec.Code != http.StatusUnprocessableEntity {
+		t.Errorf("its key on another path: %d %s, want 422", rec.Code, rec.Body)
+	}
+	send("write-then-fail", "/users")
+	if rec := send("write-then-fail", "/users"); rec.Code != http.StatusBadRequest || rec.Body.String() != `{"reason":"LATER_STEP"}` || rec.Header().Get(ReplayedHeader) != "true" {
+		t.Errorf("the retry of a request that failed after a write: %d %q replayed %q", rec.Code, rec.Body, rec.Header().Get(ReplayedHeader))
+	}
+	send("read-then-panic", "/users")
+	if rec := send("read-then-panic", "/users"); rec.Code != http.StatusOK || rec.Header().Get(ReplayedHeader) != "" {
+		t.Errorf("the retry of a request that panicked after a read: %d %s", rec.Code, rec.Body)
+	}
+	if runs["write-then-panic"] != 1 || runs["write-then-fail"] != 1 || runs["read-then-panic"] != 2 {
+		t.Errorf("runs %v; want each request that wrote run once, the one that read twice", runs)
+	}
+	if n := countUsers() - before; n != 2 {
+		t.Errorf("%d users added, want 2", n)
+	}
+}
+
+// newOrg adds the organization org_a to db and returns a context scoped to
+// it.
+func newOrg(t *testing.T, db *store.DB) context.Context {
+	t.Helper()
+	ctx := store.WithOrg(context.Background(), "org_a")
+	if _, err := db.Q(ctx).Exec(ctx, `INSERT INTO orgs (id, name, country, plan, ai_region) VALUES ('org_a', 'A', 'DE', 'free', 'eu')`); err != nil {
+		t.Fatal(err)
+	}
+	return ctx
 }

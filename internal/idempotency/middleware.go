@@ -36,9 +36,11 @@ const maxTrailingBody = 64 << 10
 // Middleware runs an authenticated POST or PATCH that carries the header
 // once per key, caller and request, and answers its retries the first
 // response: status, Content-Type and body, with Idempotent-Replayed: true.
-// Only a 2xx is kept: any other answer wrote nothing, so a retry runs
-// again. A key in use by a request still running answers 409
-// IDEMPOTENCY_KEY_IN_USE; a key used for another request or body, 422
+// A 2xx is kept, and so is any answer of a request that changed data;
+// another answer wrote nothing, so a retry runs again. A key in use by a
+// request still running answers 409 IDEMPOTENCY_KEY_IN_USE; a key whose
+// request changed data and died before it answered, 409
+// IDEMPOTENCY_KEY_UNANSWERED; a key used for another request or body, 422
 // IDEMPOTENCY_KEY_REUSED. Requests without the header pass untouched.
 func (k *Keys) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -61,13 +63,19 @@ func (k *Keys) Middleware(next http.Handler) http.Handler {
 		case fresh:
 			k.count(caller.OrgID, outcomeRun)
 			k.run(w, r, u, next)
-		case s.status == 0:
+		case s.status == 0 && !s.unanswered:
 			k.count(caller.OrgID, outcomeInUse)
 			w.Header().Set("Retry-After", "1")
 			refuse(w, http.StatusConflict, connect.CodeAborted, "IDEMPOTENCY_KEY_IN_USE", "", "a request with this key is still running; retry when it has answered")
-		case s.request != u.request || !sameBody(r, s.bodyHash):
+		case s.request != u.request || (!s.unanswered && !sameBody(r, s.bodyHash)):
 			k.count(caller.OrgID, outcomeReused)
 			refuse(w, http.StatusUnprocessableEntity, connect.CodeFailedPrecondition, "IDEMPOTENCY_KEY_REUSED", Header, "was used for a different request; use a new key for each request")
+		case s.unanswered:
+			// Its body was never hashed: the request line is all there is
+			// to compare.
+			k.count(caller.OrgID, outcomeUnanswered)
+			refuse(w, http.StatusConflict, connect.CodeFailedPrecondition, "IDEMPOTENCY_KEY_UNANSWERED", "",
+				"the request first sent with this key changed data, and the server stopped before it answered; look up what it did before you send it again with a new key")
 		default:
 			k.count(caller.OrgID, outcomeReplayed)
 			if s.contentType != "" {
@@ -81,9 +89,11 @@ func (k *Keys) Middleware(next http.Handler) http.Handler {
 }
 
 // run serves the request that took the key, renewing its reservation
-// while it runs, keeps its response when it is a 2xx and frees the key
-// otherwise, a panic included. The key's row is
-// written before the response is finished, so a retry sent after the
+// while it runs and noting on the key, with each transaction that writes,
+// that it changed data. It keeps the response when it is a 2xx or the
+// request wrote, and frees the key otherwise. A panic after a write leaves
+// no answer to keep: the key is marked unanswered at once. The key's row
+// is written before the response is finished, so a retry sent after the
 // answer arrived finds it; and whatever the client does meanwhile.
 func (k *Keys) run(w http.ResponseWriter, r *http.Request, u use, next http.Handler) {
 	body := &hashingBody{ReadCloser: r.Body, sum: newBodyHash(r.Header.Get("Content-Type"))}
@@ -94,21 +104,32 @@ func (k *Keys) run(w http.ResponseWriter, r *http.Request, u use, next http.Hand
 	defer func() {
 		stopRenewing()
 		ctx := context.WithoutCancel(r.Context())
-		var err error
-		if returned && rec.status >= 200 && rec.status < 300 {
-			_, _ = io.CopyN(body.sum, body.ReadCloser, maxTrailingBody)
-			err = k.complete(ctx, u, body.sum.Sum(), rec.status, rec.Header().Get("Content-Type"), &rec.body)
-		} else {
-			err = k.release(ctx, u)
-		}
-		if err != nil {
+		if err := k.finish(ctx, u, returned, rec, body); err != nil {
 			// The key stays reserved until its lease ends: a retry
-			// meanwhile is told to wait, then runs again.
+			// meanwhile is told to wait, then runs again if the request
+			// wrote nothing.
 			slog.ErrorContext(ctx, "idempotency key not recorded", "err", err)
 		}
 	}()
-	next.ServeHTTP(rec, r)
+	next.ServeHTTP(rec, r.WithContext(noteWrites(r.Context(), u)))
 	returned = true
+}
+
+// finish records how u's request ended: its response when it returned a
+// 2xx, else the key freed if it wrote nothing, else its response kept
+// when it returned, else (it panicked) the key left unanswered.
+func (k *Keys) finish(ctx context.Context, u use, returned bool, rec *recorder, body *hashingBody) error {
+	if !returned || rec.status < 200 || rec.status >= 300 {
+		freed, err := k.release(ctx, u)
+		if err != nil || freed {
+			return err
+		}
+		if !returned {
+			return k.abandon(ctx, u)
+		}
+	}
+	_, _ = io.CopyN(body.sum, body.ReadCloser, maxTrailingBody)
+	return k.complete(ctx, u, body.sum.Sum(), rec.status, rec.Header().Get("Content-Type"), &rec.body)
 }
 
 // sameBody reports whether r's body has the fingerprint want, reading all

@@ -306,8 +306,8 @@ func (t *tx) sendBatch(ctx context.Context, b *pgx.Batch) error {
 	return t.conn.SendBatch(ctx, b).Close()
 }
 
-// commit sends the statements queued for the COMMIT and the COMMIT in one
-// batch. PostgreSQL answers the COMMIT of a transaction that a failed
+// commit sends the statements queued for the COMMIT, the context's commit
+// note and the COMMIT in one batch. PostgreSQL answers the COMMIT of a transaction that a failed
 // statement aborted with a rollback, not an error; that is reported as pgx
 // reports it. When a queued statement fails, PostgreSQL skips the COMMIT
 // and the transaction is rolled back here.
@@ -316,6 +316,7 @@ func (t *tx) commit(ctx context.Context) error {
 		return nil
 	}
 	b := &pgx.Batch{QueuedQueries: t.atCommit}
+	queueCommitNote(ctx, b)
 	b.Queue("COMMIT").Exec(func(tag pgconn.CommandTag) error {
 		if tag.String() == "ROLLBACK" {
 			return pgx.ErrTxCommitRollback
@@ -367,9 +368,10 @@ func (db *DB) SendBatch(ctx context.Context, b *pgx.Batch) error {
 	if !ok {
 		return ErrNoTenant
 	}
-	scoped := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(b.QueuedQueries)+1)}
+	scoped := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(b.QueuedQueries)+2)}
 	scoped.Queue(db.scope, db.role, org)
 	scoped.QueuedQueries = append(scoped.QueuedQueries, b.QueuedQueries...)
+	queueCommitNote(ctx, scoped)
 	conn, err := db.acquire(ctx)
 	if err != nil {
 		return err
@@ -425,9 +427,12 @@ func (s scoped) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, e
 	if err != nil {
 		return nil, err
 	}
-	b := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, 2)}
+	b := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, 3)}
 	b.Queue(s.db.scope, s.db.role, s.org)
 	b.Queue(sql, args...)
+	if s.org != "" {
+		queueCommitNote(ctx, b)
+	}
 	return batchRows(conn.SendBatch(ctx, b), 1, conn.Release)
 }
 

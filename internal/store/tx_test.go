@@ -18,11 +18,7 @@ import (
 // not a plain token scopes exactly as well.
 func TestTxBeginsWithItsFirstStatement(t *testing.T) {
 	trips := &storetest.RoundTrips{}
-	db, err := store.Open(context.Background(), storetest.NewURL(t), store.WithTracer(trips))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := storetest.New(t, store.WithTracer(trips))
 	check := func(name, orgID string, want int64, body func(ctx context.Context) (org, role string, err error)) {
 		t.Helper()
 		before := trips.Count()
@@ -129,11 +125,7 @@ func TestTxRollsBackFromEveryStatement(t *testing.T) {
 // round trip. Outside a transaction they are sent at once.
 func TestSendAtCommitGoesWithTheCommit(t *testing.T) {
 	trips := &storetest.RoundTrips{}
-	db, err := store.Open(context.Background(), storetest.NewURL(t), store.WithTracer(trips))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := storetest.New(t, store.WithTracer(trips))
 	ctx := store.WithOrg(context.Background(), "org_01PLAIN")
 	whoAmI := `SELECT app_org_id(), current_user`
 	for _, c := range []struct {
@@ -144,6 +136,7 @@ func TestSendAtCommitGoesWithTheCommit(t *testing.T) {
 	}{{"after a statement", true, true, 2}, {"alone", false, true, 1}, {"outside a transaction", false, false, 1}} {
 		before := trips.Count()
 		var org, role string
+		var err error
 		body := func(ctx context.Context) error {
 			if c.first {
 				if _, err := db.Q(ctx).Exec(ctx, `SELECT 1`); err != nil {
@@ -193,5 +186,91 @@ func TestNoStatementBesideItsTransaction(t *testing.T) {
 	var one int
 	if err := db.Unscoped().QueryRow(context.Background(), `SELECT 1`).Scan(&one); err != nil || one != 1 {
 		t.Fatalf("Unscoped outside a transaction: %d, %v", one, err)
+	}
+}
+
+// TestACommitNoteCommitsWithTheWrites: a context's commit note runs last in
+// each of its transactions, whichever way it is sent, in the round trips
+// the transaction costs anyway; it commits with a transaction's writes and
+// rolls back with them. This note appends a mark to a user's name when its
+// transaction wrote, so a note sent before the write, or in a transaction
+// that only read, leaves no mark.
+func TestACommitNoteCommitsWithTheWrites(t *testing.T) {
+	trips := &storetest.RoundTrips{}
+	db := storetest.New(t, store.WithTracer(trips))
+	seed(t, db, "org_a")
+	plain := store.WithOrg(context.Background(), "org_a")
+	ctx := store.WithCommitNote(plain, `UPDATE users SET name = name || '+' WHERE id = $1 AND pg_current_xact_id_if_assigned() IS NOT NULL`, "org_a-b")
+	rename := `UPDATE users SET name = 'renamed' WHERE id = 'org_a-a'`
+	read := `SELECT count(*) FROM users`
+	errLater := errors.New("later")
+	for _, c := range []struct {
+		name     string
+		run      func() error
+		wantMark bool
+		wantRTs  int64
+	}{
+		{"a transaction that writes", func() error {
+			return db.Tx(ctx, func(ctx context.Context) error {
+				_, err := db.Q(ctx).Exec(ctx, rename)
+				return err
+			})
+		}, true, 2},
+		{"a transaction that writes and fails", func() error {
+			err := db.Tx(ctx, func(ctx context.Context) error {
+				if _, err := db.Q(ctx).Exec(ctx, rename); err != nil {
+					return err
+				}
+				return errLater
+			})
+			if errors.Is(err, errLater) {
+				return nil
+			}
+			return err
+		}, false, 2},
+		{"a transaction that reads", func() error {
+			return db.Tx(ctx, func(ctx context.Context) error {
+				_, err := db.Q(ctx).Exec(ctx, read)
+				return err
+			})
+		}, false, 2},
+		{"a batch that writes", func() error {
+			b := &pgx.Batch{}
+			b.Queue(rename)
+			return db.SendBatch(ctx, b)
+		}, true, 1},
+		{"a statement that writes", func() error {
+			_, err := db.Q(ctx).Exec(ctx, rename)
+			return err
+		}, true, 1},
+		{"a statement that reads", func() error {
+			var n int
+			return db.Q(ctx).QueryRow(ctx, read).Scan(&n)
+		}, false, 1},
+	} {
+		var before string
+		if err := db.Q(plain).QueryRow(plain, `SELECT name FROM users WHERE id = 'org_a-b'`).Scan(&before); err != nil {
+			t.Fatal(err)
+		}
+		trips0 := trips.Count()
+		if err := c.run(); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if n := trips.Count() - trips0; n != c.wantRTs {
+			t.Errorf("%s: %d round trips, want %d", c.name, n, c.wantRTs)
+		}
+		var after string
+		if err := db.Q(plain).QueryRow(plain, `SELECT name FROM users WHERE id = 'org_a-b'`).Scan(&after); err != nil {
+			t.Fatal(err)
+		}
+		if marked := after == before+"+"; marked != c.wantMark || (!marked && after != before) {
+			t.Errorf("%s: the name went from %q to %q; want a mark: %v", c.name, before, after, c.wantMark)
+		}
+	}
+
+	failing := store.WithCommitNote(context.Background(), `SELECT 1/0`)
+	var one int
+	if err := db.Unscoped().QueryRow(failing, `SELECT 1`).Scan(&one); err != nil || one != 1 {
+		t.Fatalf("a statement of Unscoped ran the note: %d, %v", one, err)
 	}
 }

@@ -119,7 +119,7 @@ const overview = dashboard('assessd-overview', 'assessd / Overview',
   .withPanel(graph('Requests by organization and route', 'Requests per second of the selected organizations by route.', 'reqps',
     `sum by (org, route) (rate(assessd_http_requests_total{${tenant}}[${rate}]) ${inRegion})`, '{{org}} {{route}}'))
   .withRow(new RowBuilder('Platform'))
-  .withPanel(graph('Idempotency keys', 'Requests sent with an Idempotency-Key by outcome: run (the key was new), replayed (a client resent a request that had answered), in_use (resent while it ran), reused (the key named another request), invalid. Decision 0178.', 'reqps',
+  .withPanel(graph('Idempotency keys', 'Requests sent with an Idempotency-Key by outcome: run (the key was new), replayed (a client resent a request that had answered), in_use (resent while it ran), reused (the key named another request), unanswered (the first request wrote, then its process died before it answered), invalid. Decisions 0178, 0179.', 'reqps',
     `sum by (outcome) (rate(assessd_idempotency_keys_total{${serve}}[${rate}]))`, '{{outcome}}'))
   .withPanel(graph('Failed authentications', 'Rejected credentials by reason (alert AssessdCredentialGuessing).', 'reqps',
     `sum by (reason) (rate(assessd_auth_failures_total{${serve}}[${rate}]))`, '{{reason}}'))

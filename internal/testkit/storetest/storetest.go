@@ -120,10 +120,11 @@ func newURL(t testing.TB, create func(context.Context, string) (string, func() e
 	return dbURL
 }
 
-// New returns a DB on a fresh migrated database, closed when t ends.
-func New(t testing.TB) *store.DB {
+// New returns a DB opened with opts on a fresh migrated database, closed
+// when t ends.
+func New(t testing.TB, opts ...store.Option) *store.DB {
 	t.Helper()
-	db, err := store.Open(context.Background(), NewURL(t))
+	db, err := store.Open(context.Background(), NewURL(t), opts...)
 	if err != nil {
 		t.Fatalf("storetest: open: %v", err)
 	}

@@ -3777,7 +3777,7 @@ export interface components {
         };
     };
     parameters: {
-        /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first 2xx response with `Idempotent-Replayed: true` and changes nothing. A key whose request answered anything else is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
+        /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first response with `Idempotent-Replayed: true` and changes nothing. The first response is kept when it is a 2xx or the request changed data; a key whose request answered anything else without changing data is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; after a first request that changed data and whose server stopped before it answered, 409 `IDEMPOTENCY_KEY_UNANSWERED` (look up its effect, then use a new key); a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
         "Idempotency-Key": string;
     };
     requestBodies: never;
@@ -3951,7 +3951,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first 2xx response with `Idempotent-Replayed: true` and changes nothing. A key whose request answered anything else is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
+                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first response with `Idempotent-Replayed: true` and changes nothing. The first response is kept when it is a 2xx or the request changed data; a key whose request answered anything else without changing data is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; after a first request that changed data and whose server stopped before it answered, 409 `IDEMPOTENCY_KEY_UNANSWERED` (look up its effect, then use a new key); a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
             };
             path?: never;
@@ -4025,7 +4025,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first 2xx response with `Idempotent-Replayed: true` and changes nothing. A key whose request answered anything else is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
+                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first response with `Idempotent-Replayed: true` and changes nothing. The first response is kept when it is a 2xx or the request changed data; a key whose request answered anything else without changing data is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; after a first request that changed data and whose server stopped before it answered, 409 `IDEMPOTENCY_KEY_UNANSWERED` (look up its effect, then use a new key); a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
             };
             path?: never;
@@ -4090,7 +4090,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first 2xx response with `Idempotent-Replayed: true` and changes nothing. A key whose request answered anything else is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
+                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first response with `Idempotent-Replayed: true` and changes nothing. The first response is kept when it is a 2xx or the request changed data; a key whose request answered anything else without changing data is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; after a first request that changed data and whose server stopped before it answered, 409 `IDEMPOTENCY_KEY_UNANSWERED` (look up its effect, then use a new key); a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
             };
             path?: never;
@@ -4219,7 +4219,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first 2xx response with `Idempotent-Replayed: true` and changes nothing. A key whose request answered anything else is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
+                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first response with `Idempotent-Replayed: true` and changes nothing. The first response is kept when it is a 2xx or the request changed data; a key whose request answered anything else without changing data is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; after a first request that changed data and whose server stopped before it answered, 409 `IDEMPOTENCY_KEY_UNANSWERED` (look up its effect, then use a new key); a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
             };
             path?: never;
@@ -4333,7 +4333,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first 2xx response with `Idempotent-Replayed: true` and changes nothing. A key whose request answered anything else is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
+                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first response with `Idempotent-Replayed: true` and changes nothing. The first response is kept when it is a 2xx or the request changed data; a key whose request answered anything else without changing data is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; after a first request that changed data and whose server stopped before it answered, 409 `IDEMPOTENCY_KEY_UNANSWERED` (look up its effect, then use a new key); a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
             };
             path?: never;
@@ -4393,7 +4393,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first 2xx response with `Idempotent-Replayed: true` and changes nothing. A key whose request answered anything else is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
+                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first response with `Idempotent-Replayed: true` and changes nothing. The first response is kept when it is a 2xx or the request changed data; a key whose request answered anything else without changing data is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; after a first request that changed data and whose server stopped before it answered, 409 `IDEMPOTENCY_KEY_UNANSWERED` (look up its effect, then use a new key); a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
             };
             path: {
@@ -4621,7 +4621,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first 2xx response with `Idempotent-Replayed: true` and changes nothing. A key whose request answered anything else is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
+                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first response with `Idempotent-Replayed: true` and changes nothing. The first response is kept when it is a 2xx or the request changed data; a key whose request answered anything else without changing data is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; after a first request that changed data and whose server stopped before it answered, 409 `IDEMPOTENCY_KEY_UNANSWERED` (look up its effect, then use a new key); a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
             };
             path: {
@@ -4847,7 +4847,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first 2xx response with `Idempotent-Replayed: true` and changes nothing. A key whose request answered anything else is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
+                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first response with `Idempotent-Replayed: true` and changes nothing. The first response is kept when it is a 2xx or the request changed data; a key whose request answered anything else without changing data is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; after a first request that changed data and whose server stopped before it answered, 409 `IDEMPOTENCY_KEY_UNANSWERED` (look up its effect, then use a new key); a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
             };
             path: {
@@ -5007,7 +5007,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first 2xx response with `Idempotent-Replayed: true` and changes nothing. A key whose request answered anything else is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
+                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first response with `Idempotent-Replayed: true` and changes nothing. The first response is kept when it is a 2xx or the request changed data; a key whose request answered anything else without changing data is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; after a first request that changed data and whose server stopped before it answered, 409 `IDEMPOTENCY_KEY_UNANSWERED` (look up its effect, then use a new key); a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
             };
             path: {
@@ -5149,7 +5149,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first 2xx response with `Idempotent-Replayed: true` and changes nothing. A key whose request answered anything else is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
+                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first response with `Idempotent-Replayed: true` and changes nothing. The first response is kept when it is a 2xx or the request changed data; a key whose request answered anything else without changing data is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; after a first request that changed data and whose server stopped before it answered, 409 `IDEMPOTENCY_KEY_UNANSWERED` (look up its effect, then use a new key); a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
             };
             path: {
@@ -5325,7 +5325,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first 2xx response with `Idempotent-Replayed: true` and changes nothing. A key whose request answered anything else is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
+                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first response with `Idempotent-Replayed: true` and changes nothing. The first response is kept when it is a 2xx or the request changed data; a key whose request answered anything else without changing data is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; after a first request that changed data and whose server stopped before it answered, 409 `IDEMPOTENCY_KEY_UNANSWERED` (look up its effect, then use a new key); a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
             };
             path: {
@@ -5606,7 +5606,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first 2xx response with `Idempotent-Replayed: true` and changes nothing. A key whose request answered anything else is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
+                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first response with `Idempotent-Replayed: true` and changes nothing. The first response is kept when it is a 2xx or the request changed data; a key whose request answered anything else without changing data is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; after a first request that changed data and whose server stopped before it answered, 409 `IDEMPOTENCY_KEY_UNANSWERED` (look up its effect, then use a new key); a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
             };
             path: {
@@ -5732,7 +5732,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first 2xx response with `Idempotent-Replayed: true` and changes nothing. A key whose request answered anything else is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
+                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first response with `Idempotent-Replayed: true` and changes nothing. The first response is kept when it is a 2xx or the request changed data; a key whose request answered anything else without changing data is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; after a first request that changed data and whose server stopped before it answered, 409 `IDEMPOTENCY_KEY_UNANSWERED` (look up its effect, then use a new key); a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
             };
             path?: never;
@@ -5856,7 +5856,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first 2xx response with `Idempotent-Replayed: true` and changes nothing. A key whose request answered anything else is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
+                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first response with `Idempotent-Replayed: true` and changes nothing. The first response is kept when it is a 2xx or the request changed data; a key whose request answered anything else without changing data is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; after a first request that changed data and whose server stopped before it answered, 409 `IDEMPOTENCY_KEY_UNANSWERED` (look up its effect, then use a new key); a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
             };
             path: {
@@ -5963,7 +5963,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first 2xx response with `Idempotent-Replayed: true` and changes nothing. A key whose request answered anything else is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
+                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first response with `Idempotent-Replayed: true` and changes nothing. The first response is kept when it is a 2xx or the request changed data; a key whose request answered anything else without changing data is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; after a first request that changed data and whose server stopped before it answered, 409 `IDEMPOTENCY_KEY_UNANSWERED` (look up its effect, then use a new key); a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
             };
             path?: never;
@@ -6191,7 +6191,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first 2xx response with `Idempotent-Replayed: true` and changes nothing. A key whose request answered anything else is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
+                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first response with `Idempotent-Replayed: true` and changes nothing. The first response is kept when it is a 2xx or the request changed data; a key whose request answered anything else without changing data is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; after a first request that changed data and whose server stopped before it answered, 409 `IDEMPOTENCY_KEY_UNANSWERED` (look up its effect, then use a new key); a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
             };
             path?: never;
@@ -6299,7 +6299,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first 2xx response with `Idempotent-Replayed: true` and changes nothing. A key whose request answered anything else is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
+                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first response with `Idempotent-Replayed: true` and changes nothing. The first response is kept when it is a 2xx or the request changed data; a key whose request answered anything else without changing data is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; after a first request that changed data and whose server stopped before it answered, 409 `IDEMPOTENCY_KEY_UNANSWERED` (look up its effect, then use a new key); a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
             };
             path?: never;
@@ -6442,7 +6442,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first 2xx response with `Idempotent-Replayed: true` and changes nothing. A key whose request answered anything else is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
+                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first response with `Idempotent-Replayed: true` and changes nothing. The first response is kept when it is a 2xx or the request changed data; a key whose request answered anything else without changing data is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; after a first request that changed data and whose server stopped before it answered, 409 `IDEMPOTENCY_KEY_UNANSWERED` (look up its effect, then use a new key); a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
             };
             path: {
@@ -6599,7 +6599,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first 2xx response with `Idempotent-Replayed: true` and changes nothing. A key whose request answered anything else is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
+                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first response with `Idempotent-Replayed: true` and changes nothing. The first response is kept when it is a 2xx or the request changed data; a key whose request answered anything else without changing data is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; after a first request that changed data and whose server stopped before it answered, 409 `IDEMPOTENCY_KEY_UNANSWERED` (look up its effect, then use a new key); a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
             };
             path?: never;
@@ -6760,7 +6760,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first 2xx response with `Idempotent-Replayed: true` and changes nothing. A key whose request answered anything else is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
+                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first response with `Idempotent-Replayed: true` and changes nothing. The first response is kept when it is a 2xx or the request changed data; a key whose request answered anything else without changing data is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; after a first request that changed data and whose server stopped before it answered, 409 `IDEMPOTENCY_KEY_UNANSWERED` (look up its effect, then use a new key); a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
             };
             path: {
@@ -6856,7 +6856,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first 2xx response with `Idempotent-Replayed: true` and changes nothing. A key whose request answered anything else is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
+                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first response with `Idempotent-Replayed: true` and changes nothing. The first response is kept when it is a 2xx or the request changed data; a key whose request answered anything else without changing data is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; after a first request that changed data and whose server stopped before it answered, 409 `IDEMPOTENCY_KEY_UNANSWERED` (look up its effect, then use a new key); a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
             };
             path: {
@@ -6928,7 +6928,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first 2xx response with `Idempotent-Replayed: true` and changes nothing. A key whose request answered anything else is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
+                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first response with `Idempotent-Replayed: true` and changes nothing. The first response is kept when it is a 2xx or the request changed data; a key whose request answered anything else without changing data is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; after a first request that changed data and whose server stopped before it answered, 409 `IDEMPOTENCY_KEY_UNANSWERED` (look up its effect, then use a new key); a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
             };
             path: {
@@ -7131,7 +7131,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first 2xx response with `Idempotent-Replayed: true` and changes nothing. A key whose request answered anything else is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
+                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first response with `Idempotent-Replayed: true` and changes nothing. The first response is kept when it is a 2xx or the request changed data; a key whose request answered anything else without changing data is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; after a first request that changed data and whose server stopped before it answered, 409 `IDEMPOTENCY_KEY_UNANSWERED` (look up its effect, then use a new key); a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
             };
             path: {
@@ -7267,7 +7267,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first 2xx response with `Idempotent-Replayed: true` and changes nothing. A key whose request answered anything else is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
+                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first response with `Idempotent-Replayed: true` and changes nothing. The first response is kept when it is a 2xx or the request changed data; a key whose request answered anything else without changing data is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; after a first request that changed data and whose server stopped before it answered, 409 `IDEMPOTENCY_KEY_UNANSWERED` (look up its effect, then use a new key); a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
             };
             path?: never;
@@ -7409,7 +7409,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first 2xx response with `Idempotent-Replayed: true` and changes nothing. A key whose request answered anything else is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
+                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first response with `Idempotent-Replayed: true` and changes nothing. The first response is kept when it is a 2xx or the request changed data; a key whose request answered anything else without changing data is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; after a first request that changed data and whose server stopped before it answered, 409 `IDEMPOTENCY_KEY_UNANSWERED` (look up its effect, then use a new key); a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
             };
             path: {
@@ -7539,7 +7539,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first 2xx response with `Idempotent-Replayed: true` and changes nothing. A key whose request answered anything else is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
+                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first response with `Idempotent-Replayed: true` and changes nothing. The first response is kept when it is a 2xx or the request changed data; a key whose request answered anything else without changing data is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; after a first request that changed data and whose server stopped before it answered, 409 `IDEMPOTENCY_KEY_UNANSWERED` (look up its effect, then use a new key); a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
             };
             path?: never;
@@ -7658,7 +7658,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first 2xx response with `Idempotent-Replayed: true` and changes nothing. A key whose request answered anything else is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
+                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first response with `Idempotent-Replayed: true` and changes nothing. The first response is kept when it is a 2xx or the request changed data; a key whose request answered anything else without changing data is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; after a first request that changed data and whose server stopped before it answered, 409 `IDEMPOTENCY_KEY_UNANSWERED` (look up its effect, then use a new key); a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
             };
             path: {
@@ -7774,7 +7774,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first 2xx response with `Idempotent-Replayed: true` and changes nothing. A key whose request answered anything else is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
+                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first response with `Idempotent-Replayed: true` and changes nothing. The first response is kept when it is a 2xx or the request changed data; a key whose request answered anything else without changing data is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; after a first request that changed data and whose server stopped before it answered, 409 `IDEMPOTENCY_KEY_UNANSWERED` (look up its effect, then use a new key); a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
             };
             path: {
@@ -7848,7 +7848,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first 2xx response with `Idempotent-Replayed: true` and changes nothing. A key whose request answered anything else is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
+                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first response with `Idempotent-Replayed: true` and changes nothing. The first response is kept when it is a 2xx or the request changed data; a key whose request answered anything else without changing data is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; after a first request that changed data and whose server stopped before it answered, 409 `IDEMPOTENCY_KEY_UNANSWERED` (look up its effect, then use a new key); a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
             };
             path: {
