@@ -46,8 +46,10 @@ func QueryMode() string {
 	return ExecMode
 }
 
-// Create makes a migrated database named prefix_<random> and returns its
-// URL (as the schema owner, in QueryMode) and a function that drops it.
+// Create makes a migrated database named prefix_<host>_<pid>_<random> and
+// returns its URL (as the schema owner, in QueryMode) and a function that
+// drops it. The first database a process makes drops those that dead
+// processes of the same host left behind. prefix starts with assessd_.
 func Create(ctx context.Context, prefix string) (dbURL string, drop func() error, err error) {
 	dbURL, drop, err = CreateEmpty(ctx, prefix)
 	if err == nil {
@@ -60,14 +62,15 @@ func Create(ctx context.Context, prefix string) (dbURL string, drop func() error
 // on the data an earlier schema holds.
 func CreateEmpty(ctx context.Context, prefix string) (dbURL string, drop func() error, err error) {
 	admin := ServerURL()
-	var b [6]byte
+	var b [4]byte
 	_, _ = rand.Read(b[:])
-	name := prefix + "_" + hex.EncodeToString(b[:])
+	name := ownedName(prefix, hex.EncodeToString(b[:]))
 	conn, err := pgx.Connect(ctx, admin)
 	if err != nil {
 		return "", nil, fmt.Errorf("storetest: connect %s: %w", admin, err)
 	}
 	defer conn.Close(ctx)
+	orphansDropped.Do(func() { _, _ = dropOrphans(ctx, conn) })
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
 		return "", nil, fmt.Errorf("storetest: create database: %w", err)
 	}
