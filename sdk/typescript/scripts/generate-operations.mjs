@@ -25,6 +25,8 @@ for (const [path, item] of Object.entries(doc.paths)) {
       queryParams: params.filter((p) => p.in === "query").map((p) => p.name),
       body,
       response,
+      // The authenticated writes that run once per Idempotency-Key.
+      keyed: params.some((p) => p.$ref?.endsWith("/Idempotency-Key")),
       doc: [op.summary, op.description && op.description !== op.summary ? op.description : ""].filter(Boolean).join("\n\n"),
     });
   }
@@ -40,7 +42,7 @@ import type { Params, Result } from "./types.js";
 
 /** How each operation is sent. */
 export const operationTable = {
-${entries.map((e) => `  ${e.id}: { method: "${e.method}", path: "${e.path}", pathParams: ${JSON.stringify(e.pathParams)}, queryParams: ${JSON.stringify(e.queryParams)}, body: "${e.body}", response: "${e.response}" },`).join("\n")}
+${entries.map((e) => `  ${e.id}: { method: "${e.method}", path: "${e.path}", pathParams: ${JSON.stringify(e.pathParams)}, queryParams: ${JSON.stringify(e.queryParams)}, body: "${e.body}", response: "${e.response}", keyed: ${e.keyed} },`).join("\n")}
 } as const;
 
 /** The operation ids of the API. */

@@ -5,6 +5,7 @@
 // ASSESSD_LOGIN_PASSWORD.
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import axios, { AxiosError } from "axios";
 import {
   AssessdError, authorizeUrl, createClient, exchangeCode, paginate, refreshingTokenSource, revokeToken,
 } from "../dist/esm/index.js";
@@ -169,4 +170,63 @@ test("export and import return and take packages as bytes", async () => {
   assert.equal(doc.schema, "assessd.exam/v1");
   const again = await client.createExamImport(doc);
   assert.equal((await client.listQuestions({ examId: again.examId })).questions[0].prompt, "Water boils at 100 °C at sea level.");
+});
+
+// losingFirstAnswers returns an axios instance whose first `lost` answers
+// to requests matching `matches` are dropped after the server sent them,
+// as a dropped connection or a proxy's timeout drops them, and the
+// Idempotency-Key of every request it sent.
+function losingFirstAnswers(matches, lost = 1) {
+  const instance = axios.create();
+  const keys = [];
+  instance.interceptors.request.use((config) => {
+    if (matches(config)) keys.push(config.headers["Idempotency-Key"]);
+    return config;
+  });
+  instance.interceptors.response.use((res) => {
+    if (matches(res.config) && lost-- > 0) throw new AxiosError("socket hang up", "ECONNRESET", res.config, res.request);
+    return res;
+  });
+  return { instance, keys };
+}
+
+test("a write whose answer was lost is sent again with its key and runs once", async () => {
+  const name = `Lost answer ${Date.now()}`;
+  const isCreate = (c) => c.method === "post" && c.url === "/exams";
+  const { instance, keys } = losingFirstAnswers(isCreate);
+  const resending = createClient({ baseURL, apiKey: env.ASSESSD_API_KEY, axios: instance });
+  const exam = await resending.createExam({ name, language: "en" });
+  assert.equal(keys.length, 2);
+  assert.match(keys[0], /^[0-9a-f-]{36}$/);
+  assert.equal(keys[1], keys[0]);
+  assert.deepEqual((await client.listExams({ q: name })).exams.map((e) => e.id), [exam.id]);
+
+  // Without keys the write is not resent: its answer is lost, and it ran.
+  const unkeyed = losingFirstAnswers(isCreate);
+  const plain = createClient({ baseURL, apiKey: env.ASSESSD_API_KEY, axios: unkeyed.instance, idempotencyKeys: false });
+  await assert.rejects(plain.createExam({ name: `${name} unkeyed`, language: "en" }), (err) => err.status === 0);
+  assert.deepEqual(unkeyed.keys, [undefined]);
+  assert.equal((await client.listExams({ q: `${name} unkeyed` })).exams.length, 1);
+});
+
+test("a read whose answer was lost is sent again, up to maxRetries times", async () => {
+  const isMe = (c) => c.url === "/me";
+  const twice = losingFirstAnswers(isMe, 2);
+  const me = await createClient({ baseURL, apiKey: env.ASSESSD_API_KEY, axios: twice.instance }).getMe();
+  assert.match(me.id, /^usr_/);
+  assert.equal(twice.keys.length, 3);
+  const once = losingFirstAnswers(isMe, 1);
+  await assert.rejects(createClient({ baseURL, apiKey: env.ASSESSD_API_KEY, axios: once.instance, maxRetries: 0 }).getMe(),
+    (err) => err.status === 0);
+});
+
+test("calls sent at once with one key run once, and each answers the same", async () => {
+  // Those that arrive while the first runs are answered 409 IDEMPOTENCY_KEY_IN_USE and sent again
+  // after its Retry-After; the others are answered its stored response.
+  const key = `sdk-${Date.now()}`;
+  const name = `Concurrent ${key}`;
+  const config = { headers: { "Idempotency-Key": key } };
+  const exams = await Promise.all(Array.from({ length: 6 }, () => client.createExam({ name, language: "en" }, config)));
+  assert.deepEqual(new Set(exams.map((e) => e.id)).size, 1);
+  assert.equal((await client.listExams({ q: name })).exams.length, 1);
 });
