@@ -6,9 +6,9 @@ import (
 	"github.com/assessd/assessd/internal/store"
 )
 
-// openDatabase opens the database pool and refuses to run when tenant
-// isolation would not hold: the application role must not bypass
-// row-level security.
+// openDatabase opens the database pool and refuses to run on a PostgreSQL
+// older than the store needs, or when tenant isolation would not hold: the
+// application role must not bypass row-level security.
 func openDatabase(ctx context.Context, cfg config) (*store.DB, error) {
 	opts, err := cfg.databaseOptions()
 	if err != nil {
@@ -18,9 +18,11 @@ func openDatabase(ctx context.Context, cfg config) (*store.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := db.CheckIsolation(ctx); err != nil {
-		db.Close()
-		return nil, err
+	for _, check := range []func(context.Context) error{db.CheckVersion, db.CheckIsolation} {
+		if err := check(ctx); err != nil {
+			db.Close()
+			return nil, err
+		}
 	}
 	return db, nil
 }
