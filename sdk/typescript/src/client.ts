@@ -26,7 +26,7 @@ export interface ClientOptions {
    * resend (default 2; 0 turns resending off). A GET, or a POST or PATCH carrying an
    * Idempotency-Key, is resent when no answer arrived (a dropped connection, a timeout) and on 409
    * IDEMPOTENCY_KEY_IN_USE, 429, 502, 503 and 504; any other call only on 429, which the API answers
-   * before running anything. The wait is the answer's Retry-After, else half a second doubling on
+   * before running anything. An answer replayed from a key (Idempotent-Replayed: true) is final. The wait is the answer's Retry-After, else half a second doubling on
    * each attempt, with jitter; at most maxRetryDelayMs.
    */
   maxRetries?: number;
@@ -124,6 +124,8 @@ const resentAfter = new Set([429, 502, 503, 504]);
 /** Whether a call that failed with err is sent again; resendable: it is a GET or carries an Idempotency-Key. */
 function worthResending(err: AxiosError, resendable: boolean): boolean {
   const status = err.response?.status;
+  // A replayed answer is the one the key keeps: sending again gets it again.
+  if (err.response?.headers?.["idempotent-replayed"] === "true") return false;
   if (status === 429) return true;
   if (!resendable) return false;
   if (status === undefined) return err.code !== AxiosError.ERR_CANCELED;

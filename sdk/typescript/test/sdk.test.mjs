@@ -220,6 +220,21 @@ test("a read whose answer was lost is sent again, up to maxRetries times", async
     (err) => err.status === 0);
 });
 
+test("an answer replayed from a key is final, whatever its status", async () => {
+  // The key keeps the answer of a write that ran: a 503 it replays is what every resend would get.
+  let sent = 0;
+  const instance = axios.create();
+  instance.interceptors.request.use((config) => (sent++, config));
+  instance.interceptors.response.use((res) => {
+    const replayed = { ...res, status: 503, headers: { ...res.headers, "idempotent-replayed": "true" },
+      data: { code: 14, message: "replayed", details: [] } };
+    throw new AxiosError("Request failed with status code 503", "ERR_BAD_RESPONSE", res.config, res.request, replayed);
+  });
+  const replaying = createClient({ baseURL, apiKey: env.ASSESSD_API_KEY, axios: instance, maxRetryDelayMs: 1 });
+  await assert.rejects(replaying.createExam({ name: `Replayed ${Date.now()}`, language: "en" }), (err) => err.status === 503);
+  assert.equal(sent, 1);
+});
+
 test("calls sent at once with one key run once, and each answers the same", async () => {
   // Those that arrive while the first runs are answered 409 IDEMPOTENCY_KEY_IN_USE and sent again
   // after its Retry-After; the others are answered its stored response.
