@@ -35,10 +35,7 @@ func ToConnect(ctx context.Context, err error) *connect.Error {
 	if errors.As(err, &ce) {
 		return ce
 	}
-	e, ok := errs.As(err)
-	if !ok {
-		e = unhandledConstraint(ctx, err)
-	}
+	e, unhandled := errs.Explain(err)
 	if e == nil {
 		if errors.Is(err, context.Canceled) {
 			return connect.NewError(connect.CodeCanceled, errors.New("request canceled"))
@@ -49,25 +46,13 @@ func ToConnect(ctx context.Context, err error) *connect.Error {
 		slog.ErrorContext(ctx, "internal error", "err", err)
 		return NewError(connect.CodeInternal, "INTERNAL", "internal error", "", nil)
 	}
-	if e.Cause != nil {
+	switch {
+	case unhandled: // the site should say what the refusal means there
+		slog.ErrorContext(ctx, "unhandled constraint violation", "reason", e.Reason, "err", err)
+	case e.Cause != nil:
 		slog.WarnContext(ctx, "request failed", "reason", e.Reason, "err", e.Cause)
 	}
 	return NewError(kindCodes[e.Kind], e.Reason, e.Message, e.Field, e.Meta)
-}
-
-// unhandledConstraint is the domain error of a constraint violation no
-// site said the meaning of (store.ConstraintError.Unhandled), or nil. It is
-// logged as the fault it is: the site should answer what it means.
-func unhandledConstraint(ctx context.Context, err error) *errs.Error {
-	var constraint interface{ Unhandled() *errs.Error }
-	if !errors.As(err, &constraint) {
-		return nil
-	}
-	e := constraint.Unhandled()
-	if e != nil {
-		slog.ErrorContext(ctx, "unhandled constraint violation", "reason", e.Reason, "err", err)
-	}
-	return e
 }
 
 // NewError builds a Connect error with an ErrorInfo detail and, when field

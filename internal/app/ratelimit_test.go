@@ -179,6 +179,12 @@ func TestDatabaseDownIsUnavailableForEveryCallerKind(t *testing.T) {
 	code := e.codeFor(oauth, oauth2.S256ChallengeOption(verifier))
 	sa := e.newServiceAccount(tn, tenancy.RoleTeacher)
 	key := sa.addKey(e)
+	signedIn := e.newBrowser()
+	e.signIn(signedIn, oauth)
+	teacher := tn.keys[tenancy.RoleOwner]
+	exam := str(e.do("POST", "/exams", teacher, map[string]any{"name": "Outage", "language": "en"}).must(t, http.StatusOK).body, "id")
+	studentPage := e.srv.URL + "/embed/" + e.embedSession(teacher, map[string]any{"flow": "student-exam",
+		"actor": tn.users[tenancy.RoleStudent].ID, "examId": exam})
 
 	e.db.Close()
 	check := func(kind, token string) {
@@ -222,6 +228,13 @@ func TestDatabaseDownIsUnavailableForEveryCallerKind(t *testing.T) {
 	p := b.post(e.srv.URL+"/login", url.Values{"csrf": {login.field("csrf")}, "email": {oauth.email}, "password": {oauth.password}})
 	if p.status != http.StatusServiceUnavailable {
 		t.Errorf("login with the database down: %d", p.status)
+	}
+	// Pages say the service is unavailable, never that a session expired.
+	if p := signedIn.get(e.srv.URL + "/account"); p.status != http.StatusServiceUnavailable || !strings.Contains(p.body, "Try again later") {
+		t.Errorf("account page with the database down: %d\n%s", p.status, p.body)
+	}
+	if p := e.newBrowser().get(studentPage); p.status != http.StatusServiceUnavailable || !strings.Contains(p.body, "retry") {
+		t.Errorf("embedded exam with the database down: %d\n%s", p.status, p.body)
 	}
 }
 

@@ -72,12 +72,12 @@ func (s *Service) authoringRoutes(mux *http.ServeMux) {
 func (s *Service) authoringPage(w http.ResponseWriter, r *http.Request, sess Session, ctx context.Context, errMsg string, refused *questionCard) {
 	exam, err := s.resources.Exam(ctx, sess.ExamID)
 	if err != nil {
-		http.Error(w, pageError(err), http.StatusNotFound)
+		web.Fail(w, r, err)
 		return
 	}
 	qs, _, err := s.resources.Questions(ctx, sess.ExamID, assessment.AllQuestions)
 	if err != nil {
-		http.Error(w, pageError(err), http.StatusNotFound)
+		web.Fail(w, r, err)
 		return
 	}
 	v := authoringView{view: view{Session: sess, TitleKey: "embed.authoring.title", Error: errMsg}, ExamName: exam.Name, Types: assessment.BuiltinKeys()}
@@ -114,7 +114,7 @@ func (s *Service) card(ctx context.Context, id, typ, prompt, points string, conf
 	raw, _ := json.Marshal(config)
 	c := questionCard{ID: id, Type: typ, Prompt: prompt, Points: points, ConfigJSON: string(raw)}
 	if err != nil {
-		c.Error = pageError(err)
+		c.Error = pageError(ctx, err)
 		if e, ok := errs.As(err); ok {
 			c.ErrField = e.Field
 		}
@@ -143,7 +143,7 @@ func (s *Service) submittedConfig(ctx context.Context, r *http.Request, typ stri
 // or with the error of a refused one.
 func (s *Service) afterEdit(w http.ResponseWriter, r *http.Request, sess Session, ctx context.Context, err error) {
 	if err != nil {
-		s.authoringPage(w, r, sess, ctx, pageError(err), nil)
+		s.authoringPage(w, r, sess, ctx, pageError(r.Context(), err), nil)
 		return
 	}
 	http.Redirect(w, r, "/embed/"+sess.ID, http.StatusSeeOther)
@@ -177,7 +177,7 @@ func (s *Service) save(ctx context.Context, r *http.Request, examID, id string) 
 	if id != "" {
 		q, err := s.resources.Question(ctx, examID, id)
 		if err != nil {
-			c := questionCard{ID: id, Error: pageError(err)}
+			c := questionCard{ID: id, Error: pageError(r.Context(), err)}
 			return &c
 		}
 		typ = q.Type
@@ -260,7 +260,7 @@ func (s *Service) reorderQuestions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if _, err := s.resources.ReorderQuestions(ctx, sess.ExamID, r.PostForm["order"]); err != nil {
-		http.Error(w, pageError(err), http.StatusBadRequest)
+		web.Fail(w, r, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)

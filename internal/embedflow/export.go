@@ -29,7 +29,7 @@ func (s *Service) ExportRoutes(mux *http.ServeMux, ex Exporter) {
 		format := cmp.Or(r.URL.Query().Get("format"), transfer.FormatQTI3)
 		doc, err := ex.Export(ctx, sess.ExamID, format)
 		if err != nil {
-			s.authoringPage(w, r, sess, ctx, pageError(err), nil)
+			s.authoringPage(w, r, sess, ctx, pageError(r.Context(), err), nil)
 			return
 		}
 		if err := transfer.ServeExport(w, sess.ExamID, format, doc); err != nil {

@@ -110,7 +110,7 @@ func (s *Service) uploadFile(w http.ResponseWriter, r *http.Request) {
 			return v.T("embed.student.filesPending") + " " + media.Size(s.Files.PendingBytes()) + "."
 		}
 		if err != nil {
-			return pageError(err)
+			return pageError(r.Context(), err)
 		}
 		v.Files = append(v.Files, fileURL)
 		return ""
@@ -146,7 +146,7 @@ func (s *Service) changeFiles(w http.ResponseWriter, r *http.Request, change fun
 	}
 	draft, err := s.store.Draft(ctx, sess)
 	if err != nil {
-		http.Error(w, pageError(err), http.StatusServiceUnavailable)
+		web.Fail(w, r, err)
 		return
 	}
 	field := questions[i].ID + ".files"
@@ -163,7 +163,7 @@ func (s *Service) changeFiles(w http.ResponseWriter, r *http.Request, change fun
 		if err := s.store.SaveDraft(ctx, sess, draft); errors.Is(err, errTooLong) {
 			v.Error = v.T("embed.student.tooLong")
 		} else if err != nil {
-			v.Error = pageError(err)
+			v.Error = pageError(r.Context(), err)
 		}
 	}
 	if v.Error == "" {

@@ -175,19 +175,18 @@ func (v examView) DeadlineText() string { return v.Deadline.UTC().Format(time.RF
 // studentExam shows the exam to answer with the saved draft filled in, or
 // that it was submitted.
 func (s *Service) studentExam(w http.ResponseWriter, r *http.Request, sess Session, errMsg string) {
-	caller, err := s.Caller(r.Context(), sess)
-	if err != nil {
-		web.RenderFramed(w, r, http.StatusNotFound, "embed-expired.html", view{Session: sess, TitleKey: "embed.expired.title"}, sess.AllowedOrigins)
+	caller, ok := s.actorCaller(w, r, sess)
+	if !ok {
 		return
 	}
 	exam, questions, err := s.resources.AnswerSheet(tenancy.WithCaller(r.Context(), caller), sess.ExamID)
 	if err != nil {
-		http.Error(w, pageError(err), http.StatusNotFound)
+		web.Fail(w, r, err)
 		return
 	}
 	draft, err := s.store.Draft(r.Context(), sess)
 	if err != nil {
-		http.Error(w, pageError(err), http.StatusServiceUnavailable)
+		web.Fail(w, r, err)
 		return
 	}
 	v := examView{view: view{Session: sess, TitleKey: "embed.student.title", Error: errMsg},
@@ -199,7 +198,7 @@ func (s *Service) studentExam(w http.ResponseWriter, r *http.Request, sess Sessi
 		if draft.StartedAt.IsZero() {
 			draft.StartedAt = s.now().UTC()
 			if err := s.store.SaveDraft(r.Context(), sess, draft); err != nil {
-				http.Error(w, pageError(err), http.StatusServiceUnavailable)
+				web.Fail(w, r, err)
 				return
 			}
 		}
@@ -256,7 +255,7 @@ func (s *Service) unsubmittedSheet(w http.ResponseWriter, r *http.Request) (Sess
 	}
 	_, questions, err := s.resources.AnswerSheet(ctx, sess.ExamID)
 	if err != nil {
-		http.Error(w, pageError(err), http.StatusNotFound)
+		web.Fail(w, r, err)
 		return Session{}, nil, nil, false
 	}
 	return sess, ctx, questions, true
@@ -286,7 +285,7 @@ func (s *Service) saveAnswers(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		http.Error(w, pageError(err), http.StatusServiceUnavailable)
+		web.Fail(w, r, err)
 		return
 	}
 	if r.Header.Get("HX-Request") == "true" {
@@ -332,7 +331,7 @@ func (s *Service) submit(w http.ResponseWriter, r *http.Request) {
 	}
 	_, questions, err := s.resources.AnswerSheet(ctx, sess.ExamID)
 	if err != nil {
-		http.Error(w, pageError(err), http.StatusNotFound)
+		web.Fail(w, r, err)
 		return
 	}
 	if formText(r) != nil {
@@ -341,7 +340,7 @@ func (s *Service) submit(w http.ResponseWriter, r *http.Request) {
 	}
 	draft, err := s.store.Draft(ctx, sess)
 	if err != nil {
-		http.Error(w, pageError(err), http.StatusServiceUnavailable)
+		web.Fail(w, r, err)
 		return
 	}
 	if mergeAnswers(&draft, questions, r.PostForm) != nil {
@@ -350,7 +349,7 @@ func (s *Service) submit(w http.ResponseWriter, r *http.Request) {
 	}
 	claimed, release, err := s.store.ClaimSubmit(ctx, sess)
 	if err != nil {
-		http.Error(w, pageError(err), http.StatusServiceUnavailable)
+		web.Fail(w, r, err)
 		return
 	}
 	if !claimed {
@@ -368,12 +367,12 @@ func (s *Service) submit(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		release()
 		_ = s.store.SaveDraft(ctx, sess, draft)
-		s.studentExam(w, r, sess, pageError(err))
+		s.studentExam(w, r, sess, pageError(r.Context(), err))
 		return
 	}
 	sess.ResultID = result.ID
 	if err := s.store.Save(ctx, sess); err != nil {
-		http.Error(w, pageError(err), http.StatusServiceUnavailable)
+		web.Fail(w, r, err)
 		return
 	}
 	http.Redirect(w, r, "/embed/"+sess.ID, http.StatusSeeOther)
@@ -561,9 +560,8 @@ const resultPollWait = 20 * time.Second
 // runs, the page asks for itself again (htmx) with ?wait, which the server
 // holds until grading finishes (a long poll, decision 0135).
 func (s *Service) studentResult(w http.ResponseWriter, r *http.Request, sess Session) {
-	caller, err := s.Caller(r.Context(), sess)
-	if err != nil {
-		web.RenderFramed(w, r, http.StatusNotFound, "embed-expired.html", view{Session: sess, TitleKey: "embed.expired.title"}, sess.AllowedOrigins)
+	caller, ok := s.actorCaller(w, r, sess)
+	if !ok {
 		return
 	}
 	ctx := tenancy.WithCaller(r.Context(), caller)
@@ -573,12 +571,12 @@ func (s *Service) studentResult(w http.ResponseWriter, r *http.Request, sess Ses
 	}
 	result, err := s.resources.AwaitResult(ctx, "", sess.ResultID, wait)
 	if err != nil {
-		http.Error(w, pageError(err), http.StatusNotFound)
+		web.Fail(w, r, err)
 		return
 	}
 	_, questions, err := s.resources.AnswerSheet(ctx, result.ExamID)
 	if err != nil {
-		http.Error(w, pageError(err), http.StatusNotFound)
+		web.Fail(w, r, err)
 		return
 	}
 	byID := map[string]assessment.SheetQuestion{}
@@ -611,12 +609,27 @@ func (s *Service) asActor(w http.ResponseWriter, r *http.Request, flow Flow) (Se
 		http.Error(w, "this session does not grant that flow", http.StatusForbidden)
 		return Session{}, nil, false
 	}
-	caller, err := s.Caller(r.Context(), sess)
-	if err != nil {
-		web.RenderFramed(w, r, http.StatusNotFound, "embed-expired.html", view{Session: sess, TitleKey: "embed.expired.title"}, sess.AllowedOrigins)
+	caller, ok := s.actorCaller(w, r, sess)
+	if !ok {
 		return Session{}, nil, false
 	}
 	return sess, tenancy.WithCaller(r.Context(), caller), true
+}
+
+// actorCaller is the caller sess acts as, or false once it has answered
+// the request: the expired page when the actor is gone, or the failure
+// web.Fail gives anything else (a database down is no expired session).
+func (s *Service) actorCaller(w http.ResponseWriter, r *http.Request, sess Session) (*tenancy.Caller, bool) {
+	caller, err := s.Caller(r.Context(), sess)
+	switch {
+	case err == nil:
+		return caller, true
+	case errs.Is(err, errs.KindNotFound):
+		web.RenderFramed(w, r, http.StatusNotFound, "embed-expired.html", view{Session: sess, TitleKey: "embed.expired.title"}, sess.AllowedOrigins)
+	default:
+		web.Fail(w, r, err)
+	}
+	return nil, false
 }
 
 // generate starts an exam generation from the form; hidden fields always
@@ -645,7 +658,7 @@ func (s *Service) generate(w http.ResponseWriter, r *http.Request) {
 			DurationMinutes: duration, Taxonomy: field("taxonomy"), QuestionTypes: types})
 	}
 	if err != nil {
-		v.Error = pageError(err)
+		v.Error = pageError(r.Context(), err)
 		web.RenderFramed(w, r, http.StatusBadRequest, "embed-generate.html", v, sess.AllowedOrigins)
 		return
 	}
@@ -669,7 +682,7 @@ func (s *Service) generationPage(w http.ResponseWriter, r *http.Request) {
 	}
 	g, err := s.generator.Get(ctx, r.PathValue("generation"))
 	if err != nil {
-		http.Error(w, pageError(err), http.StatusNotFound)
+		web.Fail(w, r, err)
 		return
 	}
 	if g.Status == "ready" && r.Header.Get("HX-Request") == "true" {
@@ -711,7 +724,7 @@ func (s *Service) openEditor(w http.ResponseWriter, r *http.Request, sess Sessio
 			map[string]any{"flow": string(next.Flow), "examId": examID, "expiresAt": next.ExpiresAt.Format(time.RFC3339)})
 	}
 	if err != nil {
-		http.Error(w, pageError(err), http.StatusServiceUnavailable)
+		web.Fail(w, r, err)
 		return
 	}
 	if r.Header.Get("HX-Request") == "true" {
@@ -738,12 +751,11 @@ func formText(r *http.Request) error {
 	}
 }
 
-// pageError is the message of a domain error a page can show.
-func pageError(err error) string {
-	if e, ok := errs.As(err); ok {
-		return e.Message
-	}
-	return "Something went wrong; please try again."
+// pageError is the message a page shows for err, in place of the page
+// (web.Failure).
+func pageError(ctx context.Context, err error) string {
+	_, message := web.Failure(ctx, err)
+	return message
 }
 
 // open loads a page's session, or answers the friendly expired page (404)
@@ -759,8 +771,7 @@ func (s *Service) open(w http.ResponseWriter, r *http.Request) (Session, bool) {
 	case errs.Is(err, errs.KindUnavailable):
 		http.Error(w, "Embedded flows are temporarily unavailable. Please retry in a moment.", http.StatusServiceUnavailable)
 	default:
-		slog.ErrorContext(r.Context(), "open embed session", "err", err)
-		http.Error(w, "internal error", http.StatusInternalServerError)
+		web.Fail(w, r, err)
 	}
 	return Session{}, false
 }

@@ -53,7 +53,7 @@ func (s *Service) regenerate(w http.ResponseWriter, r *http.Request) {
 		g, err = s.regenerator.Create(ctx, sess.ExamID, r.PathValue("question"), r.PostFormValue("instructions"))
 	}
 	if err != nil {
-		s.authoringPage(w, r, sess, ctx, pageError(err), nil)
+		s.authoringPage(w, r, sess, ctx, pageError(r.Context(), err), nil)
 		return
 	}
 	http.Redirect(w, r, "/embed/"+sess.ID+"/regenerations/"+g.ID, http.StatusSeeOther)
@@ -82,7 +82,7 @@ func (s *Service) regenerationPage(w http.ResponseWriter, r *http.Request) {
 		q, err = s.resources.Question(ctx, sess.ExamID, g.QuestionID)
 	}
 	if err != nil {
-		http.Error(w, pageError(err), http.StatusNotFound)
+		web.Fail(w, r, err)
 		return
 	}
 	v := regenerationView{view: view{Session: sess, TitleKey: "embed.regenerate.title", Error: g.Error, Refresh: g.Status == "running"},

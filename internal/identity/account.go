@@ -46,7 +46,7 @@ func (p *Provider) signedIn(h func(http.ResponseWriter, *http.Request, *session)
 			return
 		}
 		if err != nil {
-			p.failPage(w, r, http.StatusServiceUnavailable, "Try again later", "Your account is unavailable right now.")
+			p.failedPage(w, r, err, "Your account is unavailable right now.")
 			return
 		}
 		observability.Info(r.Context()).OrgID = s.orgID
@@ -112,7 +112,7 @@ func (p *Provider) renderAccount(w http.ResponseWriter, r *http.Request, s *sess
 		return
 	}
 	if err != nil {
-		p.failPage(w, r, http.StatusServiceUnavailable, "Try again later", "Your account is unavailable right now.")
+		p.failedPage(w, r, err, "Your account is unavailable right now.")
 		return
 	}
 	keys, err := p.tenancy.ListAPIKeys(ctx, s.userID)
@@ -124,7 +124,7 @@ func (p *Provider) renderAccount(w http.ResponseWriter, r *http.Request, s *sess
 		v.AllowedApps, _, err = p.AllowedClients(ctx, paging.Page{Size: paging.MaxSize})
 	}
 	if err != nil {
-		p.failPage(w, r, http.StatusServiceUnavailable, "Try again later", "Your account is unavailable right now.")
+		p.failedPage(w, r, err, "Your account is unavailable right now.")
 		return
 	}
 	v.CSRF, v.Name, v.Email, v.Role = s.csrf, me.Name, me.Email, string(me.Role)
@@ -153,7 +153,7 @@ func (p *Provider) pageError(w http.ResponseWriter, r *http.Request, err error, 
 		retry(e.Message, e.Kind.HTTPStatus())
 		return
 	}
-	p.failPage(w, r, http.StatusServiceUnavailable, "Try again later", "That did not work right now.")
+	p.failedPage(w, r, err, "That did not work right now.")
 }
 
 func (p *Provider) updateProfile(w http.ResponseWriter, r *http.Request, s *session) {
@@ -186,7 +186,7 @@ func (p *Provider) revokeKey(w http.ResponseWriter, r *http.Request, s *session)
 
 func (p *Provider) revokeApp(w http.ResponseWriter, r *http.Request, s *session) {
 	if err := p.storage.revokeApp(r.Context(), s.userID, r.PathValue("client"), revokedByUser); err != nil {
-		p.failPage(w, r, http.StatusServiceUnavailable, "Try again later", "That did not work right now.")
+		p.failedPage(w, r, err, "That did not work right now.")
 		return
 	}
 	http.Redirect(w, r, "/account?notice=app-revoked", http.StatusSeeOther)
@@ -266,7 +266,7 @@ func (p *Provider) renderDeveloper(w http.ResponseWriter, r *http.Request, s *se
 		return
 	}
 	if err != nil {
-		p.failPage(w, r, http.StatusServiceUnavailable, "Try again later", "The developer area is unavailable right now.")
+		p.failedPage(w, r, err, "The developer area is unavailable right now.")
 		return
 	}
 	v.Clients = clients

@@ -107,7 +107,7 @@ func (p *Provider) loginPage(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/account", http.StatusSeeOther)
 		return
 	case !errors.Is(err, errNoSession):
-		p.failPage(w, r, http.StatusServiceUnavailable, "Try again later", "Signing in is unavailable right now.")
+		p.failedPage(w, r, err, "Signing in is unavailable right now.")
 		return
 	}
 	p.renderLogin(w, r, http.StatusOK, loginView{AuthRequestID: authRequestID})
@@ -121,6 +121,14 @@ func (p *Provider) renderLogin(w http.ResponseWriter, r *http.Request, status in
 
 func (p *Provider) failPage(w http.ResponseWriter, r *http.Request, status int, title, message string) {
 	web.Render(w, r, status, "error.html", map[string]string{"Title": title, "Message": message})
+}
+
+// failedPage answers a page whose work failed with err: "Try again later"
+// with message, which says what did not work in the user's terms, and the
+// status web.Failure gives err (which logs what the page does not say).
+func (p *Provider) failedPage(w http.ResponseWriter, r *http.Request, err error, message string) {
+	status, _ := web.Failure(r.Context(), err)
+	p.failPage(w, r, status, "Try again later", message)
 }
 
 // signInFor sends the browser to sign in for authorization request id.
@@ -164,7 +172,7 @@ func (p *Provider) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		p.failPage(w, r, http.StatusServiceUnavailable, "Try again later", "Signing in is unavailable right now.")
+		p.failedPage(w, r, err, "Signing in is unavailable right now.")
 		return
 	}
 	p.metrics.logins.WithLabelValues("success").Inc()
@@ -242,13 +250,13 @@ func (p *Provider) consentPage(w http.ResponseWriter, r *http.Request, s *sessio
 	}
 	scopes, err := p.grantableScopes(r.Context(), caller, c, a.scopes)
 	if err != nil {
-		p.failPage(w, r, http.StatusServiceUnavailable, "Try again later", "Authorization is unavailable right now.")
+		p.failedPage(w, r, err, "Authorization is unavailable right now.")
 		return
 	}
 	ctx := tenancy.WithCaller(r.Context(), caller)
 	u, err := p.storage.users.LookupUser(ctx, s.userID)
 	if err != nil {
-		p.failPage(w, r, http.StatusServiceUnavailable, "Try again later", "Authorization is unavailable right now.")
+		p.failedPage(w, r, err, "Authorization is unavailable right now.")
 		return
 	}
 	v := consentView{CSRF: s.csrf, AuthRequestID: a.id, ClientName: c.name, ClientDescription: c.description, UserName: u.Name}
@@ -385,7 +393,7 @@ func (p *Provider) consent(w http.ResponseWriter, r *http.Request) {
 			Target: audit.Target{Type: "oauth_client", ID: c.id}, After: map[string]any{"scopes": anySlice(scopes)}})
 	}
 	if err != nil {
-		p.failPage(w, r, http.StatusServiceUnavailable, "Try again later", "Authorization is unavailable right now.")
+		p.failedPage(w, r, err, "Authorization is unavailable right now.")
 		return
 	}
 	http.Redirect(w, r, p.authCallbackURL(r.Context(), a.id), http.StatusSeeOther)

@@ -85,7 +85,7 @@ func (p *Provider) renderWebhooks(w http.ResponseWriter, r *http.Request, s *ses
 		return
 	}
 	if err != nil {
-		p.failPage(w, r, http.StatusServiceUnavailable, "Try again later", "The developer area is unavailable right now.")
+		p.failedPage(w, r, err, "The developer area is unavailable right now.")
 		return
 	}
 	v.Endpoints = list

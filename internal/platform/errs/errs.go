@@ -78,6 +78,24 @@ func As(err error) (*Error, bool) {
 	return e, ok
 }
 
+// Explain is the domain error err is, or stands for. The *Error in err's
+// chain comes first; else a refusal no site translated (an error in the
+// chain with an Unhandled method: store.ConstraintError, decision 0177)
+// gives its meaning, with unhandled true, since the site should have said
+// it. It is nil for anything else: the server's own fault.
+func Explain(err error) (e *Error, unhandled bool) {
+	if e, ok := As(err); ok {
+		return e, false
+	}
+	var refusal interface{ Unhandled() *Error }
+	if errors.As(err, &refusal) {
+		if e := refusal.Unhandled(); e != nil {
+			return e, true
+		}
+	}
+	return nil, false
+}
+
 // Is reports whether err is a domain error of kind k.
 func Is(err error, k Kind) bool {
 	e, ok := As(err)
