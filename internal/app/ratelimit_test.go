@@ -238,6 +238,53 @@ func TestDatabaseDownIsUnavailableForEveryCallerKind(t *testing.T) {
 	}
 }
 
+// TestConsentsThatCannotGoOn: the stale-link page tells the user to start
+// again from the app. That cures an authorization request that is unknown
+// or already answered, but not one the server failed to read: that
+// failure is the server's, "Try again later", 500.
+func TestConsentsThatCannotGoOn(t *testing.T) {
+	t.Parallel()
+	dbURL := storetest.NewURL(t)
+	e := newEnvAt(t, dbURL)
+	a := e.newOAuthApp(e.newTenant("US", "pro"), tenancy.RoleTeacher, identity.ClientInput{})
+	a.conf.Scopes = []string{"profile"}
+	b := e.newBrowser()
+	login := b.get(a.conf.AuthCodeURL("state-123"))
+	consent := b.post(e.srv.URL+"/login", url.Values{"csrf": {login.field("csrf")}, "authRequestID": {login.field("authRequestID")}, "email": {a.email}, "password": {a.password}})
+	answer := func(id, decision string) page {
+		return b.post(e.srv.URL+"/consent", url.Values{"csrf": {consent.field("csrf")}, "authRequestID": {id}, "decision": {decision}})
+	}
+	if p := answer(consent.field("authRequestID"), "approve"); p.status != http.StatusSeeOther && p.status != http.StatusFound {
+		t.Fatalf("approval: %d\n%s", p.status, p.body)
+	}
+	for name, p := range map[string]page{
+		"unknown request":           b.get(e.srv.URL + "/login?authRequestID=" + strings.Repeat("0", 32)),
+		"denied after its approval": answer(consent.field("authRequestID"), "deny"),
+	} {
+		if p.status != http.StatusBadRequest || !strings.Contains(p.body, "This sign-in link is no longer valid") {
+			t.Errorf("%s: %d, want the stale link\n%s", name, p.status, p.body)
+		}
+	}
+
+	pending := b.get(a.conf.AuthCodeURL("state-456"))
+	owner, err := pgx.Connect(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Close(context.Background())
+	if _, err := owner.Exec(context.Background(), `ALTER FUNCTION oauth_client_for_auth(text) RENAME TO oauth_client_for_auth_gone`); err != nil {
+		t.Fatal(err)
+	}
+	for name, p := range map[string]page{
+		"consent page": b.get(e.srv.URL + "/login?authRequestID=" + url.QueryEscape(pending.field("authRequestID"))),
+		"approval":     answer(pending.field("authRequestID"), "approve"),
+	} {
+		if p.status != http.StatusInternalServerError || !strings.Contains(p.body, "Authorization is unavailable right now.") {
+			t.Errorf("%s with the client unreadable: %d\n%s", name, p.status, p.body)
+		}
+	}
+}
+
 // checkUnavailable fails t unless err is the token endpoint's 503
 // server_error.
 func checkUnavailable(t *testing.T, what string, err error) {

@@ -705,7 +705,11 @@ func (s *Service) editGenerated(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g, err := s.generator.Get(ctx, r.PathValue("generation"))
-	if err != nil || g.Status != "ready" {
+	if err != nil {
+		web.Fail(w, r, err)
+		return
+	}
+	if g.Status != "ready" {
 		http.Error(w, "this exam is not ready", http.StatusNotFound)
 		return
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/assessd/assessd/internal/audit"
 	"github.com/assessd/assessd/internal/platform/clientaddr"
+	"github.com/assessd/assessd/internal/platform/errs"
 	"github.com/assessd/assessd/internal/platform/ratelimit"
 	"github.com/assessd/assessd/internal/platform/textcheck"
 	"github.com/assessd/assessd/internal/store"
@@ -245,7 +246,7 @@ type consentView struct {
 func (p *Provider) consentPage(w http.ResponseWriter, r *http.Request, s *session, authRequestID string) {
 	a, c, caller, err := p.pendingRequest(r.Context(), s, authRequestID)
 	if err != nil {
-		p.staleLink(w, r)
+		p.unusableRequest(w, r, err)
 		return
 	}
 	scopes, err := p.grantableScopes(r.Context(), caller, c, a.scopes)
@@ -291,6 +292,19 @@ func (p *Provider) pendingRequest(ctx context.Context, s *session, id string) (*
 // errAnswered is the error of an authorization request the user already
 // approved.
 var errAnswered = errors.New("authorization request already answered")
+
+// unusableRequest answers a consent whose authorization request could not
+// be used: the stale link when the request, its client or its user is gone
+// or the request was answered, for the user to start again from the app;
+// otherwise it could not be read, which starting again would not cure.
+func (p *Provider) unusableRequest(w http.ResponseWriter, r *http.Request, err error) {
+	var gone interface{ IsNotFound() }
+	if errors.As(err, &gone) || errors.Is(err, errAnswered) || errs.Is(err, errs.KindNotFound) {
+		p.staleLink(w, r)
+		return
+	}
+	p.failedPage(w, r, err, "Authorization is unavailable right now.")
+}
 
 // approvedAgain reports whether a is a request that s's user approved
 // and whose code the app has not exchanged yet: a double click on
@@ -357,7 +371,7 @@ func (p *Provider) consent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		p.staleLink(w, r)
+		p.unusableRequest(w, r, err)
 		return
 	}
 	if !approve {
