@@ -185,6 +185,9 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 		perMinute = tenancy.RequestsPerMinute
 	}
 	metrics.RegisterCredentialListener(ten.CredentialListenerUp)
+	if cfg.Redis != nil {
+		metrics.RegisterRedis(func(ctx context.Context) error { return cfg.Redis.Ping(ctx).Err() })
+	}
 	limiter := ratelimit.New(ratelimit.Options{Redis: cfg.Redis, Prefix: prefix, Registerer: metrics.Registry,
 		OrgLabel: metrics.Org, Logger: cfg.Logger})
 	hooks := webhooks.NewService(db, cfg.Webhooks)

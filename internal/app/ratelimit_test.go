@@ -21,6 +21,7 @@ import (
 	"github.com/assessd/assessd/internal/identity"
 	"github.com/assessd/assessd/internal/platform/clientaddr"
 	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/internal/testkit/redistest"
 	"github.com/assessd/assessd/internal/testkit/storetest"
 	"github.com/assessd/assessd/tenancy"
 )
@@ -154,6 +155,29 @@ func TestRedisDownLimitsPerProcess(t *testing.T) {
 	line := e.metricLine("assessd_rate_limit_local_decisions_total ")
 	if n, _ := strconv.Atoi(strings.Fields(line + " 0")[1]); n < 29 {
 		t.Fatalf("local decisions: %q", line)
+	}
+}
+
+// TestRedisStateIsExported: /metrics says whether Redis answers, for the
+// AssessdRedisDown alert; readiness leaves Redis out, so nothing else would.
+func TestRedisStateIsExported(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client(&redis.Options{MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { rdb.Close() })
+	e := newEnvWithConfig(t, func(c *app.Config) { c.Redis = rdb })
+	for _, step := range []struct {
+		change func()
+		want   string
+	}{
+		{func() {}, "assessd_redis_up 1"},
+		{srv.Stop, "assessd_redis_up 0"},
+		{srv.Restart, "assessd_redis_up 1"},
+	} {
+		step.change()
+		if got := e.metricLine("assessd_redis_up "); got != step.want {
+			t.Fatalf("%q, want %q", got, step.want)
+		}
 	}
 }
 

@@ -124,7 +124,10 @@ const overview = dashboard('assessd-overview', 'assessd / Overview',
   .withPanel(graph('Failed authentications', 'Rejected credentials by reason (alert AssessdCredentialGuessing).', 'reqps',
     `sum by (reason) (rate(assessd_auth_failures_total{${serve}}[${rate}]))`, '{{reason}}'))
   .withPanel(graph('Database pool', 'Connections in use and the pool size, by instance.', 'short',
-    `sum by (instance) (assessd_db_pool_acquired_connections{${serve}})`, '{{instance}} in use'));
+    `sum by (instance) (assessd_db_pool_acquired_connections{${serve}})`, '{{instance}} in use'))
+  .withPanel(graph('Dependencies reached', 'By instance, 1 while Redis answers (alert AssessdRedisDown: embedded flows stop without it) and while the credential change listener is connected (alert AssessdCredentialListenerDown).', 'short',
+    `max by (instance) (assessd_redis_up{${serve}})`, '{{instance}} Redis')
+    .withTarget(query(`max by (instance) (assessd_credential_listener_up{${serve}})`, '{{instance}} credential listener').refId('B')));
 
 const worker = 'job="assessd-worker", region=~"$region"';
 const grading = dashboard('assessd-grading', 'assessd / Grading by region',
