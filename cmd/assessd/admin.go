@@ -13,7 +13,6 @@ import (
 
 	"github.com/assessd/assessd/internal/identity"
 	"github.com/assessd/assessd/internal/platform/errs"
-	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/tenancy"
 )
 
@@ -253,7 +252,7 @@ func admin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := cfg.requireDatabase(); err != nil {
 		return err
 	}
-	db, err := store.Open(ctx, cfg.DatabaseURL)
+	db, err := openDatabase(ctx, cfg)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/assessd/assessd/internal/store"
 )
@@ -17,6 +18,12 @@ func openDatabase(ctx context.Context, cfg config) (*store.DB, error) {
 	db, err := store.Open(ctx, cfg.DatabaseURL, opts...)
 	if err != nil {
 		return nil, err
+	}
+	// The driver's own error names the host and the reason, where the
+	// checks below would wrap it in the API's "retry shortly".
+	if err := db.Ping(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("PostgreSQL at DATABASE_URL does not answer: %w", err)
 	}
 	for _, check := range []func(context.Context) error{db.CheckVersion, db.CheckIsolation} {
 		if err := check(ctx); err != nil {

@@ -254,3 +254,29 @@ func freeAddr(t *testing.T) string {
 	defer l.Close()
 	return l.Addr().String()
 }
+
+// TestUnreachableDependenciesAreNamed: a command that cannot reach
+// PostgreSQL or Temporal says which setting points where, and the
+// driver's reason, not the API's "retry shortly".
+func TestUnreachableDependenciesAreNamed(t *testing.T) {
+	t.Setenv("DATABASE_URL", "postgres://postgres@127.0.0.1:1/none")
+	t.Setenv("TEMPORAL_ADDRESS", "127.0.0.1:1")
+	for _, args := range [][]string{{"serve"}, {"worker", "--region", "global"}, {"admin", "org", "create", "--name", "X", "--country", "US"}} {
+		err := run(context.Background(), args, &bytes.Buffer{}, &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), "PostgreSQL at DATABASE_URL does not answer") ||
+			!strings.Contains(err.Error(), "127.0.0.1:1") || strings.Contains(err.Error(), "retry shortly") {
+			t.Errorf("assessd %s without PostgreSQL: %v", strings.Join(args, " "), err)
+		}
+	}
+
+	cfg := config{TemporalAddress: "127.0.0.1:1", TemporalNamespace: "default", TemporalCreateNamespace: "false"}
+	opts, err := cfg.temporalOptions(discard, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := cfg.ensureNamespace(ctx, opts); err == nil || !strings.Contains(err.Error(), "temporal at 127.0.0.1:1 (TEMPORAL_ADDRESS)") {
+		t.Errorf("without Temporal: %v", err)
+	}
+}

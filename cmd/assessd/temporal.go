@@ -91,7 +91,7 @@ func (c *config) ensureNamespace(ctx context.Context, opts client.Options) error
 	case err == nil:
 		return nil
 	case !errors.As(err, &notFound):
-		return fmt.Errorf("temporal: checking namespace %q: %w", opts.Namespace, err)
+		return fmt.Errorf("temporal at %s (TEMPORAL_ADDRESS): checking namespace %q: %w", opts.HostPort, opts.Namespace, err)
 	case !create:
 		return fmt.Errorf("temporal namespace %q does not exist: create it (temporal operator namespace create) or set TEMPORAL_CREATE_NAMESPACE=true", opts.Namespace)
 	}
