@@ -658,8 +658,9 @@ func (s *Service) generate(w http.ResponseWriter, r *http.Request) {
 			DurationMinutes: duration, Taxonomy: field("taxonomy"), QuestionTypes: types})
 	}
 	if err != nil {
-		v.Error = pageError(r.Context(), err)
-		web.RenderFramed(w, r, http.StatusBadRequest, "embed-generate.html", v, sess.AllowedOrigins)
+		var status int
+		status, v.Error = web.Failure(r.Context(), err)
+		web.RenderFramed(w, r, status, "embed-generate.html", v, sess.AllowedOrigins)
 		return
 	}
 	http.Redirect(w, r, "/embed/"+sess.ID+"/generations/"+g.ID, http.StatusSeeOther)
