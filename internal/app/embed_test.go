@@ -3,6 +3,7 @@ package app_test
 import (
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -71,4 +72,23 @@ func TestEmbedSessionsAPI(t *testing.T) {
 func (e *env) embedSession(key string, body map[string]any) string {
 	e.t.Helper()
 	return str(e.do("POST", "/embed-sessions", key, body).must(e.t, http.StatusOK).body, "id")
+}
+
+// TestEmbedFormsAnswerWhatRefusedThem: the generate form shows a refusal
+// with its own status. A teacher made a student while the session is open
+// may no longer create exams: 403, not the 400 of a form to fix.
+func TestEmbedFormsAnswerWhatRefusedThem(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tn := e.newTenant("US", "pro")
+	actor := tn.users[tenancy.RoleTeacher].ID
+	generating := e.embedSession(tn.keys[tenancy.RoleTeacher], map[string]any{"flow": "generate-exam", "actor": actor})
+	form := url.Values{"subject": {"Maths"}, "studentLevel": {"7"}, "durationMinutes": {"30"}, "questionTypes": {"true_false"}}
+	if p := e.newBrowser().post(e.srv.URL+"/embed/"+generating+"/generate", url.Values{"subject": {""}}); p.status != http.StatusBadRequest {
+		t.Fatalf("a form without a subject: %d", p.status)
+	}
+	e.do("PATCH", "/users/"+actor, tn.keys[tenancy.RoleOwner], `{"role":"student"}`).must(t, http.StatusOK)
+	if p := e.newBrowser().post(e.srv.URL+"/embed/"+generating+"/generate", form); p.status != http.StatusForbidden {
+		t.Fatalf("the form after its actor became a student: %d\n%s", p.status, p.body)
+	}
 }
