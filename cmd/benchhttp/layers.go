@@ -24,8 +24,7 @@ func layers(ctx context.Context, rounds int, fx fixture, db *store.DB, base, tra
 	scoped, err := api.NewTransport(api.Transport{GetUser: func(ctx context.Context, id string) (tenancy.User, error) {
 		ctx = store.WithOrg(ctx, fx.orgID)
 		var u tenancy.User
-		err := db.Q(ctx).QueryRow(ctx, `SELECT id, org_id, email, name, role, metadata, created_at, updated_at
-			FROM users WHERE org_id = app_org_id() AND id = $1`, id).
+		err := db.Q(ctx).QueryRow(ctx, scopedUserQuery, id).
 			Scan(&u.ID, &u.OrgID, &u.Email, &u.Name, &u.Role, &u.Metadata, &u.CreatedAt, &u.UpdatedAt)
 		return u, err
 	}})

@@ -6,8 +6,10 @@
 // scored by rules) against a bare insert of the same rows. Both rows also
 // measure the baseline's work behind the API's transport alone (Vanguard
 // and Connect as assessd configures them), the ceiling of any handler on
-// that stack; the GET row then, in process, one layer at a time (transport,
-// tenant scope, the whole server), to show which layer a difference is in.
+// that stack; the GET row also measures the baseline's query in the tenant
+// scope alone, the ceiling of any handler with the prescribed tenancy, and
+// then, in process, one layer at a time (transport, tenant scope, the
+// whole server), to show which layer a difference is in.
 package main
 
 import (
@@ -29,6 +31,7 @@ import (
 	"github.com/assessd/assessd/internal/app"
 	"github.com/assessd/assessd/internal/assessment"
 	"github.com/assessd/assessd/internal/platform/ids"
+	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/internal/testkit/benchenv"
 	"github.com/assessd/assessd/internal/testkit/benchload"
 	"github.com/assessd/assessd/tenancy"
@@ -96,24 +99,28 @@ func run(ctx context.Context) (err error) {
 	fmt.Printf("throughput ratio assessd/baseline, median of %d rounds: %.2f; target >= 0.85\n", *rounds, ratio)
 	fmt.Printf("assessd p99 in the last round: %.2f ms; target < 5 ms\n", benchload.Ms(last.P99))
 
-	// The transport's own ceiling: the baseline's work behind Vanguard and
-	// Connect as the API configures them, and nothing else.
+	// The ceilings of two layers the architecture prescribes, each alone:
+	// the baseline's work behind Vanguard and Connect as the API configures
+	// them, and the baseline's handler with its query in the tenant scope.
 	tr, err := transport(pool, fx)
 	if err != nil {
 		return err
 	}
-	stack, stopStack, err := benchload.Listen(tr)
+	bare := comparison{clients: *concurrency, rounds: *rounds, warmup: *warmup, d: *duration}
+	stack, stopStack, err := bare.ceiling(get(base), get, tr, "transport",
+		"behind the API's transport alone (Vanguard and Connect with assessd's codecs and interceptors;\n"+
+			"no middleware, authentication, quota or tenant scope)", "on this stack")
 	if err != nil {
 		return err
 	}
 	defer stopStack()
-	fmt.Printf("\nthe same query behind the API's transport alone (Vanguard and Connect with assessd's codecs and interceptors;\n" +
-		"no middleware, authentication, quota or tenant scope), against the baseline\n\n")
-	stackRatio, _, err := comparison{clients: *concurrency, rounds: *rounds, warmup: *warmup, d: *duration}.run(get(base), get(stack), "transport")
+	_, stopScope, err := bare.ceiling(get(base), get, scopeAlone(env.DB, fx), "scope",
+		"in the tenant scope alone (the baseline's handler with the role and organization set in the\n"+
+			"statement's transaction, under row-level security; no transport, middleware, authentication or quota)", "with this tenancy")
 	if err != nil {
 		return err
 	}
-	fmt.Printf("throughput ratio transport/baseline, median of %d rounds: %.2f: the most any handler on this stack reaches\n", *rounds, stackRatio)
+	defer stopScope()
 	if err := layers(ctx, *rounds, fx, env.DB, baseline(pool, fx), tr, a.Handler); err != nil {
 		return err
 	}
@@ -148,6 +155,25 @@ func run(ctx context.Context) (err error) {
 	}
 	fmt.Printf("throughput ratio transport/bare insert, median of %d rounds: %.2f: the most any handler on this stack reaches\n", *rounds, ratio)
 	return nil
+}
+
+// ceiling serves h, one prescribed layer around the baseline's work with
+// nothing else of assessd, and measures it against the baseline's
+// requests; what says what h is, reaches what it is the ceiling of. It
+// returns h's URL, served until stop is called.
+func (c comparison) ceiling(base func() *http.Request, at func(url string) func() *http.Request, h http.Handler, name, what, reaches string) (url string, stop func(), err error) {
+	url, stop, err = benchload.Listen(h)
+	if err != nil {
+		return "", nil, err
+	}
+	fmt.Printf("\nthe same query %s, against the baseline\n\n", what)
+	ratio, _, err := c.run(base, at(url), name)
+	if err != nil {
+		stop()
+		return "", nil, err
+	}
+	fmt.Printf("throughput ratio %s/baseline, median of %d rounds: %.2f: the most any handler %s reaches\n", name, c.rounds, ratio, reaches)
+	return url, stop, nil
 }
 
 // comparison measures a baseline and assessd in alternating rounds.
@@ -329,25 +355,9 @@ func baseline(pool *pgxpool.Pool, fx fixture) http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte("1\n"))
 	})
-	mux.HandleFunc("GET /users/{id}", func(w http.ResponseWriter, r *http.Request) {
-		var u struct {
-			ID        string         `json:"id"`
-			OrgID     string         `json:"orgId"`
-			Email     string         `json:"email"`
-			Name      string         `json:"name"`
-			Role      string         `json:"role"`
-			Metadata  map[string]any `json:"metadata"`
-			CreatedAt time.Time      `json:"createdAt"`
-			UpdatedAt time.Time      `json:"updatedAt"`
-		}
-		err := pool.QueryRow(r.Context(), bareUserQuery, r.PathValue("id")).Scan(&u.ID, &u.OrgID, &u.Email, &u.Name, &u.Role, &u.Metadata, &u.CreatedAt, &u.UpdatedAt)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(u)
-	})
+	mux.Handle("GET /users/{id}", userHandler(func(ctx context.Context, id string, u *bareUser) error {
+		return pool.QueryRow(ctx, bareUserQuery, id).Scan(u.fields()...)
+	}))
 	mux.HandleFunc("POST /exams/{examId}/results", func(w http.ResponseWriter, r *http.Request) {
 		var in struct {
 			UserID  string `json:"userId"`
@@ -372,6 +382,55 @@ func baseline(pool *pgxpool.Pool, fx fixture) http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{"id": id, "status": "graded", "score": total})
 	})
+	return mux
+}
+
+// bareUser is a user as the baseline handlers answer it, with
+// encoding/json.
+type bareUser struct {
+	ID        string         `json:"id"`
+	OrgID     string         `json:"orgId"`
+	Email     string         `json:"email"`
+	Name      string         `json:"name"`
+	Role      string         `json:"role"`
+	Metadata  map[string]any `json:"metadata"`
+	CreatedAt time.Time      `json:"createdAt"`
+	UpdatedAt time.Time      `json:"updatedAt"`
+}
+
+// fields are the scan targets of bareUserQuery's columns.
+func (u *bareUser) fields() []any {
+	return []any{&u.ID, &u.OrgID, &u.Email, &u.Name, &u.Role, &u.Metadata, &u.CreatedAt, &u.UpdatedAt}
+}
+
+// userHandler answers GET /users/{id} with the user load reads.
+func userHandler(load func(ctx context.Context, id string, u *bareUser) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var u bareUser
+		if err := load(r.Context(), r.PathValue("id"), &u); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(u)
+	})
+}
+
+// scopedUserQuery is bareUserQuery as the product runs it: in the tenant
+// scope, under row-level security.
+const scopedUserQuery = `SELECT id, org_id, email, name, role, metadata, created_at, updated_at
+	FROM users WHERE org_id = app_org_id() AND id = $1`
+
+// scopeAlone is the baseline's GET handler with its query in the tenant
+// scope the architecture prescribes (store.DB.Q: the role and organization
+// set in the statement's own transaction, decision 0040), and nothing else
+// of assessd: no transport, authentication, quota or middleware.
+func scopeAlone(db *store.DB, fx fixture) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /users/{id}", userHandler(func(ctx context.Context, id string, u *bareUser) error {
+		ctx = store.WithOrg(ctx, fx.orgID)
+		return db.Q(ctx).QueryRow(ctx, scopedUserQuery, id).Scan(u.fields()...)
+	}))
 	return mux
 }
 
