@@ -29,6 +29,12 @@ const (
 	ScopeAuditLogsWrite     Scope = "audit-logs:write"
 	ScopeWebhooksRead       Scope = "webhooks:read"
 	ScopeWebhooksWrite      Scope = "webhooks:write"
+	ScopeClassesRead        Scope = "classes:read"
+	ScopeClassesWrite       Scope = "classes:write"
+	ScopeAssignmentsRead    Scope = "assignments:read"
+	ScopeAssignmentsWrite   Scope = "assignments:write"
+	ScopeAttemptsRead       Scope = "attempts:read"
+	ScopeAttemptsWrite      Scope = "attempts:write"
 )
 
 // AllScopes lists every scope in documentation order.
@@ -38,6 +44,8 @@ var AllScopes = []Scope{
 	ScopeExamsRead, ScopeExamsWrite, ScopeResultsRead, ScopeResultsWrite,
 	ScopeQuestionTypesRead, ScopeQuestionTypesWrite, ScopeEmbedWrite,
 	ScopeAuditLogsRead, ScopeAuditLogsWrite, ScopeWebhooksRead, ScopeWebhooksWrite,
+	ScopeClassesRead, ScopeClassesWrite, ScopeAssignmentsRead, ScopeAssignmentsWrite,
+	ScopeAttemptsRead, ScopeAttemptsWrite,
 }
 
 var identityScopes = []Scope{ScopeOpenID, ScopeProfile, ScopeEmail, ScopeOfflineAccess}
@@ -52,9 +60,14 @@ var roleScopes = map[Role][]Scope{
 	RoleTeacher: append(slices.Clone(identityScopes),
 		ScopeUsersRead, ScopeOrgsRead, ScopeExamsRead, ScopeExamsWrite,
 		ScopeResultsRead, ScopeResultsWrite, ScopeQuestionTypesRead,
-		ScopeQuestionTypesWrite, ScopeEmbedWrite, ScopeAuditLogsWrite),
+		ScopeQuestionTypesWrite, ScopeEmbedWrite, ScopeAuditLogsWrite,
+		ScopeClassesRead, ScopeClassesWrite, ScopeAssignmentsRead, ScopeAssignmentsWrite,
+		ScopeAttemptsRead, ScopeAttemptsWrite),
+	// A student reads the assignments given to them and takes them with
+	// their own credential (attempts).
 	RoleStudent: append(slices.Clone(identityScopes),
-		ScopeOrgsRead, ScopeExamsRead, ScopeResultsRead, ScopeResultsWrite, ScopeAuditLogsWrite),
+		ScopeOrgsRead, ScopeExamsRead, ScopeResultsRead, ScopeResultsWrite, ScopeAuditLogsWrite,
+		ScopeAssignmentsRead, ScopeAttemptsRead, ScopeAttemptsWrite),
 }
 
 // ScopesForRole returns every scope role r may hold.

@@ -40,6 +40,12 @@ const (
 	WebhookEndpoint Prefix = "whe_"
 	WebhookDelivery Prefix = "whd_"
 	WebhookMessage  Prefix = "msg_"
+	// Delivery: classes (rosters), assignments and students' attempts.
+	Class      Prefix = "cls_"
+	Assignment Prefix = "asg_"
+	Attempt    Prefix = "att_"
+	// LTIPlatform is a registered LTI 1.3 platform (an LMS).
+	LTIPlatform Prefix = "ltp_"
 )
 
 // New returns a fresh id with prefix p.
