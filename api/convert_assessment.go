@@ -48,7 +48,7 @@ func typeToProto(t assessment.TypeDef) *v1.QuestionType {
 func resultToProto(r assessment.Result) *v1.Result {
 	out := &v1.Result{
 		Id: r.ID, ExamId: r.ExamID, UserId: r.UserID, Status: r.Status, Score: r.Score, MaxScore: r.MaxScore,
-		Reason: r.Reason, Region: r.Region, Source: r.Source, SubmittedAt: ts(r.SubmittedAt), GradedAt: ts(r.GradedAt),
+		Reason: r.Reason, Region: r.Region, Source: r.Source, AttemptId: r.AttemptID, AssignmentId: r.AssignmentID, SubmittedAt: ts(r.SubmittedAt), GradedAt: ts(r.GradedAt),
 		Answers: make([]*v1.Answer, len(r.Answers)),
 	}
 	for i, a := range r.Answers {

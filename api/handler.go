@@ -20,6 +20,7 @@ import (
 	v1 "github.com/assessd/assessd/api/gen/assessd/v1"
 	"github.com/assessd/assessd/api/gen/assessd/v1/assessdv1connect"
 	"github.com/assessd/assessd/internal/assessment"
+	"github.com/assessd/assessd/internal/delivery"
 	"github.com/assessd/assessd/internal/embedflow"
 	"github.com/assessd/assessd/internal/generation"
 	"github.com/assessd/assessd/internal/regeneration"
@@ -55,6 +56,8 @@ type Services struct {
 	Transfers *transfer.Service
 	// Webhooks manages webhook endpoints and their deliveries.
 	Webhooks *webhooks.Service
+	// Delivery manages assignments, accommodations and attempts.
+	Delivery *delivery.Service
 }
 
 // NewHandler returns the API handler: every service on its REST paths and
@@ -120,6 +123,12 @@ func newHandler(s Services, c codecs, extra ...connect.HandlerOption) (http.Hand
 		},
 		func() (string, http.Handler) {
 			return assessdv1connect.NewWebhookEndpointServiceHandler(webhookServer{s.Webhooks}, opts...)
+		},
+		func() (string, http.Handler) {
+			return assessdv1connect.NewAssignmentServiceHandler(assignmentServer{s.Delivery}, opts...)
+		},
+		func() (string, http.Handler) {
+			return assessdv1connect.NewAttemptServiceHandler(attemptServer{s.Delivery}, opts...)
 		},
 	} {
 		path, handler := h()

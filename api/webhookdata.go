@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/assessd/assessd/internal/assessment"
+	"github.com/assessd/assessd/internal/delivery"
 	"github.com/assessd/assessd/internal/generation"
 	"github.com/assessd/assessd/internal/regeneration"
 	"github.com/assessd/assessd/internal/scanning"
@@ -29,6 +30,8 @@ func WebhookData(resource any) (json.RawMessage, error) {
 		m = regenerationToProto(r)
 	case scanning.Scan:
 		m = scanToProto(r)
+	case delivery.Attempt:
+		m = attemptToProto(r)
 	default:
 		return nil, fmt.Errorf("no API form for %T", resource)
 	}

@@ -215,8 +215,9 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	cdn := append([]string{media.PrefixOf(cfg.BaseURL)}, cfg.MediaCDN...)
 	scans := scanning.NewService(db, content, ten, media.NewFetcher(cdn, media.Options{}).OnCDN)
 	transfers := transfer.NewService(db, content)
+	attempts := newDelivery(db, content, metrics.Registry, metrics.Org)
 	apiHandler, err := api.NewHandler(api.Services{Tenancy: ten, Assessment: content, Generation: gen, Embed: embeds, AllowedClients: idp,
-		Regeneration: regen, Scans: scans, Transfers: transfers, Webhooks: hooks})
+		Regeneration: regen, Scans: scans, Transfers: transfers, Webhooks: hooks, Delivery: attempts})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("api: %w", err), limiter.Close())
 	}

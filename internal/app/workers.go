@@ -1,10 +1,13 @@
 package app
 
 import (
+	"context"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
+	attemptactivities "github.com/assessd/assessd/activities/attempts"
 	generationactivities "github.com/assessd/assessd/activities/generation"
 	gradingactivities "github.com/assessd/assessd/activities/grading"
 	scanningactivities "github.com/assessd/assessd/activities/scanning"
@@ -12,6 +15,7 @@ import (
 	"github.com/assessd/assessd/api"
 	"github.com/assessd/assessd/internal/ai"
 	"github.com/assessd/assessd/internal/assessment"
+	"github.com/assessd/assessd/internal/delivery"
 	"github.com/assessd/assessd/internal/generation"
 	"github.com/assessd/assessd/internal/media"
 	"github.com/assessd/assessd/internal/outbox"
@@ -20,8 +24,10 @@ import (
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/internal/webhooks"
 	"github.com/assessd/assessd/internal/webhooks/event"
+	"github.com/assessd/assessd/observability"
 	"github.com/assessd/assessd/tenancy"
 	"github.com/assessd/assessd/workflows"
+	attemptworkflow "github.com/assessd/assessd/workflows/attempts"
 	generationworkflow "github.com/assessd/assessd/workflows/generation"
 	gradingworkflow "github.com/assessd/assessd/workflows/grading"
 	scanningworkflow "github.com/assessd/assessd/workflows/scanning"
@@ -46,6 +52,10 @@ type WorkerConfig struct {
 	// worker holds at once (decision 0174); the regions of one process
 	// share it. nil shares membudget.Worker. Its metrics go to Registry.
 	Memory *membudget.Budget
+	// OrgLabel maps an organization to its bounded metric label (the
+	// regions of one process share it); nil gives the worker a labeler of
+	// its own.
+	OrgLabel func(id string) string
 }
 
 // maxProviderCalls bounds a worker's calls in flight to its region's AI
@@ -86,10 +96,28 @@ func NewWorker(c client.Client, db *store.DB, cfg WorkerConfig) (worker.Worker, 
 	gen.Register(w)
 	registerRegeneration(w, db, content, cfg)
 	registerScanning(w, db, content, cfg)
+	if cfg.OrgLabel == nil {
+		cfg.OrgLabel = (&observability.OrgLabeler{}).Label
+	}
+	w.RegisterWorkflow(attemptworkflow.KeepDeadline)
+	deadlines := &attemptactivities.Activities{Attempts: newDelivery(db, content, cfg.Registry, cfg.OrgLabel), Region: cfg.Region}
+	deadlines.Register(w)
 	w.RegisterWorkflow(webhookworkflow.DeliverEvent)
 	hooks := &webhookactivities.Activities{Deliverer: webhooks.NewDeliverer(db, cfg.Webhooks, webhooks.NewMetrics(cfg.Registry)), Region: cfg.Region}
 	hooks.Register(w)
 	return w, nil
+}
+
+// newDelivery returns the delivery service submitting attempts through
+// content, recording their webhook events, with its metrics on reg (none
+// without org).
+func newDelivery(db *store.DB, content *assessment.Service, reg prometheus.Registerer, org func(string) string) *delivery.Service {
+	d := delivery.NewService(db, content)
+	d.Events = event.NewRecorder(api.WebhookData)
+	if org != nil {
+		d.Metrics = delivery.NewMetrics(reg, org)
+	}
+	return d
 }
 
 // newContent returns the assessment service that records webhook events,
@@ -117,5 +145,16 @@ func newDispatcher(c client.Client, db *store.DB, reg prometheus.Registerer, opt
 		outbox.KindRegeneration: regenerationRoute(db, content),
 		outbox.KindScanning:     scanningworkflow.Route(scanning.NewService(db, content, tenancy.NewService(db), nil).Fail),
 		outbox.KindWebhook:      webhookworkflow.Route(retry, webhooks.Abandon(db)),
+		outbox.KindAttempt:      attemptworkflow.Route(closeIfDue(newDelivery(db, content, nil, nil))),
 	}, reg, opts)
+}
+
+// closeIfDue closes an attempt whose deadline workflow cannot run, if its
+// time is up: saves after it are refused by the API whatever happens.
+func closeIfDue(d *delivery.Service) func(ctx context.Context, attemptID, reason string) error {
+	return func(ctx context.Context, attemptID, _ string) error {
+		org, _ := store.OrgID(ctx)
+		_, err := d.Close(ctx, org, attemptID)
+		return err
+	}
 }

@@ -36,6 +36,9 @@ const (
 
 	SourceAPI  = "api"  // submitted through the API
 	SourceScan = "scan" // read from a scanned answer sheet
+	// SourceAttempt is a submitted attempt of an assignment
+	// (internal/delivery).
+	SourceAttempt = "attempt"
 )
 
 // Result is one student's submission to an exam.
@@ -51,11 +54,16 @@ type Result struct {
 	// aiRegion when the result was submitted.
 	Region string
 	// Source is how the answers came in: SourceAPI, or SourceScan for a
-	// result read from a scanned answer sheet.
-	Source      string
-	SubmittedAt time.Time
-	GradedAt    time.Time
-	Answers     []Answer
+	// result read from a scanned answer sheet, SourceAttempt for a
+	// submitted attempt.
+	Source string
+	// AttemptID and AssignmentID name the attempt a SourceAttempt result
+	// was submitted from; AttemptID is "" once the attempt is deleted.
+	AttemptID    string
+	AssignmentID string
+	SubmittedAt  time.Time
+	GradedAt     time.Time
+	Answers      []Answer
 }
 
 // Answer is the answer to one question of the exam, in exam order. Every
@@ -93,6 +101,8 @@ type NewResult struct {
 	UserID  string
 	Source  string
 	Answers []NewAnswer
+	// AttemptID and AssignmentID name the attempt submitted (SourceAttempt).
+	AttemptID, AssignmentID string
 }
 
 // ResultFilter narrows Results.
@@ -137,6 +147,15 @@ func (s *Service) SubmitResult(ctx context.Context, examID string, in NewResult)
 	if err := checkID("userId", ids.User, in.UserID, "a user"); err != nil {
 		return Result{}, err
 	}
+	return s.SubmitFor(ctx, caller, examID, in)
+}
+
+// SubmitFor is SubmitResult for a caller that another service authorized
+// (an attempt's submission: the student holds attempts:write, the deadline
+// workflow acts as the system), with in.UserID set. Inside ctx's
+// transaction it writes with it: the attempt and its result commit
+// together.
+func (s *Service) SubmitFor(ctx context.Context, caller *tenancy.Caller, examID string, in NewResult) (Result, error) {
 	r, cached, err := s.submit(ctx, caller, examID, in, false)
 	// What a cached paper refused (an answer to a question it does not
 	// hold) or the write found stale is decided again on a fresh read.
@@ -157,7 +176,8 @@ func (s *Service) submit(ctx context.Context, caller *tenancy.Caller, examID str
 	if err != nil {
 		return Result{}, sub.cached, err
 	}
-	r = Result{ID: ids.New(ids.Result), ExamID: examID, UserID: in.UserID, Region: sub.region, Source: cmp.Or(in.Source, SourceAPI)}
+	r = Result{ID: ids.New(ids.Result), ExamID: examID, UserID: in.UserID, Region: sub.region, Source: cmp.Or(in.Source, SourceAPI),
+		AttemptID: in.AttemptID, AssignmentID: in.AssignmentID}
 	if r.Answers, err = s.score(ctx, sub.questions, given); err != nil {
 		return Result{}, sub.cached, err
 	}
@@ -437,11 +457,13 @@ func (s *Service) insertResult(ctx context.Context, caller *tenancy.Caller, r *R
 		}
 	}
 	b.Queue(`
-		INSERT INTO results (id, org_id, exam_id, user_id, status, score, max_score, reason, region, submitted_at, graded_at, source)
+		INSERT INTO results (id, org_id, exam_id, user_id, status, score, max_score, reason, region, submitted_at, graded_at, source,
+		                     attempt_id, assignment_id)
 		VALUES ($1, app_org_id(), $2, $3, $4, $5, $6, $7, $8, coalesce($10::timestamptz, now()),
-		        CASE WHEN $4 = 'grading' THEN NULL ELSE coalesce($10::timestamptz, now()) END, $9)
+		        CASE WHEN $4 = 'grading' THEN NULL ELSE coalesce($10::timestamptz, now()) END, $9,
+		        nullif($11, ''), nullif($12, ''))
 		RETURNING submitted_at, graded_at`,
-		r.ID, r.ExamID, r.UserID, r.Status, r.Score, r.MaxScore, r.Reason, r.Region, r.Source, at).
+		r.ID, r.ExamID, r.UserID, r.Status, r.Score, r.MaxScore, r.Reason, r.Region, r.Source, at, r.AttemptID, r.AssignmentID).
 		QueryRow(func(row pgx.Row) error { return row.Scan(&r.SubmittedAt, &graded) })
 	// Each answer's graded_at equals the result's submitted_at (now() is
 	// the transaction's start).
@@ -491,12 +513,14 @@ func (s *Service) insertResult(ctx context.Context, caller *tenancy.Caller, r *R
 	return nil
 }
 
-const resultColumns = `id, exam_id, user_id, status, score, max_score, reason, region, source, submitted_at, graded_at`
+const resultColumns = `id, exam_id, user_id, status, score, max_score, reason, region, source,
+	coalesce(attempt_id, ''), coalesce(assignment_id, ''), submitted_at, graded_at`
 
 func scanResult(row pgx.Row) (Result, error) {
 	var r Result
 	var graded *time.Time
-	err := row.Scan(&r.ID, &r.ExamID, &r.UserID, &r.Status, &r.Score, &r.MaxScore, &r.Reason, &r.Region, &r.Source, &r.SubmittedAt, &graded)
+	err := row.Scan(&r.ID, &r.ExamID, &r.UserID, &r.Status, &r.Score, &r.MaxScore, &r.Reason, &r.Region, &r.Source,
+		&r.AttemptID, &r.AssignmentID, &r.SubmittedAt, &graded)
 	if graded != nil {
 		r.GradedAt = *graded
 	}
@@ -531,7 +555,8 @@ func (s *Service) Results(ctx context.Context, examID string, f ResultFilter, p 
 	out, next, err := store.ListPage(ctx, q, p, scanResult, func(r Result) string { return r.ID }, `
 		SELECT `+resultColumns+` FROM results
 		 WHERE org_id = app_org_id() AND exam_id = $1
-		   AND ($2 = '' OR user_id = $2) AND ($3 = '' OR user_id = $3) AND ($4 = '' OR status = $4)
+		   AND ($2 = '' OR user_id = $2) AND ($3 = '' OR (user_id = $3 AND assignment_results_shown(assignment_id)))
+		   AND ($4 = '' OR status = $4)
 		   AND id > $5
 		 ORDER BY id LIMIT $6`, examID, f.UserID, own, f.Status, p.After, p.Limit())
 	if err != nil {
@@ -565,10 +590,32 @@ func (s *Service) Result(ctx context.Context, examID, id string) (Result, error)
 		}
 	}
 	r, err := s.loadResult(ctx, examID, id)
-	if err == nil && caller.Role == tenancy.RoleStudent && r.UserID != caller.UserID {
-		return Result{}, errs.NotFound("result")
+	if err == nil && caller.Role == tenancy.RoleStudent {
+		err = s.checkShown(ctx, caller, r)
 	}
-	return r, err
+	if err != nil {
+		return Result{}, err
+	}
+	return r, nil
+}
+
+// checkShown answers a student's read of result r: their own, and for a
+// submitted attempt only once its assignment's showResults allows.
+func (s *Service) checkShown(ctx context.Context, caller *tenancy.Caller, r Result) error {
+	if r.UserID != caller.UserID {
+		return errs.NotFound("result")
+	}
+	if r.AssignmentID == "" {
+		return nil
+	}
+	var shown bool
+	if err := s.db.Q(ctx).QueryRow(ctx, `SELECT assignment_results_shown($1)`, r.AssignmentID).Scan(&shown); err != nil {
+		return fmt.Errorf("load result: %w", err)
+	}
+	if !shown {
+		return errs.NotFound("result")
+	}
+	return nil
 }
 
 // loadResult reads a result and its answers in one round trip, inside

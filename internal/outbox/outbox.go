@@ -34,6 +34,9 @@ const (
 	KindScanning     Kind = "scanning"
 	// KindWebhook is a webhook event to deliver (decision 0105).
 	KindWebhook Kind = "webhook"
+	// KindAttempt is an attempt's deadline timer (issue 55): its workflow
+	// runs while the attempt is in progress.
+	KindAttempt Kind = "attempt"
 )
 
 // Channel is notified on commit of every new or re-armed row, so

@@ -112,6 +112,36 @@ ALTER TABLE results DROP CONSTRAINT results_source_check;
 ALTER TABLE results ADD CONSTRAINT results_source_check CHECK (source IN ('api', 'scan', 'attempt'));
 CREATE UNIQUE INDEX results_attempt ON results (attempt_id) WHERE attempt_id IS NOT NULL;
 
+-- The deadline of an attempt of p_user_id started at p_started_at, under
+-- the assignment's and the student's accommodation's terms as they are now:
+-- start + time limit (with extra time), never past the close (the later of
+-- the assignment's and the accommodation's). The one statement of the rule,
+-- used at start and when the terms change (running attempts are then
+-- extended to it, never shortened).
+CREATE FUNCTION attempt_deadline(p_assignment_id text, p_user_id text, p_started_at timestamptz) RETURNS timestamptz
+  LANGUAGE sql STABLE
+  AS $$
+    SELECT CASE WHEN a.time_limit_minutes > 0
+                THEN least(greatest(a.closes_at, coalesce(c.closes_at, a.closes_at)),
+                           p_started_at + make_interval(secs => (a.time_limit_minutes * (100 + coalesce(c.extra_time_percent, 0)) / 100.0
+                                                                 + coalesce(c.extra_minutes, 0)) * 60))
+                ELSE greatest(a.closes_at, coalesce(c.closes_at, a.closes_at)) END
+      FROM assignments a LEFT JOIN accommodations c ON c.assignment_id = a.id AND c.user_id = p_user_id
+     WHERE a.id = p_assignment_id
+  $$;
+
+-- Whether a student may see the result of an attempt of p_assignment_id
+-- now (showResults); results of deleted assignments and of no assignment
+-- are shown.
+CREATE FUNCTION assignment_results_shown(p_assignment_id text) RETURNS boolean
+  LANGUAGE sql STABLE
+  AS $$
+    SELECT p_assignment_id IS NULL OR NOT EXISTS (
+      SELECT 1 FROM assignments a
+       WHERE a.id = p_assignment_id
+         AND (a.show_results = 'never' OR (a.show_results = 'after_close' AND now() < a.closes_at)))
+  $$;
+
 ALTER TABLE assignments ENABLE ROW LEVEL SECURITY;
 ALTER TABLE assignment_classes ENABLE ROW LEVEL SECURITY;
 ALTER TABLE assignment_users ENABLE ROW LEVEL SECURITY;

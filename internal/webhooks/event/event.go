@@ -32,11 +32,14 @@ const (
 	UserCreated                   Type = "user.created"
 	UserUpdated                   Type = "user.updated"
 	UserDeleted                   Type = "user.deleted"
+	AttemptStarted                Type = "attempt.started"
+	AttemptSubmitted              Type = "attempt.submitted"
 )
 
 // Types lists every event type in documentation order.
 var Types = []Type{ResultGraded, ResultFailed, ExamGenerationCompleted, ExamGenerationFailed,
-	AnswerSheetScanCompleted, QuestionRegenerationCompleted, UserCreated, UserUpdated, UserDeleted}
+	AnswerSheetScanCompleted, QuestionRegenerationCompleted, UserCreated, UserUpdated, UserDeleted,
+	AttemptStarted, AttemptSubmitted}
 
 // Valid reports whether t is an event type.
 func (t Type) Valid() bool { return slices.Contains(Types, t) }

@@ -8,6 +8,7 @@ export const operationTable = {
   allowClient: { method: "post", path: "/org/allowed-clients", pathParams: [], queryParams: [], body: "json", response: "json", keyed: true },
   correctResultAnswer: { method: "patch", path: "/results/{resultId}/answers/{questionId}", pathParams: ["resultId","questionId"], queryParams: [], body: "json", response: "json", keyed: true },
   createAnswerSheetScan: { method: "post", path: "/exams/{examId}/answer-sheet-scans", pathParams: ["examId"], queryParams: [], body: "json", response: "json", keyed: true },
+  createAssignment: { method: "post", path: "/assignments", pathParams: [], queryParams: [], body: "json", response: "json", keyed: true },
   createAuditLog: { method: "post", path: "/audit-logs", pathParams: [], queryParams: [], body: "json", response: "json", keyed: true },
   createEmbedSession: { method: "post", path: "/embed-sessions", pathParams: [], queryParams: [], body: "json", response: "json", keyed: true },
   createExam: { method: "post", path: "/exams", pathParams: [], queryParams: [], body: "json", response: "json", keyed: true },
@@ -19,6 +20,8 @@ export const operationTable = {
   createQuestionType: { method: "post", path: "/question-types", pathParams: [], queryParams: [], body: "json", response: "json", keyed: true },
   createUser: { method: "post", path: "/users", pathParams: [], queryParams: [], body: "json", response: "json", keyed: true },
   createWebhookEndpoint: { method: "post", path: "/webhook-endpoints", pathParams: [], queryParams: [], body: "json", response: "json", keyed: true },
+  deleteAccommodation: { method: "delete", path: "/assignments/{assignmentId}/accommodations/{userId}", pathParams: ["assignmentId","userId"], queryParams: [], body: "none", response: "json", keyed: false },
+  deleteAssignment: { method: "delete", path: "/assignments/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json", keyed: false },
   deleteExam: { method: "delete", path: "/exams/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json", keyed: false },
   deleteFolder: { method: "delete", path: "/folders/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json", keyed: false },
   deleteQuestion: { method: "delete", path: "/exams/{examId}/questions/{questionId}", pathParams: ["examId","questionId"], queryParams: [], body: "none", response: "json", keyed: false },
@@ -31,6 +34,8 @@ export const operationTable = {
   exportExam: { method: "get", path: "/exams/{examId}/export", pathParams: ["examId"], queryParams: ["format"], body: "none", response: "binary", keyed: false },
   getAnswerSheets: { method: "get", path: "/exams/{examId}/answer-sheets", pathParams: ["examId"], queryParams: ["userId"], body: "none", response: "binary", keyed: false },
   getAnswerSheetScan: { method: "get", path: "/answer-sheet-scans/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json", keyed: false },
+  getAssignment: { method: "get", path: "/assignments/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json", keyed: false },
+  getAttempt: { method: "get", path: "/attempts/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json", keyed: false },
   getExam: { method: "get", path: "/exams/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json", keyed: false },
   getExamGeneration: { method: "get", path: "/exam-generations/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json", keyed: false },
   getExamResult: { method: "get", path: "/exams/{examId}/results/{id}", pathParams: ["examId","id"], queryParams: ["wait"], body: "none", response: "json", keyed: false },
@@ -47,7 +52,10 @@ export const operationTable = {
   getUserinfo: { method: "get", path: "/oauth/userinfo", pathParams: [], queryParams: [], body: "none", response: "json", keyed: false },
   getWebhookEndpoint: { method: "get", path: "/webhook-endpoints/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json", keyed: false },
   introspectToken: { method: "post", path: "/oauth/introspect", pathParams: [], queryParams: [], body: "form", response: "json", keyed: false },
+  listAccommodations: { method: "get", path: "/assignments/{assignmentId}/accommodations", pathParams: ["assignmentId"], queryParams: ["pageSize","pageToken"], body: "none", response: "json", keyed: false },
   listAllowedClients: { method: "get", path: "/org/allowed-clients", pathParams: [], queryParams: ["pageSize","pageToken"], body: "none", response: "json", keyed: false },
+  listAssignmentAttempts: { method: "get", path: "/assignments/{assignmentId}/attempts", pathParams: ["assignmentId"], queryParams: ["userId","status","pageSize","pageToken"], body: "none", response: "json", keyed: false },
+  listAssignments: { method: "get", path: "/assignments", pathParams: [], queryParams: ["pageSize","pageToken","examId"], body: "none", response: "json", keyed: false },
   listAuditLogs: { method: "get", path: "/audit-logs", pathParams: [], queryParams: ["pageSize","pageToken","action","actorId","targetType","targetId","since","until"], body: "none", response: "json", keyed: false },
   listExams: { method: "get", path: "/exams", pathParams: [], queryParams: ["pageSize","pageToken","folderId","q"], body: "none", response: "json", keyed: false },
   listFolders: { method: "get", path: "/folders", pathParams: [], queryParams: ["pageSize","pageToken","parentId"], body: "none", response: "json", keyed: false },
@@ -63,7 +71,12 @@ export const operationTable = {
   reorderQuestions: { method: "post", path: "/exams/{examId}/questions/reorder", pathParams: ["examId"], queryParams: [], body: "json", response: "json", keyed: true },
   revokeToken: { method: "post", path: "/oauth/revoke", pathParams: [], queryParams: [], body: "form", response: "json", keyed: false },
   rotateWebhookSecret: { method: "post", path: "/webhook-endpoints/{id}/rotate-secret", pathParams: ["id"], queryParams: [], body: "none", response: "json", keyed: true },
+  saveAttemptResponse: { method: "put", path: "/attempts/{attemptId}/responses/{questionId}", pathParams: ["attemptId","questionId"], queryParams: [], body: "json", response: "json", keyed: false },
+  setAccommodation: { method: "put", path: "/assignments/{assignmentId}/accommodations/{userId}", pathParams: ["assignmentId","userId"], queryParams: [], body: "json", response: "json", keyed: false },
+  startAttempt: { method: "post", path: "/assignments/{assignmentId}/attempts", pathParams: ["assignmentId"], queryParams: [], body: "json", response: "json", keyed: true },
+  submitAttempt: { method: "post", path: "/attempts/{id}/submit", pathParams: ["id"], queryParams: [], body: "none", response: "json", keyed: true },
   submitResult: { method: "post", path: "/exams/{examId}/results", pathParams: ["examId"], queryParams: [], body: "json", response: "json", keyed: true },
+  updateAssignment: { method: "patch", path: "/assignments/{id}", pathParams: ["id"], queryParams: [], body: "json", response: "json", keyed: true },
   updateExam: { method: "patch", path: "/exams/{id}", pathParams: ["id"], queryParams: [], body: "json", response: "json", keyed: true },
   updateFolder: { method: "patch", path: "/folders/{id}", pathParams: ["id"], queryParams: [], body: "json", response: "json", keyed: true },
   updateMe: { method: "patch", path: "/me", pathParams: [], queryParams: [], body: "json", response: "json", keyed: true },
@@ -132,6 +145,16 @@ export interface Operations {
    * Requires scope `results:write` and one of the roles owner, admin, teacher.
    */
   createAnswerSheetScan(params: Params<"createAnswerSheetScan">, config?: AxiosRequestConfig): Promise<Result<"createAnswerSheetScan">>;
+  /**
+   * Gives an exam to classes and/or users.
+   *
+   * Gives an exam to classes and/or users. The window is opensAt to
+   *  closesAt; each attempt's deadline is its start plus the time limit
+   *  (with the student's accommodation), never past the close.
+   *
+   * Requires scope `assignments:write` and one of the roles owner, admin, teacher.
+   */
+  createAssignment(params: Params<"createAssignment">, config?: AxiosRequestConfig): Promise<Result<"createAssignment">>;
   /**
    * Writes an entry on behalf of an OAuth app.
    *
@@ -239,6 +262,24 @@ export interface Operations {
    * Requires scope `webhooks:write` and one of the roles owner, admin.
    */
   createWebhookEndpoint(params: Params<"createWebhookEndpoint">, config?: AxiosRequestConfig): Promise<Result<"createWebhookEndpoint">>;
+  /**
+   * Removes one student's overrides.
+   *
+   * Removes one student's overrides.
+   *
+   * Requires scope `assignments:write` and one of the roles owner, admin, teacher.
+   */
+  deleteAccommodation(params: Params<"deleteAccommodation">, config?: AxiosRequestConfig): Promise<Result<"deleteAccommodation">>;
+  /**
+   * Deletes an assignment with its attempts; results already submitted
+   *  stay.
+   *
+   * Deletes an assignment with its attempts; results already submitted
+   *  stay.
+   *
+   * Requires scope `assignments:write` and one of the roles owner, admin, teacher.
+   */
+  deleteAssignment(params: Params<"deleteAssignment">, config?: AxiosRequestConfig): Promise<Result<"deleteAssignment">>;
   /**
    * Deletes an exam with its questions and results.
    *
@@ -350,6 +391,25 @@ export interface Operations {
    * Requires scope `results:read` and one of the roles owner, admin, teacher.
    */
   getAnswerSheetScan(params: Params<"getAnswerSheetScan">, config?: AxiosRequestConfig): Promise<Result<"getAnswerSheetScan">>;
+  /**
+   * Returns an assignment; staff also get its progress.
+   *
+   * Returns an assignment; staff also get its progress.
+   *
+   * Requires scope `assignments:read`.
+   */
+  getAssignment(params: Params<"getAssignment">, config?: AxiosRequestConfig): Promise<Result<"getAssignment">>;
+  /**
+   * Returns an attempt: its questions in the attempt's order, without
+   *  correct answers, and the saved responses.
+   *
+   * Returns an attempt: its questions in the attempt's order, without
+   *  correct answers, and the saved responses. A student reads only their
+   *  own.
+   *
+   * Requires scope `attempts:read`.
+   */
+  getAttempt(params: Params<"getAttempt">, config?: AxiosRequestConfig): Promise<Result<"getAttempt">>;
   /**
    * Returns one exam.
    *
@@ -478,6 +538,14 @@ export interface Operations {
    */
   introspectToken(params: Params<"introspectToken">, config?: AxiosRequestConfig): Promise<Result<"introspectToken">>;
   /**
+   * Lists the assignment's accommodations.
+   *
+   * Lists the assignment's accommodations.
+   *
+   * Requires scope `assignments:read` and one of the roles owner, admin, teacher.
+   */
+  listAccommodations(params: Params<"listAccommodations">, config?: AxiosRequestConfig): Promise<Result<"listAccommodations">>;
+  /**
    * Lists the OAuth clients the caller's organization allowed extra scopes.
    *
    * Lists the OAuth clients the caller's organization allowed extra scopes.
@@ -485,6 +553,26 @@ export interface Operations {
    * Requires scope `orgs:read` and one of the roles owner, admin.
    */
   listAllowedClients(params?: Params<"listAllowedClients">, config?: AxiosRequestConfig): Promise<Result<"listAllowedClients">>;
+  /**
+   * Lists the assignment's attempts, oldest first (staff).
+   *
+   * Lists the assignment's attempts, oldest first (staff).
+   *
+   * Requires scope `attempts:read` and one of the roles owner, admin, teacher.
+   */
+  listAssignmentAttempts(params: Params<"listAssignmentAttempts">, config?: AxiosRequestConfig): Promise<Result<"listAssignmentAttempts">>;
+  /**
+   * Lists assignments, newest first: for staff those of the organization
+   *  (a teacher's, those they created or that give to a class they teach),
+   *  for a student those given to them.
+   *
+   * Lists assignments, newest first: for staff those of the organization
+   *  (a teacher's, those they created or that give to a class they teach),
+   *  for a student those given to them.
+   *
+   * Requires scope `assignments:read`.
+   */
+  listAssignments(params?: Params<"listAssignments">, config?: AxiosRequestConfig): Promise<Result<"listAssignments">>;
   /**
    * Lists audit log entries, newest first.
    *
@@ -613,6 +701,56 @@ export interface Operations {
    */
   rotateWebhookSecret(params: Params<"rotateWebhookSecret">, config?: AxiosRequestConfig): Promise<Result<"rotateWebhookSecret">>;
   /**
+   * Saves the response to one question, durable when answered; each save
+   *  of the question counts one revision more.
+   *
+   * Saves the response to one question, durable when answered; each save
+   *  of the question counts one revision more. 409 ATTEMPT_CLOSED after
+   *  deadline + graceSeconds or once submitted; 400 for a question not in
+   *  the attempt.
+   *
+   * Requires scope `attempts:write`.
+   */
+  saveAttemptResponse(params: Params<"saveAttemptResponse">, config?: AxiosRequestConfig): Promise<Result<"saveAttemptResponse">>;
+  /**
+   * Sets one student's overrides of the assignment, replacing earlier
+   *  ones.
+   *
+   * Sets one student's overrides of the assignment, replacing earlier
+   *  ones. A running attempt of the student is extended when the new terms
+   *  give it more time, never shortened.
+   *
+   * Requires scope `assignments:write` and one of the roles owner, admin, teacher.
+   */
+  setAccommodation(params: Params<"setAccommodation">, config?: AxiosRequestConfig): Promise<Result<"setAccommodation">>;
+  /**
+   * Starts the caller's attempt of an assignment (staff may start one for
+   *  a student with userId).
+   *
+   * Starts the caller's attempt of an assignment (staff may start one for
+   *  a student with userId). An attempt already in progress is returned
+   *  instead of starting another. 409 ASSIGNMENT_NOT_OPEN before opensAt,
+   *  ASSIGNMENT_CLOSED after the close, ATTEMPTS_EXHAUSTED once the
+   *  student used their attempts; an assignment not given to the student is
+   *  a 404.
+   *
+   * Requires scope `attempts:write`.
+   */
+  startAttempt(params: Params<"startAttempt">, config?: AxiosRequestConfig): Promise<Result<"startAttempt">>;
+  /**
+   * Submits the attempt with what was saved and returns it with resultId.
+   *  The result is graded as POST /exams/{examId}/results is (rules at
+   *  once, AI grading on the organization's region).
+   *
+   * Submits the attempt with what was saved and returns it with resultId.
+   *  The result is graded as POST /exams/{examId}/results is (rules at
+   *  once, AI grading on the organization's region). Submitting again
+   *  returns the same attempt.
+   *
+   * Requires scope `attempts:write`.
+   */
+  submitAttempt(params: Params<"submitAttempt">, config?: AxiosRequestConfig): Promise<Result<"submitAttempt">>;
+  /**
    * Submits a student's answers; rules-scored answers are scored at once.
    *
    * Submits a student's answers; rules-scored answers are scored at once.
@@ -620,6 +758,16 @@ export interface Operations {
    * Requires scope `results:write`.
    */
   submitResult(params: Params<"submitResult">, config?: AxiosRequestConfig): Promise<Result<"submitResult">>;
+  /**
+   * Changes the fields sent.
+   *
+   * Changes the fields sent. Attempts already started keep at least the
+   *  deadline they have: a later close or a longer limit extends them, an
+   *  earlier one never shortens them.
+   *
+   * Requires scope `assignments:write` and one of the roles owner, admin, teacher.
+   */
+  updateAssignment(params: Params<"updateAssignment">, config?: AxiosRequestConfig): Promise<Result<"updateAssignment">>;
   /**
    * Updates the given fields of an exam.
    *

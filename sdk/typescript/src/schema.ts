@@ -28,6 +28,243 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/assignments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Lists assignments, newest first: for staff those of the organization
+         *      (a teacher's, those they created or that give to a class they teach),
+         *      for a student those given to them.
+         * @description Lists assignments, newest first: for staff those of the organization
+         *      (a teacher's, those they created or that give to a class they teach),
+         *      for a student those given to them.
+         *
+         *     Requires scope `assignments:read`.
+         */
+        get: operations["listAssignments"];
+        put?: never;
+        /**
+         * Gives an exam to classes and/or users.
+         * @description Gives an exam to classes and/or users. The window is opensAt to
+         *      closesAt; each attempt's deadline is its start plus the time limit
+         *      (with the student's accommodation), never past the close.
+         *
+         *     Requires scope `assignments:write` and one of the roles owner, admin, teacher.
+         */
+        post: operations["createAssignment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/assignments/{assignmentId}/accommodations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Lists the assignment's accommodations.
+         * @description Lists the assignment's accommodations.
+         *
+         *     Requires scope `assignments:read` and one of the roles owner, admin, teacher.
+         */
+        get: operations["listAccommodations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/assignments/{assignmentId}/accommodations/{userId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Sets one student's overrides of the assignment, replacing earlier
+         *      ones.
+         * @description Sets one student's overrides of the assignment, replacing earlier
+         *      ones. A running attempt of the student is extended when the new terms
+         *      give it more time, never shortened.
+         *
+         *     Requires scope `assignments:write` and one of the roles owner, admin, teacher.
+         */
+        put: operations["setAccommodation"];
+        post?: never;
+        /**
+         * Removes one student's overrides.
+         * @description Removes one student's overrides.
+         *
+         *     Requires scope `assignments:write` and one of the roles owner, admin, teacher.
+         */
+        delete: operations["deleteAccommodation"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/assignments/{assignmentId}/attempts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Lists the assignment's attempts, oldest first (staff).
+         * @description Lists the assignment's attempts, oldest first (staff).
+         *
+         *     Requires scope `attempts:read` and one of the roles owner, admin, teacher.
+         */
+        get: operations["listAssignmentAttempts"];
+        put?: never;
+        /**
+         * Starts the caller's attempt of an assignment (staff may start one for
+         *      a student with userId).
+         * @description Starts the caller's attempt of an assignment (staff may start one for
+         *      a student with userId). An attempt already in progress is returned
+         *      instead of starting another. 409 ASSIGNMENT_NOT_OPEN before opensAt,
+         *      ASSIGNMENT_CLOSED after the close, ATTEMPTS_EXHAUSTED once the
+         *      student used their attempts; an assignment not given to the student is
+         *      a 404.
+         *
+         *     Requires scope `attempts:write`.
+         */
+        post: operations["startAttempt"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/assignments/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Returns an assignment; staff also get its progress.
+         * @description Returns an assignment; staff also get its progress.
+         *
+         *     Requires scope `assignments:read`.
+         */
+        get: operations["getAssignment"];
+        put?: never;
+        post?: never;
+        /**
+         * Deletes an assignment with its attempts; results already submitted
+         *      stay.
+         * @description Deletes an assignment with its attempts; results already submitted
+         *      stay.
+         *
+         *     Requires scope `assignments:write` and one of the roles owner, admin, teacher.
+         */
+        delete: operations["deleteAssignment"];
+        options?: never;
+        head?: never;
+        /**
+         * Changes the fields sent.
+         * @description Changes the fields sent. Attempts already started keep at least the
+         *      deadline they have: a later close or a longer limit extends them, an
+         *      earlier one never shortens them.
+         *
+         *     Requires scope `assignments:write` and one of the roles owner, admin, teacher.
+         */
+        patch: operations["updateAssignment"];
+        trace?: never;
+    };
+    "/attempts/{attemptId}/responses/{questionId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Saves the response to one question, durable when answered; each save
+         *      of the question counts one revision more.
+         * @description Saves the response to one question, durable when answered; each save
+         *      of the question counts one revision more. 409 ATTEMPT_CLOSED after
+         *      deadline + graceSeconds or once submitted; 400 for a question not in
+         *      the attempt.
+         *
+         *     Requires scope `attempts:write`.
+         */
+        put: operations["saveAttemptResponse"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/attempts/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Returns an attempt: its questions in the attempt's order, without
+         *      correct answers, and the saved responses.
+         * @description Returns an attempt: its questions in the attempt's order, without
+         *      correct answers, and the saved responses. A student reads only their
+         *      own.
+         *
+         *     Requires scope `attempts:read`.
+         */
+        get: operations["getAttempt"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/attempts/{id}/submit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Submits the attempt with what was saved and returns it with resultId.
+         *      The result is graded as POST /exams/{examId}/results is (rules at
+         *      once, AI grading on the organization's region).
+         * @description Submits the attempt with what was saved and returns it with resultId.
+         *      The result is graded as POST /exams/{examId}/results is (rules at
+         *      once, AI grading on the organization's region). Submitting again
+         *      returns the same attempt.
+         *
+         *     Requires scope `attempts:write`.
+         */
+        post: operations["submitAttempt"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/audit-logs": {
         parameters: {
             query?: never;
@@ -1223,6 +1460,39 @@ export interface components {
             /** id */
             id?: string;
         };
+        /**
+         * Accommodation
+         * @description One student's overrides of an assignment.
+         */
+        "assessd.v1.Accommodation": {
+            /** assignment_id */
+            assignmentId?: string;
+            /**
+             * closes_at
+             * @description Unset: the assignment's close.
+             */
+            closesAt?: components["schemas"]["google.protobuf.Timestamp"];
+            /**
+             * extra_minutes
+             * Format: int32
+             */
+            extraMinutes?: number;
+            /**
+             * extra_time_percent
+             * Format: int32
+             */
+            extraTimePercent?: number;
+            /**
+             * max_attempts
+             * Format: int32
+             * @description 0: the assignment's maxAttempts.
+             */
+            maxAttempts?: number;
+            /** updated_at */
+            updatedAt?: components["schemas"]["google.protobuf.Timestamp"];
+            /** user_id */
+            userId?: string;
+        };
         /** AllowClientRequest */
         "assessd.v1.AllowClientRequest": {
             /**
@@ -1373,6 +1643,218 @@ export interface components {
             updatedAt?: components["schemas"]["google.protobuf.Timestamp"];
         };
         /**
+         * Assignment
+         * @description An exam given to classes and users in a window.
+         */
+        "assessd.v1.Assignment": {
+            /** class_ids */
+            classIds?: string[];
+            /** closes_at */
+            closesAt?: components["schemas"]["google.protobuf.Timestamp"];
+            /** created_at */
+            createdAt?: components["schemas"]["google.protobuf.Timestamp"];
+            /** created_by */
+            createdBy?: string;
+            /** exam_id */
+            examId?: string;
+            /**
+             * grace_seconds
+             * Format: int32
+             */
+            graceSeconds?: number;
+            /**
+             * id
+             * @description Opaque id with the prefix "asg_".
+             */
+            id?: string;
+            /**
+             * max_attempts
+             * Format: int32
+             */
+            maxAttempts?: number;
+            /** opens_at */
+            opensAt?: components["schemas"]["google.protobuf.Timestamp"];
+            /**
+             * overdue
+             * @description autosubmit or discard.
+             */
+            overdue?: string;
+            /**
+             * progress
+             * @description Staff only: where the assigned students are.
+             */
+            progress?: components["schemas"]["assessd.v1.AssignmentProgress"];
+            /**
+             * show_results
+             * @description never, after_submit or after_close.
+             */
+            showResults?: string;
+            /** shuffle_options */
+            shuffleOptions?: boolean;
+            /** shuffle_questions */
+            shuffleQuestions?: boolean;
+            /**
+             * time_limit_minutes
+             * Format: int32
+             * @description 0: no limit of its own.
+             */
+            timeLimitMinutes?: number;
+            /** updated_at */
+            updatedAt?: components["schemas"]["google.protobuf.Timestamp"];
+            /** user_ids */
+            userIds?: string[];
+        };
+        /**
+         * AssignmentProgress
+         * @description Students of an assignment by where they are; each student counts once,
+         *      by their latest attempt.
+         */
+        "assessd.v1.AssignmentProgress": {
+            /**
+             * assigned
+             * Format: int32
+             * @description Students given the assignment (its users and its classes' students).
+             */
+            assigned?: number;
+            /**
+             * discarded
+             * Format: int32
+             * @description Students whose latest attempt was discarded at its deadline.
+             */
+            discarded?: number;
+            /**
+             * in_progress
+             * Format: int32
+             */
+            inProgress?: number;
+            /**
+             * not_started
+             * Format: int32
+             */
+            notStarted?: number;
+            /**
+             * submitted
+             * Format: int32
+             */
+            submitted?: number;
+        };
+        /**
+         * Attempt
+         * @description One student taking an assigned exam.
+         */
+        "assessd.v1.Attempt": {
+            /** assignment_id */
+            assignmentId?: string;
+            /**
+             * deadline
+             * @description When the time is up, by the server's clock; saves are taken until
+             *      deadline + graceSeconds.
+             */
+            deadline?: components["schemas"]["google.protobuf.Timestamp"];
+            /** exam_id */
+            examId?: string;
+            /**
+             * grace_seconds
+             * Format: int32
+             */
+            graceSeconds?: number;
+            /**
+             * id
+             * @description Opaque id with the prefix "att_".
+             */
+            id?: string;
+            /**
+             * number
+             * Format: int32
+             * @description 1 for the student's first attempt of the assignment.
+             */
+            number?: number;
+            /**
+             * questions
+             * @description The questions in this attempt's order, options shuffled when the
+             *      assignment asks, never the correct answers. Absent from lists.
+             */
+            questions?: components["schemas"]["assessd.v1.AttemptQuestion"][];
+            /**
+             * responses
+             * @description The saved responses. Absent from lists.
+             */
+            responses?: components["schemas"]["assessd.v1.AttemptResponse"][];
+            /**
+             * result_id
+             * @description The result the submission made.
+             */
+            resultId?: string;
+            /**
+             * server_time
+             * @description The server's clock when it answered: a client counts down to deadline
+             *      from here, whatever its own clock says.
+             */
+            serverTime?: components["schemas"]["google.protobuf.Timestamp"];
+            /** started_at */
+            startedAt?: components["schemas"]["google.protobuf.Timestamp"];
+            /**
+             * status
+             * @description in_progress, submitted or discarded.
+             */
+            status?: string;
+            /** submitted_at */
+            submittedAt?: components["schemas"]["google.protobuf.Timestamp"];
+            /**
+             * submitted_by
+             * @description student, staff or system (the deadline passed).
+             */
+            submittedBy?: string;
+            /** user_id */
+            userId?: string;
+        };
+        /**
+         * AttemptQuestion
+         * @description A question as the student sees it.
+         */
+        "assessd.v1.AttemptQuestion": {
+            /**
+             * config
+             * @description What answering needs: options (id and text) of choice questions,
+             *      maxFiles and acceptedTypes of file answers. Never the answer key.
+             */
+            config?: components["schemas"]["google.protobuf.Struct"];
+            /** id */
+            id?: string;
+            /**
+             * points
+             * Format: double
+             */
+            points?: number;
+            /** prompt */
+            prompt?: string;
+            /**
+             * type
+             * @description The built-in or custom question type key.
+             */
+            type?: string;
+        };
+        /**
+         * AttemptResponse
+         * @description The saved response to one question of an attempt.
+         */
+        "assessd.v1.AttemptResponse": {
+            /** files */
+            files?: string[];
+            /** question_id */
+            questionId?: string;
+            /**
+             * revision
+             * Format: int32
+             * @description 1 for the first save of the question, one more for each save after.
+             */
+            revision?: number;
+            /** saved_at */
+            savedAt?: components["schemas"]["google.protobuf.Timestamp"];
+            /** value */
+            value?: components["schemas"]["google.protobuf.Value"];
+        };
+        /**
          * AuditActor
          * @description Who performed the action.
          */
@@ -1471,6 +1953,73 @@ export interface components {
              * @description URLs of the scans or photos on the media CDN (PNG, JPEG or PDF), 1 to 10.
              */
             files?: string[];
+        };
+        /** CreateAssignmentRequest */
+        "assessd.v1.CreateAssignmentRequest": {
+            /**
+             * class_ids
+             * @description Classes whose students take it (cls_...).
+             */
+            classIds?: string[];
+            /**
+             * closes_at
+             * @description After opensAt.
+             */
+            closesAt?: components["schemas"]["google.protobuf.Timestamp"];
+            /**
+             * exam_id
+             * @description The exam to give (exm_...).
+             */
+            examId?: string;
+            /**
+             * grace_seconds
+             * Format: int32
+             * @description Seconds after the deadline in which saves are still taken (a slow
+             *      network), 0 to 3600; default 30.
+             */
+            graceSeconds?: number | null;
+            /**
+             * max_attempts
+             * Format: int32
+             * @description Attempts per student, 1 to 100; default 1.
+             */
+            maxAttempts?: number | null;
+            /** opens_at */
+            opensAt?: components["schemas"]["google.protobuf.Timestamp"];
+            /**
+             * overdue
+             * @description What happens to an attempt still open at deadline + grace: autosubmit
+             *      (default) submits what was saved, discard drops it.
+             */
+            overdue?: string;
+            /**
+             * show_results
+             * @description When students see their result: never, after_submit (default) or
+             *      after_close.
+             */
+            showResults?: string;
+            /**
+             * shuffle_options
+             * @description Each attempt gets its own option order in choice questions.
+             */
+            shuffleOptions?: boolean;
+            /**
+             * shuffle_questions
+             * @description Each attempt gets its own question order.
+             */
+            shuffleQuestions?: boolean;
+            /**
+             * time_limit_minutes
+             * Format: int32
+             * @description Minutes each attempt may take, 0 for none (the attempt runs until the
+             *      close); default the exam's durationMinutes.
+             */
+            timeLimitMinutes?: number | null;
+            /**
+             * user_ids
+             * @description Single users who take it (usr_...). At least one class or user.
+             */
+            userIds?: string[];
         };
         /** CreateAuditLogRequest */
         "assessd.v1.CreateAuditLogRequest": {
@@ -1694,6 +2243,18 @@ export interface components {
             events?: string[];
             /** url */
             url?: string;
+        };
+        /** DeleteAccommodationRequest */
+        "assessd.v1.DeleteAccommodationRequest": {
+            /** assignment_id */
+            assignmentId?: string;
+            /** user_id */
+            userId?: string;
+        };
+        /** DeleteAssignmentRequest */
+        "assessd.v1.DeleteAssignmentRequest": {
+            /** id */
+            id?: string;
         };
         /** DeleteExamRequest */
         "assessd.v1.DeleteExamRequest": {
@@ -1963,6 +2524,16 @@ export interface components {
              */
             userId?: string[];
         };
+        /** GetAssignmentRequest */
+        "assessd.v1.GetAssignmentRequest": {
+            /** id */
+            id?: string;
+        };
+        /** GetAttemptRequest */
+        "assessd.v1.GetAttemptRequest": {
+            /** id */
+            id?: string;
+        };
         /** GetExamGenerationRequest */
         "assessd.v1.GetExamGenerationRequest": {
             /** id */
@@ -2123,6 +2694,32 @@ export interface components {
              */
             responses?: number;
         };
+        /** ListAccommodationsRequest */
+        "assessd.v1.ListAccommodationsRequest": {
+            /** assignment_id */
+            assignmentId?: string;
+            /**
+             * page_size
+             * Format: int32
+             * @description Page size, 1 to 200; default 50.
+             */
+            pageSize?: number;
+            /**
+             * page_token
+             * @description The nextPageToken of the previous page.
+             */
+            pageToken?: string;
+        };
+        /** ListAccommodationsResponse */
+        "assessd.v1.ListAccommodationsResponse": {
+            /** accommodations */
+            accommodations?: components["schemas"]["assessd.v1.Accommodation"][];
+            /**
+             * next_page_token
+             * @description Token for the next page; empty on the last page.
+             */
+            nextPageToken?: string;
+        };
         /** ListAllowedClientsRequest */
         "assessd.v1.ListAllowedClientsRequest": {
             /**
@@ -2139,6 +2736,74 @@ export interface components {
             /** allowed_clients */
             allowedClients?: components["schemas"]["assessd.v1.AllowedClient"][];
             /** next_page_token */
+            nextPageToken?: string;
+        };
+        /** ListAssignmentAttemptsRequest */
+        "assessd.v1.ListAssignmentAttemptsRequest": {
+            /** assignment_id */
+            assignmentId?: string;
+            /**
+             * page_size
+             * Format: int32
+             * @description Page size, 1 to 200; default 50.
+             */
+            pageSize?: number;
+            /**
+             * page_token
+             * @description The nextPageToken of the previous page.
+             */
+            pageToken?: string;
+            /**
+             * status
+             * @description Only attempts in this status: in_progress, submitted or discarded.
+             */
+            status?: string;
+            /**
+             * user_id
+             * @description Only this student's attempts.
+             */
+            userId?: string;
+        };
+        /** ListAssignmentsRequest */
+        "assessd.v1.ListAssignmentsRequest": {
+            /**
+             * exam_id
+             * @description Only the assignments of this exam.
+             */
+            examId?: string;
+            /**
+             * page_size
+             * Format: int32
+             * @description Page size, 1 to 200; default 50.
+             */
+            pageSize?: number;
+            /**
+             * page_token
+             * @description The nextPageToken of the previous page.
+             */
+            pageToken?: string;
+        };
+        /** ListAssignmentsResponse */
+        "assessd.v1.ListAssignmentsResponse": {
+            /** assignments */
+            assignments?: components["schemas"]["assessd.v1.Assignment"][];
+            /**
+             * next_page_token
+             * @description Token for the next page; empty on the last page.
+             */
+            nextPageToken?: string;
+        };
+        /** ListAttemptsResponse */
+        "assessd.v1.ListAttemptsResponse": {
+            /**
+             * attempts
+             * @description The attempts, without their questions and responses.
+             */
+            attempts?: components["schemas"]["assessd.v1.Attempt"][];
+            /**
+             * next_page_token
+             * @description Token for the next page; empty on the last page.
+             */
             nextPageToken?: string;
         };
         /** ListAuditLogsRequest */
@@ -2843,6 +3508,16 @@ export interface components {
         "assessd.v1.Result": {
             /** answers */
             answers?: components["schemas"]["assessd.v1.Answer"][];
+            /**
+             * assignment_id
+             * @description The assignment of that attempt (source attempt).
+             */
+            assignmentId?: string;
+            /**
+             * attempt_id
+             * @description The attempt submitted (source attempt); empty once it is deleted.
+             */
+            attemptId?: string;
             /** exam_id */
             examId?: string;
             /**
@@ -2878,8 +3553,8 @@ export interface components {
             score?: number;
             /**
              * source
-             * @description How the answers came in: api, or scan for a result read from a scanned
-             *      answer sheet.
+             * @description How the answers came in: api, scan for a result read from a scanned
+             *      answer sheet, or attempt for a submitted attempt of an assignment.
              */
             source?: string;
             /**
@@ -2949,6 +3624,32 @@ export interface components {
         "assessd.v1.RotateWebhookSecretRequest": {
             /** id */
             id?: string;
+        };
+        /** SaveAttemptResponseRequest */
+        "assessd.v1.SaveAttemptResponseRequest": {
+            /** attempt_id */
+            attemptId?: string;
+            /**
+             * expected_revision
+             * Format: int32
+             * @description When sent, the save is taken only if the question's saved revision is
+             *      still this one (0: nothing saved yet), else 409 RESPONSE_CHANGED: two
+             *      tabs cannot overwrite each other unseen.
+             */
+            expectedRevision?: number | null;
+            /**
+             * files
+             * @description Uploaded files (http(s) URLs), for file answers.
+             */
+            files?: string[];
+            /** question_id */
+            questionId?: string;
+            /**
+             * value
+             * @description The answer, as POST /exams/{examId}/results takes it; at most 64 KiB
+             *      of JSON.
+             */
+            value?: components["schemas"]["google.protobuf.Value"];
         };
         /**
          * ScanError
@@ -3037,6 +3738,53 @@ export interface components {
              */
             userId?: string;
         };
+        /** SetAccommodationRequest */
+        "assessd.v1.SetAccommodationRequest": {
+            /** assignment_id */
+            assignmentId?: string;
+            /**
+             * closes_at
+             * @description A later close for this student.
+             */
+            closesAt?: components["schemas"]["google.protobuf.Timestamp"];
+            /**
+             * extra_minutes
+             * Format: int32
+             * @description More time, in minutes, added after the percentage.
+             */
+            extraMinutes?: number;
+            /**
+             * extra_time_percent
+             * Format: int32
+             * @description More time, as a percentage of the time limit (25: a quarter more),
+             *      0 to 1000.
+             */
+            extraTimePercent?: number;
+            /**
+             * max_attempts
+             * Format: int32
+             * @description More (or fewer) attempts for this student, 1 to 100.
+             */
+            maxAttempts?: number | null;
+            /** user_id */
+            userId?: string;
+        };
+        /** StartAttemptRequest */
+        "assessd.v1.StartAttemptRequest": {
+            /** assignment_id */
+            assignmentId?: string;
+            /**
+             * user_id
+             * @description Staff: the student to start an attempt for. A student starts only
+             *      their own.
+             */
+            userId?: string;
+        };
+        /** SubmitAttemptRequest */
+        "assessd.v1.SubmitAttemptRequest": {
+            /** id */
+            id?: string;
+        };
         /** SubmitResultRequest */
         "assessd.v1.SubmitResultRequest": {
             /** answers */
@@ -3079,6 +3827,48 @@ export interface components {
              *      owner made it private): the question cannot be rendered or graded.
              */
             state?: string;
+        };
+        /** UpdateAssignmentRequest */
+        "assessd.v1.UpdateAssignmentRequest": {
+            /**
+             * class_ids
+             * @description Replace the assigned classes when sent.
+             */
+            classIds?: components["schemas"]["google.protobuf.ListValue"];
+            /** closes_at */
+            closesAt?: components["schemas"]["google.protobuf.Timestamp"];
+            /**
+             * grace_seconds
+             * Format: int32
+             */
+            graceSeconds?: number | null;
+            /** id */
+            id?: string;
+            /**
+             * max_attempts
+             * Format: int32
+             */
+            maxAttempts?: number | null;
+            /** opens_at */
+            opensAt?: components["schemas"]["google.protobuf.Timestamp"];
+            /** overdue */
+            overdue?: string | null;
+            /** show_results */
+            showResults?: string | null;
+            /** shuffle_options */
+            shuffleOptions?: boolean | null;
+            /** shuffle_questions */
+            shuffleQuestions?: boolean | null;
+            /**
+             * time_limit_minutes
+             * Format: int32
+             */
+            timeLimitMinutes?: number | null;
+            /**
+             * user_ids
+             * @description Replace the assigned users when sent.
+             */
+            userIds?: components["schemas"]["google.protobuf.ListValue"];
         };
         /** UpdateExamRequest */
         "assessd.v1.UpdateExamRequest": {
@@ -3866,6 +4656,940 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["PermissionDenied"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listAssignments: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 200; default 50. */
+                pageSize?: number;
+                /** @description The nextPageToken of the previous page. */
+                pageToken?: string;
+                /** @description Only the assignments of this exam. */
+                examId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "assignments": [
+                     *         {
+                     *           "classIds": [
+                     *             "cls_01JD3M4Q9ZB8K1T7W2X5C6V0P1"
+                     *           ],
+                     *           "closesAt": "2026-09-08T11:00:00Z",
+                     *           "createdAt": "2026-09-01T08:00:00Z",
+                     *           "createdBy": "usr_01JD3M4Q9ZB8K1T7W2X5C6V0NA",
+                     *           "examId": "exm_01JD3M4Q9ZB8K1T7W2X5C6V0ND",
+                     *           "graceSeconds": 30,
+                     *           "id": "asg_01JD3M4Q9ZB8K1T7W2X5C6V0P2",
+                     *           "maxAttempts": 1,
+                     *           "opensAt": "2026-09-08T09:00:00Z",
+                     *           "overdue": "autosubmit",
+                     *           "progress": {
+                     *             "assigned": 28,
+                     *             "discarded": 0,
+                     *             "inProgress": 20,
+                     *             "notStarted": 3,
+                     *             "submitted": 5
+                     *           },
+                     *           "showResults": "after_submit",
+                     *           "shuffleOptions": false,
+                     *           "shuffleQuestions": true,
+                     *           "timeLimitMinutes": 45,
+                     *           "updatedAt": "2026-09-01T08:00:00Z",
+                     *           "userIds": []
+                     *         }
+                     *       ],
+                     *       "nextPageToken": ""
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.ListAssignmentsResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createAssignment: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first response with `Idempotent-Replayed: true` and changes nothing. The first response is kept when it is a 2xx or the request changed data; a key whose request answered anything else without changing data is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; after a first request that changed data and whose server stopped before it answered, 409 `IDEMPOTENCY_KEY_UNANSWERED` (look up its effect, then use a new key); a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "classIds": [
+                 *         "cls_01JD3M4Q9ZB8K1T7W2X5C6V0P1"
+                 *       ],
+                 *       "closesAt": "2026-09-08T11:00:00Z",
+                 *       "examId": "exm_01JD3M4Q9ZB8K1T7W2X5C6V0ND",
+                 *       "opensAt": "2026-09-08T09:00:00Z",
+                 *       "shuffleQuestions": true,
+                 *       "timeLimitMinutes": 45
+                 *     }
+                 */
+                "application/json": components["schemas"]["assessd.v1.CreateAssignmentRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "classIds": [
+                     *         "cls_01JD3M4Q9ZB8K1T7W2X5C6V0P1"
+                     *       ],
+                     *       "closesAt": "2026-09-08T11:00:00Z",
+                     *       "createdAt": "2026-09-01T08:00:00Z",
+                     *       "createdBy": "usr_01JD3M4Q9ZB8K1T7W2X5C6V0NA",
+                     *       "examId": "exm_01JD3M4Q9ZB8K1T7W2X5C6V0ND",
+                     *       "graceSeconds": 30,
+                     *       "id": "asg_01JD3M4Q9ZB8K1T7W2X5C6V0P2",
+                     *       "maxAttempts": 1,
+                     *       "opensAt": "2026-09-08T09:00:00Z",
+                     *       "overdue": "autosubmit",
+                     *       "progress": {
+                     *         "assigned": 28,
+                     *         "discarded": 0,
+                     *         "inProgress": 20,
+                     *         "notStarted": 3,
+                     *         "submitted": 5
+                     *       },
+                     *       "showResults": "after_submit",
+                     *       "shuffleOptions": false,
+                     *       "shuffleQuestions": true,
+                     *       "timeLimitMinutes": 45,
+                     *       "updatedAt": "2026-09-01T08:00:00Z",
+                     *       "userIds": []
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.Assignment"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listAccommodations: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 200; default 50. */
+                pageSize?: number;
+                /** @description The nextPageToken of the previous page. */
+                pageToken?: string;
+            };
+            header?: never;
+            path: {
+                assignmentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "accommodations": [
+                     *         {
+                     *           "assignmentId": "asg_01JD3M4Q9ZB8K1T7W2X5C6V0P2",
+                     *           "extraMinutes": 0,
+                     *           "extraTimePercent": 25,
+                     *           "maxAttempts": 0,
+                     *           "updatedAt": "2026-09-07T16:00:00Z",
+                     *           "userId": "usr_01JD3M4Q9ZB8K1T7W2X5C6V0P3"
+                     *         }
+                     *       ],
+                     *       "nextPageToken": ""
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.ListAccommodationsResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    setAccommodation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                assignmentId: string;
+                userId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "extraTimePercent": 25
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * closes_at
+                     * @description A later close for this student.
+                     */
+                    closesAt?: components["schemas"]["google.protobuf.Timestamp"];
+                    /**
+                     * extra_minutes
+                     * Format: int32
+                     * @description More time, in minutes, added after the percentage.
+                     */
+                    extraMinutes?: number;
+                    /**
+                     * extra_time_percent
+                     * Format: int32
+                     * @description More time, as a percentage of the time limit (25: a quarter more),
+                     *      0 to 1000.
+                     */
+                    extraTimePercent?: number;
+                    /**
+                     * max_attempts
+                     * Format: int32
+                     * @description More (or fewer) attempts for this student, 1 to 100.
+                     */
+                    maxAttempts?: number | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "assignmentId": "asg_01JD3M4Q9ZB8K1T7W2X5C6V0P2",
+                     *       "extraMinutes": 0,
+                     *       "extraTimePercent": 25,
+                     *       "maxAttempts": 0,
+                     *       "updatedAt": "2026-09-07T16:00:00Z",
+                     *       "userId": "usr_01JD3M4Q9ZB8K1T7W2X5C6V0P3"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.Accommodation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteAccommodation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                assignmentId: string;
+                userId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {} */
+                    "application/json": components["schemas"]["google.protobuf.Empty"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listAssignmentAttempts: {
+        parameters: {
+            query?: {
+                /** @description Only this student's attempts. */
+                userId?: string;
+                /** @description Only attempts in this status: in_progress, submitted or discarded. */
+                status?: string;
+                /** @description Page size, 1 to 200; default 50. */
+                pageSize?: number;
+                /** @description The nextPageToken of the previous page. */
+                pageToken?: string;
+            };
+            header?: never;
+            path: {
+                assignmentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "attempts": [
+                     *         {
+                     *           "assignmentId": "asg_01JD3M4Q9ZB8K1T7W2X5C6V0P2",
+                     *           "deadline": "2026-09-08T09:58:26Z",
+                     *           "examId": "exm_01JD3M4Q9ZB8K1T7W2X5C6V0ND",
+                     *           "graceSeconds": 30,
+                     *           "id": "att_01JD3M4Q9ZB8K1T7W2X5C6V0P4",
+                     *           "number": 1,
+                     *           "questions": [
+                     *             {
+                     *               "config": {
+                     *                 "options": [
+                     *                   {
+                     *                     "id": "b",
+                     *                     "text": "1/2"
+                     *                   },
+                     *                   {
+                     *                     "id": "a",
+                     *                     "text": "1/3"
+                     *                   },
+                     *                   {
+                     *                     "id": "c",
+                     *                     "text": "2/3"
+                     *                   }
+                     *                 ]
+                     *               },
+                     *               "id": "qst_01JD3M4Q9ZB8K1T7W2X5C6V0P5",
+                     *               "points": 2,
+                     *               "prompt": "Which fraction equals 0.5?",
+                     *               "type": "multiple_choice"
+                     *             }
+                     *           ],
+                     *           "responses": [
+                     *             {
+                     *               "files": [],
+                     *               "questionId": "qst_01JD3M4Q9ZB8K1T7W2X5C6V0P5",
+                     *               "revision": 2,
+                     *               "savedAt": "2026-09-08T09:05:40Z",
+                     *               "value": "b"
+                     *             }
+                     *           ],
+                     *           "resultId": "",
+                     *           "serverTime": "2026-09-08T09:05:41Z",
+                     *           "startedAt": "2026-09-08T09:02:11Z",
+                     *           "status": "in_progress",
+                     *           "submittedBy": "",
+                     *           "userId": "usr_01JD3M4Q9ZB8K1T7W2X5C6V0P3"
+                     *         }
+                     *       ],
+                     *       "nextPageToken": ""
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.ListAttemptsResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    startAttempt: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first response with `Idempotent-Replayed: true` and changes nothing. The first response is kept when it is a 2xx or the request changed data; a key whose request answered anything else without changing data is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; after a first request that changed data and whose server stopped before it answered, 409 `IDEMPOTENCY_KEY_UNANSWERED` (look up its effect, then use a new key); a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path: {
+                assignmentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /** @example {} */
+                "application/json": {
+                    /**
+                     * user_id
+                     * @description Staff: the student to start an attempt for. A student starts only
+                     *      their own.
+                     */
+                    userId?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "assignmentId": "asg_01JD3M4Q9ZB8K1T7W2X5C6V0P2",
+                     *       "deadline": "2026-09-08T09:58:26Z",
+                     *       "examId": "exm_01JD3M4Q9ZB8K1T7W2X5C6V0ND",
+                     *       "graceSeconds": 30,
+                     *       "id": "att_01JD3M4Q9ZB8K1T7W2X5C6V0P4",
+                     *       "number": 1,
+                     *       "questions": [
+                     *         {
+                     *           "config": {
+                     *             "options": [
+                     *               {
+                     *                 "id": "b",
+                     *                 "text": "1/2"
+                     *               },
+                     *               {
+                     *                 "id": "a",
+                     *                 "text": "1/3"
+                     *               },
+                     *               {
+                     *                 "id": "c",
+                     *                 "text": "2/3"
+                     *               }
+                     *             ]
+                     *           },
+                     *           "id": "qst_01JD3M4Q9ZB8K1T7W2X5C6V0P5",
+                     *           "points": 2,
+                     *           "prompt": "Which fraction equals 0.5?",
+                     *           "type": "multiple_choice"
+                     *         }
+                     *       ],
+                     *       "responses": [
+                     *         {
+                     *           "files": [],
+                     *           "questionId": "qst_01JD3M4Q9ZB8K1T7W2X5C6V0P5",
+                     *           "revision": 2,
+                     *           "savedAt": "2026-09-08T09:05:40Z",
+                     *           "value": "b"
+                     *         }
+                     *       ],
+                     *       "resultId": "",
+                     *       "serverTime": "2026-09-08T09:05:41Z",
+                     *       "startedAt": "2026-09-08T09:02:11Z",
+                     *       "status": "in_progress",
+                     *       "submittedBy": "",
+                     *       "userId": "usr_01JD3M4Q9ZB8K1T7W2X5C6V0P3"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.Attempt"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getAssignment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "classIds": [
+                     *         "cls_01JD3M4Q9ZB8K1T7W2X5C6V0P1"
+                     *       ],
+                     *       "closesAt": "2026-09-08T11:00:00Z",
+                     *       "createdAt": "2026-09-01T08:00:00Z",
+                     *       "createdBy": "usr_01JD3M4Q9ZB8K1T7W2X5C6V0NA",
+                     *       "examId": "exm_01JD3M4Q9ZB8K1T7W2X5C6V0ND",
+                     *       "graceSeconds": 30,
+                     *       "id": "asg_01JD3M4Q9ZB8K1T7W2X5C6V0P2",
+                     *       "maxAttempts": 1,
+                     *       "opensAt": "2026-09-08T09:00:00Z",
+                     *       "overdue": "autosubmit",
+                     *       "progress": {
+                     *         "assigned": 28,
+                     *         "discarded": 0,
+                     *         "inProgress": 20,
+                     *         "notStarted": 3,
+                     *         "submitted": 5
+                     *       },
+                     *       "showResults": "after_submit",
+                     *       "shuffleOptions": false,
+                     *       "shuffleQuestions": true,
+                     *       "timeLimitMinutes": 45,
+                     *       "updatedAt": "2026-09-01T08:00:00Z",
+                     *       "userIds": []
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.Assignment"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteAssignment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {} */
+                    "application/json": components["schemas"]["google.protobuf.Empty"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateAssignment: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first response with `Idempotent-Replayed: true` and changes nothing. The first response is kept when it is a 2xx or the request changed data; a key whose request answered anything else without changing data is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; after a first request that changed data and whose server stopped before it answered, 409 `IDEMPOTENCY_KEY_UNANSWERED` (look up its effect, then use a new key); a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "closesAt": "2026-09-08T11:30:00Z"
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * class_ids
+                     * @description Replace the assigned classes when sent.
+                     */
+                    classIds?: components["schemas"]["google.protobuf.ListValue"];
+                    /** closes_at */
+                    closesAt?: components["schemas"]["google.protobuf.Timestamp"];
+                    /**
+                     * grace_seconds
+                     * Format: int32
+                     */
+                    graceSeconds?: number | null;
+                    /**
+                     * max_attempts
+                     * Format: int32
+                     */
+                    maxAttempts?: number | null;
+                    /** opens_at */
+                    opensAt?: components["schemas"]["google.protobuf.Timestamp"];
+                    /** overdue */
+                    overdue?: string | null;
+                    /** show_results */
+                    showResults?: string | null;
+                    /** shuffle_options */
+                    shuffleOptions?: boolean | null;
+                    /** shuffle_questions */
+                    shuffleQuestions?: boolean | null;
+                    /**
+                     * time_limit_minutes
+                     * Format: int32
+                     */
+                    timeLimitMinutes?: number | null;
+                    /**
+                     * user_ids
+                     * @description Replace the assigned users when sent.
+                     */
+                    userIds?: components["schemas"]["google.protobuf.ListValue"];
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "classIds": [
+                     *         "cls_01JD3M4Q9ZB8K1T7W2X5C6V0P1"
+                     *       ],
+                     *       "closesAt": "2026-09-08T11:00:00Z",
+                     *       "createdAt": "2026-09-01T08:00:00Z",
+                     *       "createdBy": "usr_01JD3M4Q9ZB8K1T7W2X5C6V0NA",
+                     *       "examId": "exm_01JD3M4Q9ZB8K1T7W2X5C6V0ND",
+                     *       "graceSeconds": 30,
+                     *       "id": "asg_01JD3M4Q9ZB8K1T7W2X5C6V0P2",
+                     *       "maxAttempts": 1,
+                     *       "opensAt": "2026-09-08T09:00:00Z",
+                     *       "overdue": "autosubmit",
+                     *       "progress": {
+                     *         "assigned": 28,
+                     *         "discarded": 0,
+                     *         "inProgress": 20,
+                     *         "notStarted": 3,
+                     *         "submitted": 5
+                     *       },
+                     *       "showResults": "after_submit",
+                     *       "shuffleOptions": false,
+                     *       "shuffleQuestions": true,
+                     *       "timeLimitMinutes": 45,
+                     *       "updatedAt": "2026-09-01T08:00:00Z",
+                     *       "userIds": []
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.Assignment"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    saveAttemptResponse: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                attemptId: string;
+                questionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "value": "b"
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * expected_revision
+                     * Format: int32
+                     * @description When sent, the save is taken only if the question's saved revision is
+                     *      still this one (0: nothing saved yet), else 409 RESPONSE_CHANGED: two
+                     *      tabs cannot overwrite each other unseen.
+                     */
+                    expectedRevision?: number | null;
+                    /**
+                     * files
+                     * @description Uploaded files (http(s) URLs), for file answers.
+                     */
+                    files?: string[];
+                    /**
+                     * value
+                     * @description The answer, as POST /exams/{examId}/results takes it; at most 64 KiB
+                     *      of JSON.
+                     */
+                    value?: components["schemas"]["google.protobuf.Value"];
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "files": [],
+                     *       "questionId": "qst_01JD3M4Q9ZB8K1T7W2X5C6V0P5",
+                     *       "revision": 2,
+                     *       "savedAt": "2026-09-08T09:05:40Z",
+                     *       "value": "b"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.AttemptResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getAttempt: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "assignmentId": "asg_01JD3M4Q9ZB8K1T7W2X5C6V0P2",
+                     *       "deadline": "2026-09-08T09:58:26Z",
+                     *       "examId": "exm_01JD3M4Q9ZB8K1T7W2X5C6V0ND",
+                     *       "graceSeconds": 30,
+                     *       "id": "att_01JD3M4Q9ZB8K1T7W2X5C6V0P4",
+                     *       "number": 1,
+                     *       "questions": [
+                     *         {
+                     *           "config": {
+                     *             "options": [
+                     *               {
+                     *                 "id": "b",
+                     *                 "text": "1/2"
+                     *               },
+                     *               {
+                     *                 "id": "a",
+                     *                 "text": "1/3"
+                     *               },
+                     *               {
+                     *                 "id": "c",
+                     *                 "text": "2/3"
+                     *               }
+                     *             ]
+                     *           },
+                     *           "id": "qst_01JD3M4Q9ZB8K1T7W2X5C6V0P5",
+                     *           "points": 2,
+                     *           "prompt": "Which fraction equals 0.5?",
+                     *           "type": "multiple_choice"
+                     *         }
+                     *       ],
+                     *       "responses": [
+                     *         {
+                     *           "files": [],
+                     *           "questionId": "qst_01JD3M4Q9ZB8K1T7W2X5C6V0P5",
+                     *           "revision": 2,
+                     *           "savedAt": "2026-09-08T09:05:40Z",
+                     *           "value": "b"
+                     *         }
+                     *       ],
+                     *       "resultId": "",
+                     *       "serverTime": "2026-09-08T09:05:41Z",
+                     *       "startedAt": "2026-09-08T09:02:11Z",
+                     *       "status": "in_progress",
+                     *       "submittedBy": "",
+                     *       "userId": "usr_01JD3M4Q9ZB8K1T7W2X5C6V0P3"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.Attempt"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    submitAttempt: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first response with `Idempotent-Replayed: true` and changes nothing. The first response is kept when it is a 2xx or the request changed data; a key whose request answered anything else without changing data is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; after a first request that changed data and whose server stopped before it answered, 409 `IDEMPOTENCY_KEY_UNANSWERED` (look up its effect, then use a new key); a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "assignmentId": "asg_01JD3M4Q9ZB8K1T7W2X5C6V0P2",
+                     *       "deadline": "2026-09-08T09:58:26Z",
+                     *       "examId": "exm_01JD3M4Q9ZB8K1T7W2X5C6V0ND",
+                     *       "graceSeconds": 30,
+                     *       "id": "att_01JD3M4Q9ZB8K1T7W2X5C6V0P4",
+                     *       "number": 1,
+                     *       "questions": [
+                     *         {
+                     *           "config": {
+                     *             "options": [
+                     *               {
+                     *                 "id": "b",
+                     *                 "text": "1/2"
+                     *               },
+                     *               {
+                     *                 "id": "a",
+                     *                 "text": "1/3"
+                     *               },
+                     *               {
+                     *                 "id": "c",
+                     *                 "text": "2/3"
+                     *               }
+                     *             ]
+                     *           },
+                     *           "id": "qst_01JD3M4Q9ZB8K1T7W2X5C6V0P5",
+                     *           "points": 2,
+                     *           "prompt": "Which fraction equals 0.5?",
+                     *           "type": "multiple_choice"
+                     *         }
+                     *       ],
+                     *       "responses": [
+                     *         {
+                     *           "files": [],
+                     *           "questionId": "qst_01JD3M4Q9ZB8K1T7W2X5C6V0P5",
+                     *           "revision": 2,
+                     *           "savedAt": "2026-09-08T09:05:40Z",
+                     *           "value": "b"
+                     *         }
+                     *       ],
+                     *       "resultId": "",
+                     *       "serverTime": "2026-09-08T09:05:41Z",
+                     *       "startedAt": "2026-09-08T09:02:11Z",
+                     *       "status": "in_progress",
+                     *       "submittedBy": "",
+                     *       "userId": "usr_01JD3M4Q9ZB8K1T7W2X5C6V0P3"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.Attempt"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
         };

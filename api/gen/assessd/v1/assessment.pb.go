@@ -2698,9 +2698,13 @@ type Result struct {
 	// The AI region grading runs in: the organization's aiRegion at
 	// submission (global or eu).
 	Region string `protobuf:"bytes,11,opt,name=region,proto3" json:"region,omitempty"`
-	// How the answers came in: api, or scan for a result read from a scanned
-	// answer sheet.
-	Source        string `protobuf:"bytes,12,opt,name=source,proto3" json:"source,omitempty"`
+	// How the answers came in: api, scan for a result read from a scanned
+	// answer sheet, or attempt for a submitted attempt of an assignment.
+	Source string `protobuf:"bytes,12,opt,name=source,proto3" json:"source,omitempty"`
+	// The attempt submitted (source attempt); empty once it is deleted.
+	AttemptId string `protobuf:"bytes,13,opt,name=attempt_id,json=attemptId,proto3" json:"attempt_id,omitempty"`
+	// The assignment of that attempt (source attempt).
+	AssignmentId  string `protobuf:"bytes,14,opt,name=assignment_id,json=assignmentId,proto3" json:"assignment_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2815,6 +2819,20 @@ func (x *Result) GetRegion() string {
 func (x *Result) GetSource() string {
 	if x != nil {
 		return x.Source
+	}
+	return ""
+}
+
+func (x *Result) GetAttemptId() string {
+	if x != nil {
+		return x.AttemptId
+	}
+	return ""
+}
+
+func (x *Result) GetAssignmentId() string {
+	if x != nil {
+		return x.AssignmentId
 	}
 	return ""
 }
@@ -3871,7 +3889,7 @@ const file_assessd_v1_assessment_proto_rawDesc = "" +
 	"\x19EnableQuestionTypeRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\",\n" +
 	"\x1aDisableQuestionTypeRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"\x83\x03\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\xc7\x03\n" +
 	"\x06Result\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x17\n" +
 	"\aexam_id\x18\x02 \x01(\tR\x06examId\x12\x17\n" +
@@ -3885,7 +3903,10 @@ const file_assessd_v1_assessment_proto_rawDesc = "" +
 	"\tgraded_at\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\bgradedAt\x12\x16\n" +
 	"\x06region\x18\v \x01(\tR\x06region\x12\x16\n" +
-	"\x06source\x18\f \x01(\tR\x06source\"\x90\x03\n" +
+	"\x06source\x18\f \x01(\tR\x06source\x12\x1d\n" +
+	"\n" +
+	"attempt_id\x18\r \x01(\tR\tattemptId\x12#\n" +
+	"\rassignment_id\x18\x0e \x01(\tR\fassignmentId\"\x90\x03\n" +
 	"\x06Answer\x12\x1f\n" +
 	"\vquestion_id\x18\x01 \x01(\tR\n" +
 	"questionId\x12,\n" +
