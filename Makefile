@@ -7,7 +7,7 @@ GOOGLEAPIS_MODULE := github.com/grpc-ecosystem/grpc-gateway@v1.16.0
 GENERATED := api/gen api/openapi/openapi.yaml sdk/typescript/src/schema.ts sdk/typescript/src/operations.ts deploy/grafana/dashboards
 
 
-.PHONY: all build tools generate dashboards check-generated test bench bench-oauth run lint fmt lint-openapi lint-deploy sdk qti-check embed-assets webhook-verify
+.PHONY: all build tools deps generate dashboards check-generated test bench bench-oauth run lint fmt lint-openapi lint-deploy sdk qti-check embed-assets webhook-verify
 
 all: build
 
@@ -31,6 +31,13 @@ $(BIN)/golangci-lint $(BIN)/workflowcheck &: tools/lint/go.mod
 	cd tools/lint && GOBIN=$(BIN) $(GO) install tool
 
 tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-connect-go $(BIN)/protoc-gen-connect-openapi $(BIN)/temporal $(BIN)/golangci-lint $(BIN)/workflowcheck
+
+# The Debian packages the tests and lint-deploy run (xmllint, PgBouncer,
+# Chromium, poppler-utils, Prometheus, Redis, PostgreSQL) and the local
+# PostgreSQL and Redis: installed and started as root, else named with the
+# command that would (decision 0184).
+deps:
+	@tools/deps.sh
 
 third_party/googleapis/google/api/annotations.proto:
 	dir=$$(cd tools && $(GO) mod download -json $(GOOGLEAPIS_MODULE) | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p'); \
@@ -79,7 +86,7 @@ SQL_PACKAGES := ./internal/store/... ./tenancy/... ./internal/assessment/... ./i
 # internal/app's end-to-end tests run in parallel and take 3-5 minutes under
 # the race detector on two busy cores; the 20-minute bound leaves room for a
 # slower machine beyond go test's default 10 minutes per package.
-test: lint sdk webhook-verify $(BIN)/temporal tools/qti-check/node_modules
+test: deps lint sdk webhook-verify $(BIN)/temporal tools/qti-check/node_modules
 	QTI_CHECK=1 $(GO) test -count=1 -race -timeout 20m ./...
 	# The packages that own SQL again, with prepared statements (decision 0122).
 	TEST_QUERY_EXEC_MODE=cache_statement $(GO) test -count=1 $(SQL_PACKAGES)
@@ -163,7 +170,7 @@ KUBECONFORM := $(BIN)/kubeconform -strict -summary -skip ServiceMonitor \
 # their unit tests (promtool from the Debian prometheus package), the Helm
 # chart (helm lint, helm template validated by kubeconform against strict
 # schemas), and the compose file (compose-go, the loader of docker compose).
-lint-deploy: $(BIN)/helm $(BIN)/kubeconform $(K8S_SCHEMAS)/.stamp
+lint-deploy: deps $(BIN)/helm $(BIN)/kubeconform $(K8S_SCHEMAS)/.stamp
 	promtool check config deploy/prometheus/prometheus.yml
 	promtool check config deploy/prometheus/compose.yml
 	promtool check rules deploy/prometheus/alerts.yml

@@ -64,7 +64,7 @@ func TestDashboardsQueryRealMetrics(t *testing.T) {
 	}
 	promBin, err := exec.LookPath("prometheus")
 	if err != nil {
-		t.Fatal("the prometheus binary is required (Debian package prometheus; .ci/run installs it)")
+		t.Fatal("the prometheus binary is required (Debian package prometheus; make deps installs it)")
 	}
 	ctx := context.Background()
 	tc := devenvtest.Temporal(t)

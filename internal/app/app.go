@@ -258,6 +258,12 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 			"/embed/":                           pages,
 			"GET /media/{id}/{name}":            api.MediaFiles(files),
 		},
+		// The OAuth endpoints refuse an oversized form in RFC 6749's shape.
+		FormEndpoints: map[string]http.Handler{
+			"POST /oauth/token":      idp.Handler(),
+			"POST /oauth/revoke":     idp.Handler(),
+			"POST /oauth/introspect": idp.Handler(),
+		},
 		// A file answer bounds its request by the upload limit itself.
 		PageUploads: map[string]http.Handler{"POST /embed/{id}/files/{question}": pages},
 		Uploads:     map[string]http.Handler{scanUploadRoute: api.ScanUploads(scans)},

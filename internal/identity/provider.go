@@ -12,12 +12,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	httphelper "github.com/zitadel/oidc/v3/pkg/http"
 	"github.com/zitadel/oidc/v3/pkg/oidc"
 	"github.com/zitadel/oidc/v3/pkg/op"
 	"golang.org/x/text/language"
@@ -187,9 +189,40 @@ func (s *statusWriter) WriteHeader(code int) {
 // operator commands, which never serve, should not print.
 func (p *Provider) Handler() http.Handler {
 	p.handlerOnce.Do(func() {
-		p.handler = noStore(bearerChallenge(p.limitTokenFailures(op.RegisterLegacyServer(p.server, callbackWithID(op.AuthorizeCallbackHandler(p.op))))))
+		p.handler = noStore(bearerChallenge(formErrors(p.limitTokenFailures(op.RegisterLegacyServer(p.server, callbackWithID(op.AuthorizeCallbackHandler(p.op)))))))
 	})
 	return p.handler
+}
+
+// formEndpoints are the endpoints whose every error is an RFC 6749 error
+// response (section 5.2, which RFC 7009 and RFC 7662 take over): JSON,
+// and here 4xx.
+var formEndpoints = []string{endpoints.Token.Relative(), endpoints.Revocation.Relative(), endpoints.Introspection.Relative()}
+
+// formErrors answers a POST to a form endpoint whose form cannot be read in
+// the RFC 6749 shape of the endpoint's other errors: 413 invalid_request
+// for a body beyond the server's bound (server.Config.FormEndpoints), 400
+// invalid_request, with the library's description, for one that cannot be
+// read or parsed. limitTokenFailures reads the form before the library
+// does, and a form that failed to parse looks empty to the library's own
+// ParseForm ("grant_type missing"), so the failure is answered here.
+func formErrors(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || !slices.Contains(formEndpoints, r.URL.Path) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if err := r.ParseForm(); err != nil {
+			if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
+				httphelper.MarshalJSONWithStatus(w, oidc.ErrInvalidRequest().WithDescription("request body exceeds %d bytes", tooLarge.Limit),
+					http.StatusRequestEntityTooLarge)
+				return
+			}
+			httphelper.MarshalJSONWithStatus(w, oidc.ErrInvalidRequest().WithDescription("error parsing form"), http.StatusBadRequest)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // bearerChallenge adds the challenge RFC 6750 requires of a 401 to the

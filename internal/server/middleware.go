@@ -155,14 +155,41 @@ func statusClass(code int) string {
 // body declared larger gets 413 before it is read, and one that turns out
 // larger fails its handler's read, which answers 400.
 func limitPageBody(next http.Handler) http.Handler {
+	return boundPageBody(next, func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "the request body is larger than 1 MiB", http.StatusRequestEntityTooLarge)
+	})
+}
+
+// limitFormEndpointBody bounds a form endpoint's request body as
+// limitPageBody does, but hands a body declared larger to next unread,
+// failing as one found larger fails at the bound: next answers both in
+// its own error shape.
+func limitFormEndpointBody(next http.Handler) http.Handler {
+	return boundPageBody(next, func(w http.ResponseWriter, r *http.Request) {
+		r.Body = oversizedBody{r.Body}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// boundPageBody bounds r's body by api.MaxBodyBytes for next, and leaves a
+// body declared larger to declared.
+func boundPageBody(next http.Handler, declared http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > api.MaxBodyBytes {
-			http.Error(w, "the request body is larger than 1 MiB", http.StatusRequestEntityTooLarge)
+			declared(w, r)
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, api.MaxBodyBytes)
 		next.ServeHTTP(w, r)
 	})
+}
+
+// oversizedBody is a body declared larger than api.MaxBodyBytes, left
+// unread: its first read fails as http.MaxBytesReader's does at the bound.
+type oversizedBody struct{ io.ReadCloser }
+
+func (oversizedBody) Read([]byte) (int, error) {
+	return 0, &http.MaxBytesError{Limit: api.MaxBodyBytes}
 }
 
 // limitBody reads the body up front, the one read of it, bounded by

@@ -49,6 +49,13 @@ type Config struct {
 	// embed pages), by ServeMux pattern; they authenticate themselves. A
 	// page's request body is bounded by api.MaxBodyBytes, as the API's is.
 	Pages map[string]http.Handler
+	// FormEndpoints are pages with an error shape of their own for a body
+	// they cannot read (the OAuth token, revocation and introspection
+	// endpoints: RFC 6749's JSON), by ServeMux pattern. Their bodies are
+	// bounded like a page's, but one declared larger reaches the handler
+	// unread, failing its first read with *http.MaxBytesError as one found
+	// larger does at the bound (decision 0185).
+	FormEndpoints map[string]http.Handler
 	// PageUploads are pages that take a file, by ServeMux pattern: they
 	// bound their request body themselves, above api.MaxBodyBytes.
 	PageUploads map[string]http.Handler
@@ -108,6 +115,9 @@ func New(cfg Config) http.Handler {
 	mux.Handle("GET /openapi.yaml", named("GET /openapi.yaml", openapi(cfg.OpenAPI)))
 	for pattern, h := range cfg.Pages {
 		mux.Handle(pattern, named(pattern, limitPageBody(h)))
+	}
+	for pattern, h := range cfg.FormEndpoints {
+		mux.Handle(pattern, named(pattern, limitFormEndpointBody(h)))
 	}
 	for pattern, h := range cfg.PageUploads {
 		mux.Handle(pattern, named(pattern, h))

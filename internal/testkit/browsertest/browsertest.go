@@ -1,5 +1,5 @@
 // Package browsertest runs headless Chromium (Debian's package, which
-// .ci/run installs) for the browser-level tests, and saves their
+// make deps installs) for the browser-level tests, and saves their
 // screenshots as artifacts.
 package browsertest
 
