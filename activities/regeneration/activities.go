@@ -55,7 +55,8 @@ func (a *Activities) refuseOtherRegion(in wf.Input) error {
 }
 
 // ProposeQuestion asks the region's provider for a new version of the
-// question.
+// question. A question the builtin provider cannot vary fails for good,
+// with its reason.
 func (a *Activities) ProposeQuestion(ctx context.Context, in wf.Input) (ai.RegeneratedQuestion, error) {
 	if err := a.refuseOtherRegion(in); err != nil {
 		return ai.RegeneratedQuestion{}, err
@@ -67,10 +68,12 @@ func (a *Activities) ProposeQuestion(ctx context.Context, in wf.Input) (ai.Regen
 	}
 	req.Region = a.Region
 	p, err := a.Provider.RegenerateQuestion(ctx, req)
-	if errors.Is(err, ai.ErrInvalidRequest) {
+	switch {
+	case errors.Is(err, ai.ErrCannotRephrase):
+		return ai.RegeneratedQuestion{}, workflows.Permanent(ai.ErrCannotRephrase.Error(), err)
+	case errors.Is(err, ai.ErrInvalidRequest):
 		return ai.RegeneratedQuestion{}, workflows.Permanent("the AI provider rejected the regeneration request", err)
-	}
-	if err != nil {
+	case err != nil:
 		return ai.RegeneratedQuestion{}, err
 	}
 	return p, activities.CheckResultSize("the proposed question", p)

@@ -1,6 +1,7 @@
 package regeneration_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,19 +19,22 @@ import (
 	wf "github.com/assessd/assessd/workflows/regeneration"
 )
 
-// fakeRegenerations serves one numeric question and records the outcome.
+// fakeRegenerations serves one numeric question (its prompt and language
+// as set) and records the outcome.
 type fakeRegenerations struct {
-	instructions string
-	proposed     *ai.RegeneratedQuestion
-	failure      string
+	instructions     string
+	prompt, language string
+	proposed         *ai.RegeneratedQuestion
+	failure          string
 	// deleteOnPropose has the question deleted while the provider works.
 	deleteOnPropose bool
 	proposals       int
 }
 
 func (f *fakeRegenerations) Request(context.Context, string) (ai.RegenerateRequest, error) {
-	return ai.RegenerateRequest{QuestionType: "numeric", ConfigSchema: map[string]any{"type": "object"}, Prompt: "How much is 3 + 4?",
-		Config: map[string]any{"correct": 7.0}, Points: 1, Instructions: f.instructions}, nil
+	prompt := cmp.Or(f.prompt, "How much is 3 + 4?")
+	return ai.RegenerateRequest{QuestionType: "numeric", ConfigSchema: map[string]any{"type": "object"}, Prompt: prompt,
+		Config: map[string]any{"correct": 7.0}, Points: 1, Instructions: f.instructions, Language: f.language}, nil
 }
 
 func (f *fakeRegenerations) Propose(_ context.Context, _ string, p ai.RegeneratedQuestion) (regeneration.Outcome, error) {
@@ -83,6 +87,7 @@ func run(t *testing.T, a *acts.Activities, region string) string {
 func TestRegenerateQuestion(t *testing.T) {
 	for _, c := range []struct {
 		name, region, instructions string
+		prompt, language           string
 		failures                   int32
 		deleted                    bool
 		wantStatus, wantFailure    string
@@ -91,13 +96,15 @@ func TestRegenerateQuestion(t *testing.T) {
 		{name: "ready after a transient failure", region: "eu", failures: 1, wantStatus: "ready", wantCalls: 2},
 		{name: "invalid request is not retried", region: "eu", instructions: strings.Repeat("x", ai.MaxInstructionsLength+1),
 			wantStatus: "failed", wantFailure: "the AI provider rejected the regeneration request", wantCalls: 1},
+		{name: "a question the builtin provider cannot vary is not retried", region: "eu", prompt: "¿Cuántos días tiene una semana?", language: "es",
+			wantStatus: "failed", wantFailure: ai.ErrCannotRephrase.Error(), wantCalls: 1},
 		{name: "another region's task is refused", region: "global", wantStatus: "failed", wantFailure: "a global regeneration reached a eu worker"},
 		{name: "provider down after retries", region: "eu", failures: 100, wantStatus: "failed", wantFailure: "provider timeout", wantCalls: 5},
 		{name: "question deleted meanwhile is not retried", region: "eu", deleted: true, wantStatus: "failed",
 			wantFailure: "the question cannot be regenerated: the question was deleted", wantCalls: 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			store := &fakeRegenerations{instructions: c.instructions, deleteOnPropose: c.deleted}
+			store := &fakeRegenerations{instructions: c.instructions, prompt: c.prompt, language: c.language, deleteOnPropose: c.deleted}
 			provider := &flakyProvider{Provider: ai.NewBuiltin(), failures: c.failures}
 			a := &acts.Activities{Regenerations: store, Provider: provider, Region: "eu", Metrics: acts.NewMetrics(nil)}
 			if got := run(t, a, c.region); got != c.wantStatus || store.failure != c.wantFailure || provider.calls.Load() != c.wantCalls {

@@ -14,8 +14,12 @@ var builtinTypes = []string{TypeMultipleChoice, TypeTrueFalse, TypeShortText, Ty
 // phrasebook holds the template texts of one language. Format arguments:
 // %[1]s subject, %[2]s level, %[3]d question number; options take %[2]s as
 // the option letter; numeric questions take the operands as %[4]d, %[5]d.
+// leadIns are the sentences regeneration puts before a prompt to reword
+// it, at least two per register so a new one always differs from the
+// current one; indexed by register, so they are read in a fixed order.
 type phrasebook struct {
 	choice, option, trueFalse, shortText, numeric, essay, rubric, example string
+	leadIns                                                               [registers][]string
 }
 
 var phrasebooks = map[string]phrasebook{
@@ -28,6 +32,13 @@ var phrasebooks = map[string]phrasebook{
 		essay:     "Question %[3]d (%[1]s, %[2]s): explain a central idea of %[1]s in your own words and give an example.",
 		rubric:    "Explains a central idea of %[1]s correctly, uses its key terms and gives a relevant example.",
 		example:   "example",
+		leadIns: [registers][]string{
+			registerPlain:   {"Question:", "Try this one:", "Answer the following:"},
+			registerSimpler: {"In simple terms:", "Put simply:"},
+			registerYounger: {"Here is a puzzle for you!", "Let's try this one together!"},
+			registerHarder:  {"Challenge question:", "Think it through carefully:"},
+			registerFormal:  {"Please answer the following question.", "Kindly consider the following."},
+		},
 	},
 	"de": {
 		choice:    "Frage %[3]d (%[1]s, %[2]s): Welche Aussage über %[1]s ist richtig?",
@@ -38,6 +49,13 @@ var phrasebooks = map[string]phrasebook{
 		essay:     "Frage %[3]d (%[1]s, %[2]s): Erklären Sie einen zentralen Gedanken aus %[1]s mit eigenen Worten und geben Sie ein Beispiel.",
 		rubric:    "Erklärt einen zentralen Gedanken aus %[1]s richtig, verwendet die Fachbegriffe und gibt ein passendes Beispiel.",
 		example:   "beispiel",
+		leadIns: [registers][]string{
+			registerPlain:   {"Frage:", "Versuchen Sie diese:", "Beantworten Sie Folgendes:"},
+			registerSimpler: {"Ganz einfach gesagt:", "Kurz gefragt:"},
+			registerYounger: {"Hier ist ein Rätsel für dich!", "Probieren wir das zusammen!"},
+			registerHarder:  {"Knobelaufgabe:", "Denken Sie gründlich nach:"},
+			registerFormal:  {"Bitte beantworten Sie die folgende Frage.", "Bitte bearbeiten Sie Folgendes."},
+		},
 	},
 	"fr": {
 		choice:    "Question %[3]d (%[1]s, %[2]s) : quelle affirmation sur %[1]s est correcte ?",
@@ -48,14 +66,29 @@ var phrasebooks = map[string]phrasebook{
 		essay:     "Question %[3]d (%[1]s, %[2]s) : expliquez une idée centrale de %[1]s avec vos propres mots et donnez un exemple.",
 		rubric:    "Explique correctement une idée centrale de %[1]s, emploie les termes clés et donne un exemple pertinent.",
 		example:   "exemple",
+		leadIns: [registers][]string{
+			registerPlain:   {"Question :", "À vous de jouer :", "Répondez à ce qui suit :"},
+			registerSimpler: {"En termes simples :", "Pour faire simple :"},
+			registerYounger: {"Voici une devinette pour toi !", "Essayons ensemble !"},
+			registerHarder:  {"Question défi :", "Réfléchissez bien :"},
+			registerFormal:  {"Veuillez répondre à la question suivante.", "Veuillez examiner ce qui suit."},
+		},
 	},
 }
 
-// phrasebookFor picks the texts of a BCP 47 tag's primary language,
-// English when there are none.
-func phrasebookFor(tag string) phrasebook {
+// phrasebookOf returns the texts of a BCP 47 tag's primary language, if
+// there are any.
+func phrasebookOf(tag string) (phrasebook, bool) {
 	primary, _, _ := strings.Cut(strings.ToLower(tag), "-")
-	if p, ok := phrasebooks[primary]; ok {
+	p, ok := phrasebooks[primary]
+	return p, ok
+}
+
+// phrasebookFor picks the texts of a BCP 47 tag's primary language,
+// English when there are none: a generated question is written whole in
+// one language.
+func phrasebookFor(tag string) phrasebook {
+	if p, ok := phrasebookOf(tag); ok {
 		return p
 	}
 	return phrasebooks["en"]

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/assessd/assessd/internal/ai"
+	"github.com/assessd/assessd/internal/assessment"
 )
 
 var numericSchema = map[string]any{"type": "object", "required": []any{"correct"},
@@ -109,5 +111,123 @@ func TestOpenAIRegenerateMalformedOutputIsRetryable(t *testing.T) {
 	_, err := srv.provider().RegenerateQuestion(context.Background(), ai.RegenerateRequest{Prompt: "p", ConfigSchema: numericSchema, Points: 1})
 	if err == nil || !ai.Retryable(err) {
 		t.Fatalf("got %v, want a retryable error", err)
+	}
+}
+
+// regenerationSamples are a question of every built-in type and of a
+// custom type with a text answer, valid for their types.
+func regenerationSamples(t *testing.T) map[string]assessment.Question {
+	t.Helper()
+	options := func(correct ...string) []any {
+		var out []any
+		for _, id := range []string{"a", "b", "c"} {
+			out = append(out, map[string]any{"id": id, "text": map[string]string{"a": "Jupiter", "b": "Mars", "c": "Venus"}[id],
+				"correct": slices.Contains(correct, id)})
+		}
+		return out
+	}
+	samples := map[string]assessment.Question{
+		assessment.TypeMultipleChoice: {Prompt: "Which planet is largest?", Config: map[string]any{"options": options("a")}},
+		assessment.TypeMultipleSelect: {Prompt: "Which planets are closer to the Sun than Saturn?", Config: map[string]any{"options": options("a", "b", "c")}},
+		assessment.TypeTrueFalse:      {Prompt: "The Sun is a star.", Config: map[string]any{"correct": true}},
+		assessment.TypeShortText:      {Prompt: "What is the capital of France?", Config: map[string]any{"acceptedAnswers": []any{"Paris"}}},
+		assessment.TypeNumeric:        {Prompt: "How much is 3 + 4?", Config: map[string]any{"correct": 7.0, "tolerance": 0.0}},
+		assessment.TypeEssay:          {Prompt: "Explain photosynthesis.", Config: map[string]any{"rubric": "Light, water, sugar.", "minWords": 50.0}},
+		assessment.TypeFileUpload:     {Prompt: "Upload a photo of your experiment.", Config: map[string]any{"maxFiles": 1.0}},
+	}
+	out := map[string]assessment.Question{}
+	for _, key := range assessment.BuiltinKeys() {
+		def, _ := assessment.Builtin(key)
+		q, ok := samples[key]
+		if !ok {
+			t.Fatalf("no sample question of the built-in type %s", key)
+		}
+		q.Type, q.Def, q.Points = key, &def, 2
+		out[key] = q
+	}
+	text := assessment.TypeDef{Key: "water_words", Name: "Model answer", ConfigSchema: map[string]any{"type": "object",
+		"required": []any{"modelAnswer"}, "properties": map[string]any{"modelAnswer": map[string]any{"type": "string", "minLength": 1}}}}
+	out[text.Key] = assessment.Question{Type: text.Key, Def: &text, Points: 3, Prompt: "Describe the water cycle.",
+		Config: map[string]any{"modelAnswer": "Water evaporates, condenses into clouds and falls as rain."}}
+	return out
+}
+
+func regenerateRequest(q assessment.Question, instructions, language string) ai.RegenerateRequest {
+	return ai.RegenerateRequest{QuestionType: q.Type, TypeName: q.Def.Name, ConfigSchema: q.Def.ConfigSchema, Prompt: q.Prompt,
+		Config: q.Config, Points: q.Points, Instructions: instructions, Language: language}
+}
+
+// TestBuiltinRegenerateNeverProposesTheSameQuestion regenerates a question
+// of every type, with and without instructions and in every language the
+// builtin provider rewords: each proposal differs from the question, is
+// valid for its type, and a register the instructions ask for rewords the
+// prompt even when the options changed already. Regenerating the proposal
+// again changes it again without stacking lead-ins.
+func TestBuiltinRegenerateNeverProposesTheSameQuestion(t *testing.T) {
+	p := ai.NewBuiltin()
+	for key, q := range regenerationSamples(t) {
+		for _, language := range []string{"en", "de-CH", "fr"} {
+			for _, instructions := range []string{"", "reword for a younger audience", "simpler", "make it harder", "more formal", "in Spanish", "informal"} {
+				name := key + "/" + language + "/" + instructions
+				req := regenerateRequest(q, instructions, language)
+				got, err := p.RegenerateQuestion(context.Background(), req)
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				proposal := assessment.Proposal{Prompt: got.Prompt, Config: got.Config, Points: got.Points}
+				if proposal.Unchanged(q) || got.Points != q.Points {
+					t.Fatalf("%s: proposal %+v is the question %+v", name, got, q)
+				}
+				if err := assessment.CheckProposal(q, proposal); err != nil {
+					t.Fatalf("%s: proposal %+v is not valid: %v", name, got, err)
+				}
+				if instructions != "" && instructions != "in Spanish" && instructions != "informal" && got.Prompt == q.Prompt {
+					t.Fatalf("%s: the prompt %q was not reworded", name, got.Prompt)
+				}
+				if key == assessment.TypeNumeric {
+					continue // its prompt's numbers change too
+				}
+				leadIn, ok := strings.CutSuffix(got.Prompt, " "+q.Prompt)
+				if got.Prompt != q.Prompt && !ok {
+					t.Fatalf("%s: prompt %q does not end with the question's", name, got.Prompt)
+				}
+				again := req
+				again.Prompt, again.Config = got.Prompt, got.Config
+				next, err := p.RegenerateQuestion(context.Background(), again)
+				if err != nil {
+					t.Fatalf("%s, again: %v", name, err)
+				}
+				previous := q
+				previous.Prompt, previous.Config = got.Prompt, got.Config
+				if (assessment.Proposal{Prompt: next.Prompt, Config: next.Config, Points: next.Points}).Unchanged(previous) {
+					t.Fatalf("%s, again: %+v is the question again", name, next)
+				}
+				nextLeadIn, ok := strings.CutSuffix(next.Prompt, " "+q.Prompt)
+				if next.Prompt != got.Prompt && (!ok || leadIn != "" && strings.Contains(nextLeadIn, leadIn)) {
+					t.Fatalf("%s, again: prompt %q stacks lead-ins onto %q", name, next.Prompt, got.Prompt)
+				}
+			}
+		}
+	}
+}
+
+// TestBuiltinRegenerateRefusesWhatItCannotVary asks for questions with no
+// sum or options in a language the builtin provider has no rewordings
+// for: it refuses, for good, saying why, rather than propose the question
+// unchanged. A sum still varies in that language.
+func TestBuiltinRegenerateRefusesWhatItCannotVary(t *testing.T) {
+	p := ai.NewBuiltin()
+	samples := regenerationSamples(t)
+	for _, key := range []string{"water_words", assessment.TypeTrueFalse, assessment.TypeEssay} {
+		for _, instructions := range []string{"", "reword for a younger audience"} {
+			_, err := p.RegenerateQuestion(context.Background(), regenerateRequest(samples[key], instructions, "es"))
+			if !errors.Is(err, ai.ErrCannotRephrase) || !errors.Is(err, ai.ErrInvalidRequest) || ai.Retryable(err) {
+				t.Fatalf("%s %q in Spanish: %v, want ErrCannotRephrase for good", key, instructions, err)
+			}
+		}
+	}
+	got, err := p.RegenerateQuestion(context.Background(), regenerateRequest(samples[assessment.TypeNumeric], "", "es"))
+	if err != nil || got.Prompt == samples[assessment.TypeNumeric].Prompt {
+		t.Fatalf("a sum in Spanish: %+v, %v", got, err)
 	}
 }

@@ -289,21 +289,24 @@ func TestRegenerationRacingTheQuestionsDeletion(t *testing.T) {
 }
 
 // recordingProvider is an OpenAI-compatible endpoint that records the
-// questions it was asked to regenerate and proposes a fixed sum.
+// questions it was asked to regenerate and proposes a fixed question.
 type recordingProvider struct {
 	*httptest.Server
 	mu      sync.Mutex
 	prompts []string
 }
 
-func newRecordingProvider(t *testing.T) *recordingProvider {
+// aSum is the question recordingProviders propose unless told otherwise.
+var aSum = map[string]any{"prompt": "How much is 10 + 20?", "config": map[string]any{"correct": 30, "tolerance": 0}, "points": 3}
+
+func newRecordingProvider(t *testing.T, proposal map[string]any) *recordingProvider {
 	p := &recordingProvider{}
 	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		p.mu.Lock()
 		p.prompts = append(p.prompts, string(body))
 		p.mu.Unlock()
-		content, _ := json.Marshal(map[string]any{"prompt": "How much is 10 + 20?", "config": map[string]any{"correct": 30, "tolerance": 0}, "points": 3})
+		content, _ := json.Marshal(proposal)
 		_ = json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"message": map[string]any{"role": "assistant", "content": string(content)}}}})
 	}))
 	t.Cleanup(p.Close)
@@ -320,7 +323,7 @@ func (p *recordingProvider) requests() []string {
 // question: only the EU endpoint sees it, never the global one.
 func TestRegenerationStaysInItsRegion(t *testing.T) {
 	t.Parallel()
-	endpoints := map[string]*recordingProvider{"eu": newRecordingProvider(t), "global": newRecordingProvider(t)}
+	endpoints := map[string]*recordingProvider{"eu": newRecordingProvider(t, aSum), "global": newRecordingProvider(t, aSum)}
 	e := newWorkflowEnv(t, func(region string) ai.Provider {
 		return ai.NewOpenAI(ai.OpenAIConfig{BaseURL: endpoints[region].URL, APIKey: "test-key", Model: "m"})
 	})
@@ -346,6 +349,68 @@ func TestRegenerationStaysInItsRegion(t *testing.T) {
 			t.Fatalf("the %s endpoint saw %q", region, got)
 		}
 	}
+}
+
+// TestRegenerationNeverProposesTheQuestionUnchanged regenerates a question
+// of a custom type with a text answer, no numbers and no options. The
+// builtin provider rewords an English prompt for a younger audience, and
+// fails a Spanish one, for which it has no rewordings, saying so. An
+// OpenAI-compatible provider that answers the question unchanged (but for
+// spacing and number notation) fails it too. A failed regeneration cannot
+// be accepted.
+func TestRegenerationNeverProposesTheQuestionUnchanged(t *testing.T) {
+	t.Parallel()
+	const prompt = "Describe the sea in a few words."
+	config := map[string]any{"modelAnswer": "Blue, deep and salty."}
+	same := newRecordingProvider(t, map[string]any{"prompt": " " + prompt + "\n", "config": config, "points": 2.0})
+	e := newWorkflowEnv(t, func(region string) ai.Provider {
+		if region == "eu" {
+			return ai.NewOpenAI(ai.OpenAIConfig{BaseURL: same.URL, APIKey: "test-key", Model: "m"})
+		}
+		return ai.NewBuiltin()
+	})
+	question := func(tn tenant, language string) (teacher, exam, id string) {
+		teacher = tn.keys[tenancy.RoleTeacher]
+		typ := str(e.do("POST", "/question-types", teacher, map[string]any{"key": "model_answer", "name": "Model answer",
+			"configSchema": map[string]any{"type": "object", "required": []any{"modelAnswer"},
+				"properties": map[string]any{"modelAnswer": map[string]any{"type": "string", "minLength": 1}}},
+			"responseProcessing": map[string]any{"condition": `=$lowercase($trim(answer.value)) = $lowercase(config.modelAnswer)`}}).must(t, http.StatusOK).body, "id")
+		exam = str(e.do("POST", "/exams", teacher, map[string]any{"name": "The sea", "language": language}).must(t, http.StatusOK).body, "id")
+		id = str(e.do("POST", "/exams/"+exam+"/questions", teacher, map[string]any{"type": typ, "prompt": prompt,
+			"config": config, "points": 2}).must(t, http.StatusOK).body, "id")
+		return teacher, exam, id
+	}
+	failed := func(teacher, exam, id, reason string) {
+		t.Helper()
+		r := e.do("POST", "/exams/"+exam+"/questions/"+id+"/regenerations", teacher, map[string]any{"instructions": "reword for a younger audience"}).
+			must(t, http.StatusOK).body
+		g := waitStatus(t, e, "/question-regenerations/"+str(r, "id"), teacher, "failed").body
+		if g["error"] != reason || g["proposal"] != nil {
+			t.Fatalf("failed regeneration %v, want error %q", g, reason)
+		}
+		if r := e.do("POST", "/question-regenerations/"+str(g, "id")+"/accept", teacher, nil); r.status != http.StatusConflict || r.reason() != "REGENERATION_NOT_READY" {
+			t.Fatalf("accepting a failed regeneration: %d %s", r.status, r.raw)
+		}
+	}
+
+	teacher, exam, id := question(e.newTenant("US", "pro"), "en")
+	proposal := e.regenerate(teacher, exam, id, map[string]any{"instructions": "reword for a younger audience"})["proposal"].(map[string]any)
+	if p := str(proposal, "prompt"); p == prompt || !strings.HasSuffix(p, " "+prompt) || proposal["points"] != 2.0 ||
+		proposal["config"].(map[string]any)["modelAnswer"] != config["modelAnswer"] {
+		t.Fatalf("builtin proposal %v", proposal)
+	}
+
+	teacher, exam, id = question(e.newTenant("US", "pro"), "es")
+	failed(teacher, exam, id, ai.ErrCannotRephrase.Error())
+
+	eu := e.newTenant("DE", "pro")
+	e.do("PATCH", "/org", eu.keys[tenancy.RoleOwner], map[string]any{"settings": map[string]any{"aiRegion": "eu"}}).must(t, http.StatusOK)
+	teacher, exam, id = question(eu, "en")
+	failed(teacher, exam, id, regeneration.UnchangedReason)
+	if len(same.requests()) != 1 {
+		t.Fatalf("the provider was asked %d times", len(same.requests()))
+	}
+	waitMetric(t, e, `assessd_question_regenerations_total{outcome="failed",region="eu"}`, func(v float64) bool { return v == 1 })
 }
 
 // TestGradingUsesTheAnsweredRevision edits an AI-graded question while its

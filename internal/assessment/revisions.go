@@ -48,6 +48,16 @@ type Proposal struct {
 	Points float64
 }
 
+// applyTo returns qu with p's content.
+func (p Proposal) applyTo(qu Question) Question {
+	qu.Prompt, qu.Config, qu.Points = p.Prompt, p.Config, p.Points
+	return qu
+}
+
+// Unchanged reports whether p is qu's own content: the same prompt, points
+// and config, compared as JSON as they are stored (7 and 7.0 alike).
+func (p Proposal) Unchanged(qu Question) bool { return sameContent(qu, p.applyTo(qu)) }
+
 // appendRevision records the question's current row as its current
 // revision.
 func appendRevision(ctx context.Context, q store.Querier, questionID, source, regenerationID, createdBy string) error {
@@ -125,9 +135,7 @@ func (s *Service) ReviseQuestion(ctx context.Context, examID, id string, base in
 		if err := CheckProposal(before, p); err != nil {
 			return err
 		}
-		next := before
-		next.Prompt, next.Config, next.Points = p.Prompt, p.Config, p.Points
-		out, err = s.saveRevision(ctx, caller, before, next, RevisionRegenerated, regenerationID)
+		out, err = s.saveRevision(ctx, caller, before, p.applyTo(before), RevisionRegenerated, regenerationID)
 		return err
 	})
 	return out, err

@@ -263,10 +263,16 @@ type Outcome struct {
 	RequestedAt time.Time
 }
 
+// UnchangedReason is why a regeneration whose proposal is the question as
+// it is failed: whatever the provider, a no-op is never offered for
+// acceptance (decision 0190).
+const UnchangedReason = "the AI proposal is the same as the current question"
+
 // Propose validates a provider's proposal against the question's type and
 // records it: the regeneration becomes ready. A proposal that is not valid
 // fails the regeneration with the reason (the validation message names
-// the field).
+// the field), and so does one equal to the question (UnchangedReason):
+// asking the same provider again would most likely answer the same.
 func (s *Service) Propose(ctx context.Context, id string, p ai.RegeneratedQuestion) (Outcome, error) {
 	g, err := s.ofWorkflow(ctx, id)
 	if err != nil {
@@ -279,6 +285,9 @@ func (s *Service) Propose(ctx context.Context, id string, p ai.RegeneratedQuesti
 	proposal := assessment.Proposal{Prompt: strings.TrimSpace(p.Prompt), Config: p.Config, Points: p.Points}
 	if err := assessment.CheckProposal(qu, proposal); err != nil {
 		return s.finish(ctx, id, nil, "the AI proposal was not valid for the question type: "+err.Error())
+	}
+	if proposal.Unchanged(qu) {
+		return s.finish(ctx, id, nil, UnchangedReason)
 	}
 	return s.finish(ctx, id, &proposal, "")
 }
