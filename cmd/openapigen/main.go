@@ -118,7 +118,7 @@ func finishOperation(method string, op object) error {
 			"RateLimit-Policy": object{"$ref": "#/components/headers/RateLimit-Policy"},
 			"RateLimit":        object{"$ref": "#/components/headers/RateLimit"},
 		}
-		if method == "post" || method == "patch" {
+		if method == "post" || method == "put" || method == "patch" {
 			// Authenticated writes run once per Idempotency-Key.
 			op["parameters"] = append(asList(op["parameters"]), object{"$ref": "#/components/parameters/Idempotency-Key"})
 			ok["headers"].(object)["Idempotent-Replayed"] = object{"$ref": "#/components/headers/Idempotent-Replayed"}
@@ -231,7 +231,7 @@ func accessText(a *v1.Access) string {
 func errorResponses(method string) map[string]string {
 	r := map[string]string{"400": "BadRequest", "401": "Unauthenticated", "403": "PermissionDenied",
 		"404": "NotFound", "429": "RateLimited", "503": "Unavailable"}
-	if method == "post" || method == "patch" {
+	if method == "post" || method == "put" || method == "patch" {
 		r["409"] = "Conflict"
 		r["413"] = "TooLarge"
 	}

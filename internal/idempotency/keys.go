@@ -1,4 +1,4 @@
-// Package idempotency makes a POST or PATCH sent with an Idempotency-Key
+// Package idempotency makes a POST, PUT or PATCH sent with an Idempotency-Key
 // header run once (decision 0178, after the IETF's Idempotency-Key header
 // draft): a retry with the same key, from the same caller, for the same
 // request and body, is answered the first one's response without running

@@ -33,7 +33,7 @@ const maxComparedBody = 256 << 20
 // handler left longer than this is not worth reading.
 const maxTrailingBody = 64 << 10
 
-// Middleware runs an authenticated POST or PATCH that carries the header
+// Middleware runs an authenticated POST, PUT or PATCH that carries the header
 // once per key, caller and request, and answers its retries the first
 // response: status, Content-Type and body, with Idempotent-Replayed: true.
 // A 2xx is kept, and so is any answer of a request that changed data;
@@ -46,7 +46,7 @@ func (k *Keys) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := r.Header.Get(Header)
 		caller, ok := tenancy.CallerFrom(r.Context())
-		if key == "" || !ok || (r.Method != http.MethodPost && r.Method != http.MethodPatch) {
+		if key == "" || !ok || (r.Method != http.MethodPost && r.Method != http.MethodPatch && r.Method != http.MethodPut) {
 			next.ServeHTTP(w, r)
 			return
 		}

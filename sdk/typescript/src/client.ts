@@ -23,7 +23,7 @@ export interface ClientOptions {
   axios?: AxiosInstance;
   /**
    * How many times a call is sent again after a failure that ran nothing, or that it is safe to
-   * resend (default 2; 0 turns resending off). A GET, or a POST or PATCH carrying an
+   * resend (default 2; 0 turns resending off). A GET, or a POST, PUT or PATCH carrying an
    * Idempotency-Key, is resent when no answer arrived (a dropped connection, a timeout) and on 409
    * IDEMPOTENCY_KEY_IN_USE, 429, 502, 503 and 504; any other call only on 429, which the API answers
    * before running anything. An answer replayed from a key (Idempotent-Replayed: true) is final. The wait is the answer's Retry-After, else half a second doubling on
@@ -33,7 +33,7 @@ export interface ClientOptions {
   /** The longest wait before a call is sent again, in milliseconds (default 20000). */
   maxRetryDelayMs?: number;
   /**
-   * Whether each POST and PATCH that takes an Idempotency-Key gets a fresh one (a UUID), the same on
+   * Whether each POST, PUT and PATCH that takes an Idempotency-Key gets a fresh one (a UUID), the same on
    * every attempt, unless the call's config names its own (default true): a write resent after a
    * lost answer then runs once.
    */

@@ -4862,7 +4862,10 @@ export interface operations {
     setAccommodation: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first response with `Idempotent-Replayed: true` and changes nothing. The first response is kept when it is a 2xx or the request changed data; a key whose request answered anything else without changing data is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; after a first request that changed data and whose server stopped before it answered, 409 `IDEMPOTENCY_KEY_UNANSWERED` (look up its effect, then use a new key); a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
             path: {
                 assignmentId: string;
                 userId: string;
@@ -4908,6 +4911,7 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -4930,6 +4934,9 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["PermissionDenied"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
         };
@@ -5363,7 +5370,10 @@ export interface operations {
     saveAttemptResponse: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first response with `Idempotent-Replayed: true` and changes nothing. The first response is kept when it is a 2xx or the request changed data; a key whose request answered anything else without changing data is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; after a first request that changed data and whose server stopped before it answered, 409 `IDEMPOTENCY_KEY_UNANSWERED` (look up its effect, then use a new key); a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
             path: {
                 attemptId: string;
                 questionId: string;
@@ -5404,6 +5414,7 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
@@ -5425,6 +5436,9 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["PermissionDenied"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
         };
