@@ -154,7 +154,7 @@ func validExternalID(id string) error {
 // unique index on external ids.
 func externalIDTaken(err error) error {
 	if errors.Is(err, store.ErrUniqueViolation) {
-		return errs.Conflict("ALREADY_EXISTS", "another class of the organization has this externalId")
+		return errs.Conflict("EXTERNAL_ID_TAKEN", "another class of the organization has this externalId")
 	}
 	return err
 }

@@ -31,9 +31,9 @@ func TestClassLifecycle(t *testing.T) {
 	}
 
 	_, err := f.classes.Create(admin, classes.NewClass{Name: "Again", ExternalID: "sis-7b"})
-	wantErr(t, "a second class with the external id", err, errs.KindConflict, "ALREADY_EXISTS")
+	wantErr(t, "a second class with the external id", err, errs.KindConflict, "EXTERNAL_ID_TAKEN")
 	_, err = f.classes.Update(admin, other.ID, classes.Patch{ExternalID: ptr("sis-7b")})
-	wantErr(t, "an update to a taken external id", err, errs.KindConflict, "ALREADY_EXISTS")
+	wantErr(t, "an update to a taken external id", err, errs.KindConflict, "EXTERNAL_ID_TAKEN")
 	// The same key in another organization is no conflict.
 	f.create(t, f.orgs[1].callers["admin"], classes.NewClass{Name: "Elsewhere", ExternalID: "sis-7b"})
 
