@@ -20,6 +20,7 @@ import (
 	v1 "github.com/assessd/assessd/api/gen/assessd/v1"
 	"github.com/assessd/assessd/api/gen/assessd/v1/assessdv1connect"
 	"github.com/assessd/assessd/internal/assessment"
+	"github.com/assessd/assessd/internal/classes"
 	"github.com/assessd/assessd/internal/embedflow"
 	"github.com/assessd/assessd/internal/generation"
 	"github.com/assessd/assessd/internal/regeneration"
@@ -55,6 +56,8 @@ type Services struct {
 	Transfers *transfer.Service
 	// Webhooks manages webhook endpoints and their deliveries.
 	Webhooks *webhooks.Service
+	// Classes manages classes and their rosters.
+	Classes *classes.Service
 }
 
 // NewHandler returns the API handler: every service on its REST paths and
@@ -120,6 +123,9 @@ func newHandler(s Services, c codecs, extra ...connect.HandlerOption) (http.Hand
 		},
 		func() (string, http.Handler) {
 			return assessdv1connect.NewWebhookEndpointServiceHandler(webhookServer{s.Webhooks}, opts...)
+		},
+		func() (string, http.Handler) {
+			return assessdv1connect.NewClassServiceHandler(classServer{s.Classes}, opts...)
 		},
 	} {
 		path, handler := h()
