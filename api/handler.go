@@ -20,6 +20,7 @@ import (
 	v1 "github.com/assessd/assessd/api/gen/assessd/v1"
 	"github.com/assessd/assessd/api/gen/assessd/v1/assessdv1connect"
 	"github.com/assessd/assessd/internal/assessment"
+	"github.com/assessd/assessd/internal/classes"
 	"github.com/assessd/assessd/internal/delivery"
 	"github.com/assessd/assessd/internal/embedflow"
 	"github.com/assessd/assessd/internal/generation"
@@ -58,6 +59,8 @@ type Services struct {
 	Webhooks *webhooks.Service
 	// Delivery manages assignments, accommodations and attempts.
 	Delivery *delivery.Service
+	// Classes manages classes and their rosters.
+	Classes *classes.Service
 }
 
 // NewHandler returns the API handler: every service on its REST paths and
@@ -129,6 +132,9 @@ func newHandler(s Services, c codecs, extra ...connect.HandlerOption) (http.Hand
 		},
 		func() (string, http.Handler) {
 			return assessdv1connect.NewAttemptServiceHandler(attemptServer{s.Delivery}, opts...)
+		},
+		func() (string, http.Handler) {
+			return assessdv1connect.NewClassServiceHandler(classServer{s.Classes}, opts...)
 		},
 	} {
 		path, handler := h()

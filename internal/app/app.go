@@ -18,6 +18,7 @@ import (
 	"github.com/assessd/assessd/api"
 	"github.com/assessd/assessd/api/openapi"
 	"github.com/assessd/assessd/internal/assessment"
+	"github.com/assessd/assessd/internal/classes"
 	"github.com/assessd/assessd/internal/embedflow"
 	"github.com/assessd/assessd/internal/generation"
 	"github.com/assessd/assessd/internal/idempotency"
@@ -217,7 +218,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	transfers := transfer.NewService(db, content)
 	attempts := newDelivery(db, content, metrics.Registry, metrics.Org)
 	apiHandler, err := api.NewHandler(api.Services{Tenancy: ten, Assessment: content, Generation: gen, Embed: embeds, AllowedClients: idp,
-		Regeneration: regen, Scans: scans, Transfers: transfers, Webhooks: hooks, Delivery: attempts})
+		Regeneration: regen, Scans: scans, Transfers: transfers, Webhooks: hooks, Delivery: attempts, Classes: classes.NewService(db)})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("api: %w", err), limiter.Close())
 	}

@@ -13,8 +13,8 @@ import (
 )
 
 // TestConcurrentWritesOverSharedRows lets several clients of one school
-// create, move, edit and delete the same folders, exams, questions, users
-// and results at once, each naming rows another may be deleting at that
+// create, move, edit and delete the same folders, exams, questions, users,
+// results and classes at once, each naming rows another may be deleting at that
 // moment, while a vendor publishes, edits and deprecates question types
 // the school enables, disables and writes questions of; one write in four
 // carries one of a few Idempotency-Keys the clients share. Every answer is a success or a 4xx in API.md's shape that its
@@ -249,6 +249,26 @@ var rowOperations = []func(rng *rand.Rand, s *sharedRows) rowRequest{
 	func(rng *rand.Rand, s *sharedRows) rowRequest {
 		return rowRequest{method: "POST", path: "/embed-sessions",
 			body: map[string]any{"flow": "student-exam", "actor": s.pick(rng, "users"), "examId": s.pick(rng, "exams")}}
+	},
+	// Classes whose few external ids collide, and rosters naming users
+	// and classes being deleted.
+	func(rng *rand.Rand, s *sharedRows) rowRequest {
+		return rowRequest{method: "POST", path: "/classes", created: "classes",
+			body: map[string]any{"name": "C", "externalId": orNone(rng, "sis-"+strconv.Itoa(rng.IntN(4)))}}
+	},
+	func(rng *rand.Rand, s *sharedRows) rowRequest {
+		return rowRequest{method: "PATCH", path: "/classes/" + s.pick(rng, "classes"),
+			body: map[string]any{"externalId": orNone(rng, "sis-"+strconv.Itoa(rng.IntN(4)))}}
+	},
+	func(rng *rand.Rand, s *sharedRows) rowRequest {
+		return rowRequest{method: "DELETE", path: "/classes/" + s.pick(rng, "classes")}
+	},
+	func(rng *rand.Rand, s *sharedRows) rowRequest {
+		return rowRequest{method: "POST", path: "/classes/" + s.pick(rng, "classes") + "/members",
+			body: map[string]any{"userId": s.pick(rng, "users"), "role": "student"}}
+	},
+	func(rng *rand.Rand, s *sharedRows) rowRequest {
+		return rowRequest{method: "DELETE", path: "/classes/" + s.pick(rng, "classes") + "/members/" + s.pick(rng, "users")}
 	},
 	func(rng *rand.Rand, s *sharedRows) rowRequest {
 		return rowRequest{method: "POST", path: "/embed-sessions",

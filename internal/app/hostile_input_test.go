@@ -204,6 +204,8 @@ func newHostileFixtures(e *env, tn tenant, key string) hostileFixtures {
 	q := e.do("POST", "/exams/"+examID+"/questions", key, map[string]any{
 		"type": "numeric", "prompt": "1+1?", "config": map[string]any{"correct": 2},
 	}).must(e.t, 200).body
+	class := str(e.do("POST", "/classes", key, map[string]any{"name": "Fuzz"}).must(e.t, 200).body, "id")
+	e.do("POST", "/classes/"+class+"/members", key, map[string]any{"userId": tn.users[tenancy.RoleStudent].ID, "role": "student"}).must(e.t, 200)
 	return hostileFixtures{byCollection: map[string]string{
 		"folders":          folder["id"].(string),
 		"exams":            examID,
@@ -212,6 +214,8 @@ func newHostileFixtures(e *env, tn tenant, key string) hostileFixtures {
 		"question-types":   "numeric",
 		"results":          "res_01JD3M4Q9ZB8K1T7W2X5C6V0NA",
 		"exam-generations": "gen_01JD3M4Q9ZB8K1T7W2X5C6V0NA",
+		"classes":          class,
+		"members":          tn.users[tenancy.RoleStudent].ID,
 	}}
 }
 

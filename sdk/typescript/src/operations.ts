@@ -5,11 +5,13 @@ import type { Params, Result } from "./types.js";
 /** How each operation is sent. */
 export const operationTable = {
   acceptQuestionRegeneration: { method: "post", path: "/question-regenerations/{id}/accept", pathParams: ["id"], queryParams: [], body: "none", response: "json", keyed: true },
+  addClassMember: { method: "post", path: "/classes/{classId}/members", pathParams: ["classId"], queryParams: [], body: "json", response: "json", keyed: true },
   allowClient: { method: "post", path: "/org/allowed-clients", pathParams: [], queryParams: [], body: "json", response: "json", keyed: true },
   correctResultAnswer: { method: "patch", path: "/results/{resultId}/answers/{questionId}", pathParams: ["resultId","questionId"], queryParams: [], body: "json", response: "json", keyed: true },
   createAnswerSheetScan: { method: "post", path: "/exams/{examId}/answer-sheet-scans", pathParams: ["examId"], queryParams: [], body: "json", response: "json", keyed: true },
   createAssignment: { method: "post", path: "/assignments", pathParams: [], queryParams: [], body: "json", response: "json", keyed: true },
   createAuditLog: { method: "post", path: "/audit-logs", pathParams: [], queryParams: [], body: "json", response: "json", keyed: true },
+  createClass: { method: "post", path: "/classes", pathParams: [], queryParams: [], body: "json", response: "json", keyed: true },
   createEmbedSession: { method: "post", path: "/embed-sessions", pathParams: [], queryParams: [], body: "json", response: "json", keyed: true },
   createExam: { method: "post", path: "/exams", pathParams: [], queryParams: [], body: "json", response: "json", keyed: true },
   createExamGeneration: { method: "post", path: "/exam-generations", pathParams: [], queryParams: [], body: "json", response: "json", keyed: true },
@@ -22,6 +24,7 @@ export const operationTable = {
   createWebhookEndpoint: { method: "post", path: "/webhook-endpoints", pathParams: [], queryParams: [], body: "json", response: "json", keyed: true },
   deleteAccommodation: { method: "delete", path: "/assignments/{assignmentId}/accommodations/{userId}", pathParams: ["assignmentId","userId"], queryParams: [], body: "none", response: "json", keyed: false },
   deleteAssignment: { method: "delete", path: "/assignments/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json", keyed: false },
+  deleteClass: { method: "delete", path: "/classes/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json", keyed: false },
   deleteExam: { method: "delete", path: "/exams/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json", keyed: false },
   deleteFolder: { method: "delete", path: "/folders/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json", keyed: false },
   deleteQuestion: { method: "delete", path: "/exams/{examId}/questions/{questionId}", pathParams: ["examId","questionId"], queryParams: [], body: "none", response: "json", keyed: false },
@@ -36,6 +39,7 @@ export const operationTable = {
   getAnswerSheetScan: { method: "get", path: "/answer-sheet-scans/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json", keyed: false },
   getAssignment: { method: "get", path: "/assignments/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json", keyed: false },
   getAttempt: { method: "get", path: "/attempts/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json", keyed: false },
+  getClass: { method: "get", path: "/classes/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json", keyed: false },
   getExam: { method: "get", path: "/exams/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json", keyed: false },
   getExamGeneration: { method: "get", path: "/exam-generations/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json", keyed: false },
   getExamResult: { method: "get", path: "/exams/{examId}/results/{id}", pathParams: ["examId","id"], queryParams: ["wait"], body: "none", response: "json", keyed: false },
@@ -57,6 +61,8 @@ export const operationTable = {
   listAssignmentAttempts: { method: "get", path: "/assignments/{assignmentId}/attempts", pathParams: ["assignmentId"], queryParams: ["userId","status","pageSize","pageToken"], body: "none", response: "json", keyed: false },
   listAssignments: { method: "get", path: "/assignments", pathParams: [], queryParams: ["pageSize","pageToken","examId"], body: "none", response: "json", keyed: false },
   listAuditLogs: { method: "get", path: "/audit-logs", pathParams: [], queryParams: ["pageSize","pageToken","action","actorId","targetType","targetId","since","until"], body: "none", response: "json", keyed: false },
+  listClasses: { method: "get", path: "/classes", pathParams: [], queryParams: ["pageSize","pageToken","externalId"], body: "none", response: "json", keyed: false },
+  listClassMembers: { method: "get", path: "/classes/{classId}/members", pathParams: ["classId"], queryParams: ["pageSize","pageToken","role"], body: "none", response: "json", keyed: false },
   listExams: { method: "get", path: "/exams", pathParams: [], queryParams: ["pageSize","pageToken","folderId","q"], body: "none", response: "json", keyed: false },
   listFolders: { method: "get", path: "/folders", pathParams: [], queryParams: ["pageSize","pageToken","parentId"], body: "none", response: "json", keyed: false },
   listQuestionRevisions: { method: "get", path: "/exams/{examId}/questions/{questionId}/revisions", pathParams: ["examId","questionId"], queryParams: ["pageSize","pageToken"], body: "none", response: "json", keyed: false },
@@ -68,6 +74,7 @@ export const operationTable = {
   listWebhookEndpoints: { method: "get", path: "/webhook-endpoints", pathParams: [], queryParams: ["pageSize","pageToken"], body: "none", response: "json", keyed: false },
   redeliverWebhook: { method: "post", path: "/webhook-endpoints/{endpointId}/deliveries/{deliveryId}/redeliver", pathParams: ["endpointId","deliveryId"], queryParams: [], body: "none", response: "json", keyed: true },
   removeAllowedClient: { method: "delete", path: "/org/allowed-clients/{clientId}", pathParams: ["clientId"], queryParams: [], body: "none", response: "json", keyed: false },
+  removeClassMember: { method: "delete", path: "/classes/{classId}/members/{userId}", pathParams: ["classId","userId"], queryParams: [], body: "none", response: "json", keyed: false },
   reorderQuestions: { method: "post", path: "/exams/{examId}/questions/reorder", pathParams: ["examId"], queryParams: [], body: "json", response: "json", keyed: true },
   revokeToken: { method: "post", path: "/oauth/revoke", pathParams: [], queryParams: [], body: "form", response: "json", keyed: false },
   rotateWebhookSecret: { method: "post", path: "/webhook-endpoints/{id}/rotate-secret", pathParams: ["id"], queryParams: [], body: "none", response: "json", keyed: true },
@@ -77,6 +84,7 @@ export const operationTable = {
   submitAttempt: { method: "post", path: "/attempts/{id}/submit", pathParams: ["id"], queryParams: [], body: "none", response: "json", keyed: true },
   submitResult: { method: "post", path: "/exams/{examId}/results", pathParams: ["examId"], queryParams: [], body: "json", response: "json", keyed: true },
   updateAssignment: { method: "patch", path: "/assignments/{id}", pathParams: ["id"], queryParams: [], body: "json", response: "json", keyed: true },
+  updateClass: { method: "patch", path: "/classes/{id}", pathParams: ["id"], queryParams: [], body: "json", response: "json", keyed: true },
   updateExam: { method: "patch", path: "/exams/{id}", pathParams: ["id"], queryParams: [], body: "json", response: "json", keyed: true },
   updateFolder: { method: "patch", path: "/folders/{id}", pathParams: ["id"], queryParams: [], body: "json", response: "json", keyed: true },
   updateMe: { method: "patch", path: "/me", pathParams: [], queryParams: [], body: "json", response: "json", keyed: true },
@@ -106,6 +114,20 @@ export interface Operations {
    * Requires scope `exams:write` and one of the roles owner, admin, teacher.
    */
   acceptQuestionRegeneration(params: Params<"acceptQuestionRegeneration">, config?: AxiosRequestConfig): Promise<Result<"acceptQuestionRegeneration">>;
+  /**
+   * Puts a user of the organization on the class's roster, or gives a
+   *  member the role sent: adding a member again is no conflict.
+   *
+   * Puts a user of the organization on the class's roster, or gives a
+   *  member the role sent: adding a member again is no conflict. A user of
+   *  another organization is a 404 (USER_NOT_FOUND). A user whose role is
+   *  student can only be the class's student; staff can be either. A class
+   *  holds at most 5,000 members: 409 (CLASS_FULL) beyond. Audited as
+   *  class.member_added when it changes the roster.
+   *
+   * Requires scope `classes:write` and one of the roles owner, admin, teacher.
+   */
+  addClassMember(params: Params<"addClassMember">, config?: AxiosRequestConfig): Promise<Result<"addClassMember">>;
   /**
    * Allows an OAuth client extra scopes for the caller's organization's
    *  users; allowing a client again is harmless.
@@ -165,6 +187,17 @@ export interface Operations {
    * Requires scope `audit-logs:write`; only oauth_app callers.
    */
   createAuditLog(params: Params<"createAuditLog">, config?: AxiosRequestConfig): Promise<Result<"createAuditLog">>;
+  /**
+   * Creates a class.
+   *
+   * Creates a class. A teacher who creates one becomes its teacher. An
+   *  externalId another class of the organization has is a 409
+   *  (EXTERNAL_ID_TAKEN); an organization holds at most 10,000 classes: 409
+   *  (CLASS_LIMIT) beyond. Audited as class.created.
+   *
+   * Requires scope `classes:write` and one of the roles owner, admin, teacher.
+   */
+  createClass(params: Params<"createClass">, config?: AxiosRequestConfig): Promise<Result<"createClass">>;
   /**
    * Creates an embed session.
    *
@@ -280,6 +313,16 @@ export interface Operations {
    * Requires scope `assignments:write` and one of the roles owner, admin, teacher.
    */
   deleteAssignment(params: Params<"deleteAssignment">, config?: AxiosRequestConfig): Promise<Result<"deleteAssignment">>;
+  /**
+   * Deletes a class and its roster; assignments stop giving their exam to
+   *  it.
+   *
+   * Deletes a class and its roster; assignments stop giving their exam to
+   *  it. Audited as class.deleted.
+   *
+   * Requires scope `classes:write` and one of the roles owner, admin, teacher.
+   */
+  deleteClass(params: Params<"deleteClass">, config?: AxiosRequestConfig): Promise<Result<"deleteClass">>;
   /**
    * Deletes an exam with its questions and results.
    *
@@ -410,6 +453,14 @@ export interface Operations {
    * Requires scope `attempts:read`.
    */
   getAttempt(params: Params<"getAttempt">, config?: AxiosRequestConfig): Promise<Result<"getAttempt">>;
+  /**
+   * Returns one class.
+   *
+   * Returns one class.
+   *
+   * Requires scope `classes:read` and one of the roles owner, admin, teacher.
+   */
+  getClass(params: Params<"getClass">, config?: AxiosRequestConfig): Promise<Result<"getClass">>;
   /**
    * Returns one exam.
    *
@@ -582,6 +633,24 @@ export interface Operations {
    */
   listAuditLogs(params?: Params<"listAuditLogs">, config?: AxiosRequestConfig): Promise<Result<"listAuditLogs">>;
   /**
+   * Lists the classes the caller may see, oldest first.
+   *
+   * Lists the classes the caller may see, oldest first.
+   *
+   * Requires scope `classes:read` and one of the roles owner, admin, teacher.
+   */
+  listClasses(params?: Params<"listClasses">, config?: AxiosRequestConfig): Promise<Result<"listClasses">>;
+  /**
+   * Lists a class's members with their names and emails, ordered by user
+   *  id.
+   *
+   * Lists a class's members with their names and emails, ordered by user
+   *  id.
+   *
+   * Requires scope `classes:read` and one of the roles owner, admin, teacher.
+   */
+  listClassMembers(params: Params<"listClassMembers">, config?: AxiosRequestConfig): Promise<Result<"listClassMembers">>;
+  /**
    * Lists exams, oldest first, optionally in one folder or matching a name.
    *
    * Lists exams, oldest first, optionally in one folder or matching a name.
@@ -676,6 +745,15 @@ export interface Operations {
    */
   removeAllowedClient(params: Params<"removeAllowedClient">, config?: AxiosRequestConfig): Promise<Result<"removeAllowedClient">>;
   /**
+   * Takes a user off the class's roster.
+   *
+   * Takes a user off the class's roster. A teacher who removes themselves
+   *  no longer sees the class. Audited as class.member_removed.
+   *
+   * Requires scope `classes:write` and one of the roles owner, admin, teacher.
+   */
+  removeClassMember(params: Params<"removeClassMember">, config?: AxiosRequestConfig): Promise<Result<"removeClassMember">>;
+  /**
    * Sets the order of an exam's questions.
    *
    * Sets the order of an exam's questions.
@@ -768,6 +846,17 @@ export interface Operations {
    * Requires scope `assignments:write` and one of the roles owner, admin, teacher.
    */
   updateAssignment(params: Params<"updateAssignment">, config?: AxiosRequestConfig): Promise<Result<"updateAssignment">>;
+  /**
+   * Changes the fields that are set; an empty externalId removes it, and
+   *  one another class has is a 409 (EXTERNAL_ID_TAKEN).
+   *
+   * Changes the fields that are set; an empty externalId removes it, and
+   *  one another class has is a 409 (EXTERNAL_ID_TAKEN). Audited as
+   *  class.updated.
+   *
+   * Requires scope `classes:write` and one of the roles owner, admin, teacher.
+   */
+  updateClass(params: Params<"updateClass">, config?: AxiosRequestConfig): Promise<Result<"updateClass">>;
   /**
    * Updates the given fields of an exam.
    *

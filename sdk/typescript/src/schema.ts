@@ -295,6 +295,135 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/classes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Lists the classes the caller may see, oldest first.
+         * @description Lists the classes the caller may see, oldest first.
+         *
+         *     Requires scope `classes:read` and one of the roles owner, admin, teacher.
+         */
+        get: operations["listClasses"];
+        put?: never;
+        /**
+         * Creates a class.
+         * @description Creates a class. A teacher who creates one becomes its teacher. An
+         *      externalId another class of the organization has is a 409
+         *      (EXTERNAL_ID_TAKEN); an organization holds at most 10,000 classes: 409
+         *      (CLASS_LIMIT) beyond. Audited as class.created.
+         *
+         *     Requires scope `classes:write` and one of the roles owner, admin, teacher.
+         */
+        post: operations["createClass"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/classes/{classId}/members": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Lists a class's members with their names and emails, ordered by user
+         *      id.
+         * @description Lists a class's members with their names and emails, ordered by user
+         *      id.
+         *
+         *     Requires scope `classes:read` and one of the roles owner, admin, teacher.
+         */
+        get: operations["listClassMembers"];
+        put?: never;
+        /**
+         * Puts a user of the organization on the class's roster, or gives a
+         *      member the role sent: adding a member again is no conflict.
+         * @description Puts a user of the organization on the class's roster, or gives a
+         *      member the role sent: adding a member again is no conflict. A user of
+         *      another organization is a 404 (USER_NOT_FOUND). A user whose role is
+         *      student can only be the class's student; staff can be either. A class
+         *      holds at most 5,000 members: 409 (CLASS_FULL) beyond. Audited as
+         *      class.member_added when it changes the roster.
+         *
+         *     Requires scope `classes:write` and one of the roles owner, admin, teacher.
+         */
+        post: operations["addClassMember"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/classes/{classId}/members/{userId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Takes a user off the class's roster.
+         * @description Takes a user off the class's roster. A teacher who removes themselves
+         *      no longer sees the class. Audited as class.member_removed.
+         *
+         *     Requires scope `classes:write` and one of the roles owner, admin, teacher.
+         */
+        delete: operations["removeClassMember"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/classes/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Returns one class.
+         * @description Returns one class.
+         *
+         *     Requires scope `classes:read` and one of the roles owner, admin, teacher.
+         */
+        get: operations["getClass"];
+        put?: never;
+        post?: never;
+        /**
+         * Deletes a class and its roster; assignments stop giving their exam to
+         *      it.
+         * @description Deletes a class and its roster; assignments stop giving their exam to
+         *      it. Audited as class.deleted.
+         *
+         *     Requires scope `classes:write` and one of the roles owner, admin, teacher.
+         */
+        delete: operations["deleteClass"];
+        options?: never;
+        head?: never;
+        /**
+         * Changes the fields that are set; an empty externalId removes it, and
+         *      one another class has is a 409 (EXTERNAL_ID_TAKEN).
+         * @description Changes the fields that are set; an empty externalId removes it, and
+         *      one another class has is a 409 (EXTERNAL_ID_TAKEN). Audited as
+         *      class.updated.
+         *
+         *     Requires scope `classes:write` and one of the roles owner, admin, teacher.
+         */
+        patch: operations["updateClass"];
+        trace?: never;
+    };
     "/embed-sessions": {
         parameters: {
             query?: never;
@@ -1493,6 +1622,21 @@ export interface components {
             /** user_id */
             userId?: string;
         };
+        /** AddClassMemberRequest */
+        "assessd.v1.AddClassMemberRequest": {
+            /** class_id */
+            classId?: string;
+            /**
+             * role
+             * @description student or teacher.
+             */
+            role?: string;
+            /**
+             * user_id
+             * @description A user of the organization ("usr_...").
+             */
+            userId?: string;
+        };
         /** AllowClientRequest */
         "assessd.v1.AllowClientRequest": {
             /**
@@ -1932,6 +2076,69 @@ export interface components {
              */
             type?: string;
         };
+        /**
+         * Class
+         * @description A class: a roster of the organization's users.
+         */
+        "assessd.v1.Class": {
+            /** created_at */
+            createdAt?: components["schemas"]["google.protobuf.Timestamp"];
+            /**
+             * external_id
+             * @description The host's own key for the class (a SIS section, an LMS course),
+             *      unique in the organization; empty when it has none.
+             */
+            externalId?: string;
+            /**
+             * id
+             * @description Opaque id with the prefix "cls_".
+             */
+            id?: string;
+            /**
+             * member_count
+             * Format: int32
+             * @description How many students and teachers the class has.
+             */
+            memberCount?: number;
+            /**
+             * name
+             * @description Display name, at most 200 characters.
+             */
+            name?: string;
+            /** updated_at */
+            updatedAt?: components["schemas"]["google.protobuf.Timestamp"];
+        };
+        /**
+         * ClassMember
+         * @description A user on a class's roster.
+         */
+        "assessd.v1.ClassMember": {
+            /**
+             * added_at
+             * @description When the user joined the class; a change of role keeps it.
+             */
+            addedAt?: components["schemas"]["google.protobuf.Timestamp"];
+            /**
+             * email
+             * @description The user's email address.
+             */
+            email?: string;
+            /**
+             * name
+             * @description The user's display name.
+             */
+            name?: string;
+            /**
+             * role
+             * @description The user's part in the class: student or teacher.
+             */
+            role?: string;
+            /**
+             * user_id
+             * @description The user ("usr_...").
+             */
+            userId?: string;
+        };
         /** CorrectResultAnswerRequest */
         "assessd.v1.CorrectResultAnswerRequest": {
             /** question_id */
@@ -2038,6 +2245,21 @@ export interface components {
             session?: string;
             /** target */
             target?: components["schemas"]["assessd.v1.AuditTarget"];
+        };
+        /** CreateClassRequest */
+        "assessd.v1.CreateClassRequest": {
+            /**
+             * external_id
+             * @description The host's own key for the class, at most 200 characters, without
+             *      surrounding white space; unique in the organization.
+             */
+            externalId?: string;
+            /**
+             * name
+             * @description Display name, 1 to 200 characters (surrounding white space is
+             *      trimmed).
+             */
+            name?: string;
         };
         /** CreateEmbedSessionRequest */
         "assessd.v1.CreateEmbedSessionRequest": {
@@ -2253,6 +2475,11 @@ export interface components {
         };
         /** DeleteAssignmentRequest */
         "assessd.v1.DeleteAssignmentRequest": {
+            /** id */
+            id?: string;
+        };
+        /** DeleteClassRequest */
+        "assessd.v1.DeleteClassRequest": {
             /** id */
             id?: string;
         };
@@ -2531,6 +2758,11 @@ export interface components {
         };
         /** GetAttemptRequest */
         "assessd.v1.GetAttemptRequest": {
+            /** id */
+            id?: string;
+        };
+        /** GetClassRequest */
+        "assessd.v1.GetClassRequest": {
             /** id */
             id?: string;
         };
@@ -2851,6 +3083,66 @@ export interface components {
             /** audit_logs */
             auditLogs?: components["schemas"]["assessd.v1.AuditLogEntry"][];
             /** next_page_token */
+            nextPageToken?: string;
+        };
+        /** ListClassMembersRequest */
+        "assessd.v1.ListClassMembersRequest": {
+            /** class_id */
+            classId?: string;
+            /**
+             * page_size
+             * Format: int32
+             * @description At most this many members (default 50, max 200).
+             */
+            pageSize?: number;
+            /**
+             * page_token
+             * @description The nextPageToken of the previous page.
+             */
+            pageToken?: string;
+            /**
+             * role
+             * @description Only the members with this role: student or teacher.
+             */
+            role?: string;
+        };
+        /** ListClassMembersResponse */
+        "assessd.v1.ListClassMembersResponse": {
+            /** members */
+            members?: components["schemas"]["assessd.v1.ClassMember"][];
+            /**
+             * next_page_token
+             * @description Token for the next page; empty on the last page.
+             */
+            nextPageToken?: string;
+        };
+        /** ListClassesRequest */
+        "assessd.v1.ListClassesRequest": {
+            /**
+             * external_id
+             * @description Only the class with this externalId.
+             */
+            externalId?: string;
+            /**
+             * page_size
+             * Format: int32
+             * @description At most this many classes (default 50, max 200).
+             */
+            pageSize?: number;
+            /**
+             * page_token
+             * @description The nextPageToken of the previous page.
+             */
+            pageToken?: string;
+        };
+        /** ListClassesResponse */
+        "assessd.v1.ListClassesResponse": {
+            /** classes */
+            classes?: components["schemas"]["assessd.v1.Class"][];
+            /**
+             * next_page_token
+             * @description Token for the next page; empty on the last page.
+             */
             nextPageToken?: string;
         };
         /** ListExamsRequest */
@@ -3471,6 +3763,13 @@ export interface components {
             /** client_id */
             clientId?: string;
         };
+        /** RemoveClassMemberRequest */
+        "assessd.v1.RemoveClassMemberRequest": {
+            /** class_id */
+            classId?: string;
+            /** user_id */
+            userId?: string;
+        };
         /** ReorderQuestionsRequest */
         "assessd.v1.ReorderQuestionsRequest": {
             /** exam_id */
@@ -3869,6 +4168,18 @@ export interface components {
              * @description Replace the assigned users when sent.
              */
             userIds?: components["schemas"]["google.protobuf.ListValue"];
+        };
+        /** UpdateClassRequest */
+        "assessd.v1.UpdateClassRequest": {
+            /**
+             * external_id
+             * @description An empty value removes the class's externalId.
+             */
+            externalId?: string | null;
+            /** id */
+            id?: string;
+            /** name */
+            name?: string | null;
         };
         /** UpdateExamRequest */
         "assessd.v1.UpdateExamRequest": {
@@ -5746,6 +6057,403 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["assessd.v1.AuditLogEntry"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listClasses: {
+        parameters: {
+            query?: {
+                /** @description At most this many classes (default 50, max 200). */
+                pageSize?: number;
+                /** @description The nextPageToken of the previous page. */
+                pageToken?: string;
+                /** @description Only the class with this externalId. */
+                externalId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "classes": [
+                     *         {
+                     *           "createdAt": "2026-09-01T08:00:00Z",
+                     *           "externalId": "sis-section-4211",
+                     *           "id": "cls_01JD3M4Q9ZB8K1T7W2X5C6V0NK",
+                     *           "memberCount": 28,
+                     *           "name": "7B Mathematics",
+                     *           "updatedAt": "2026-09-02T10:30:00Z"
+                     *         }
+                     *       ],
+                     *       "nextPageToken": ""
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.ListClassesResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createClass: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first response with `Idempotent-Replayed: true` and changes nothing. The first response is kept when it is a 2xx or the request changed data; a key whose request answered anything else without changing data is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; after a first request that changed data and whose server stopped before it answered, 409 `IDEMPOTENCY_KEY_UNANSWERED` (look up its effect, then use a new key); a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "externalId": "sis-section-4211",
+                 *       "name": "7B Mathematics"
+                 *     }
+                 */
+                "application/json": components["schemas"]["assessd.v1.CreateClassRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "createdAt": "2026-09-01T08:00:00Z",
+                     *       "externalId": "sis-section-4211",
+                     *       "id": "cls_01JD3M4Q9ZB8K1T7W2X5C6V0NK",
+                     *       "memberCount": 28,
+                     *       "name": "7B Mathematics",
+                     *       "updatedAt": "2026-09-02T10:30:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.Class"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listClassMembers: {
+        parameters: {
+            query?: {
+                /** @description At most this many members (default 50, max 200). */
+                pageSize?: number;
+                /** @description The nextPageToken of the previous page. */
+                pageToken?: string;
+                /** @description Only the members with this role: student or teacher. */
+                role?: string;
+            };
+            header?: never;
+            path: {
+                classId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "members": [
+                     *         {
+                     *           "addedAt": "2026-09-01T08:00:00Z",
+                     *           "email": "ada@school.example",
+                     *           "name": "Ada Lovelace",
+                     *           "role": "teacher",
+                     *           "userId": "usr_01JD3M4Q9ZB8K1T7W2X5C6V0NA"
+                     *         },
+                     *         {
+                     *           "addedAt": "2026-09-01T08:05:00Z",
+                     *           "email": "grace@school.example",
+                     *           "name": "Grace Hopper",
+                     *           "role": "student",
+                     *           "userId": "usr_01JD3M4Q9ZB8K1T7W2X5C6V0NM"
+                     *         }
+                     *       ],
+                     *       "nextPageToken": ""
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.ListClassMembersResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    addClassMember: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first response with `Idempotent-Replayed: true` and changes nothing. The first response is kept when it is a 2xx or the request changed data; a key whose request answered anything else without changing data is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; after a first request that changed data and whose server stopped before it answered, 409 `IDEMPOTENCY_KEY_UNANSWERED` (look up its effect, then use a new key); a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path: {
+                classId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "role": "teacher",
+                 *       "userId": "usr_01JD3M4Q9ZB8K1T7W2X5C6V0NA"
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * role
+                     * @description student or teacher.
+                     */
+                    role?: string;
+                    /**
+                     * user_id
+                     * @description A user of the organization ("usr_...").
+                     */
+                    userId?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "addedAt": "2026-09-01T08:00:00Z",
+                     *       "email": "ada@school.example",
+                     *       "name": "Ada Lovelace",
+                     *       "role": "teacher",
+                     *       "userId": "usr_01JD3M4Q9ZB8K1T7W2X5C6V0NA"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.ClassMember"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    removeClassMember: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                classId: string;
+                userId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {} */
+                    "application/json": components["schemas"]["google.protobuf.Empty"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getClass: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "createdAt": "2026-09-01T08:00:00Z",
+                     *       "externalId": "sis-section-4211",
+                     *       "id": "cls_01JD3M4Q9ZB8K1T7W2X5C6V0NK",
+                     *       "memberCount": 28,
+                     *       "name": "7B Mathematics",
+                     *       "updatedAt": "2026-09-02T10:30:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.Class"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteClass: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {} */
+                    "application/json": components["schemas"]["google.protobuf.Empty"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateClass: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first response with `Idempotent-Replayed: true` and changes nothing. The first response is kept when it is a 2xx or the request changed data; a key whose request answered anything else without changing data is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; after a first request that changed data and whose server stopped before it answered, 409 `IDEMPOTENCY_KEY_UNANSWERED` (look up its effect, then use a new key); a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "7B Mathematics (spring)"
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * external_id
+                     * @description An empty value removes the class's externalId.
+                     */
+                    externalId?: string | null;
+                    /** name */
+                    name?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "createdAt": "2026-09-01T08:00:00Z",
+                     *       "externalId": "sis-section-4211",
+                     *       "id": "cls_01JD3M4Q9ZB8K1T7W2X5C6V0NK",
+                     *       "memberCount": 28,
+                     *       "name": "7B Mathematics",
+                     *       "updatedAt": "2026-09-02T10:30:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.Class"];
                 };
             };
             400: components["responses"]["BadRequest"];
