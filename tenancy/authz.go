@@ -34,6 +34,10 @@ var (
 	WriteAuditLog = Permission{Scope: ScopeAuditLogsWrite, Kinds: []Kind{KindOAuthApp}}
 	ReadWebhooks  = Permission{Scope: ScopeWebhooksRead, Roles: managers}
 	WriteWebhooks = Permission{Scope: ScopeWebhooksWrite, Roles: managers}
+	// OperateOrg changes what the operator sells and runs: an
+	// organization's plan and request quota. Only the command line's
+	// system caller holds it.
+	OperateOrg = Permission{Scope: ScopeOrgsWrite, Kinds: []Kind{KindSystem}}
 )
 
 // Authorize returns the caller in ctx if it holds permission p: the scope,

@@ -24,7 +24,7 @@ import (
 type Generations interface {
 	Request(ctx context.Context, id string) (ai.GenerateRequest, error)
 	CreateExam(ctx context.Context, id string, qs []ai.GeneratedQuestion) (string, error)
-	Finish(ctx context.Context, id, failure string) error
+	Finish(ctx context.Context, id, failure string) (status string, err error)
 }
 
 var _ Generations = (*generation.Service)(nil)
@@ -34,6 +34,7 @@ type Activities struct {
 	Generations Generations
 	Provider    ai.Provider
 	Region      string
+	Metrics     *Metrics
 }
 
 // Register registers the activities on w under the workflow's names.
@@ -73,7 +74,11 @@ func (a *Activities) CreateGeneratedExam(ctx context.Context, in wf.Input, qs []
 	return examID, err
 }
 
-// FinishGeneration records the outcome.
+// FinishGeneration records the outcome and counts it, once.
 func (a *Activities) FinishGeneration(ctx context.Context, in wf.FinishInput) error {
-	return a.Generations.Finish(store.WithOrg(ctx, in.OrgID), in.GenerationID, in.Error)
+	status, err := a.Generations.Finish(store.WithOrg(ctx, in.OrgID), in.GenerationID, in.Error)
+	if err == nil {
+		a.Metrics.finished(in.OrgID, a.Region, status)
+	}
+	return err
 }

@@ -50,7 +50,6 @@ type Activities struct {
 
 // Register registers the activities on w under the workflow's names.
 func (a *Activities) Register(w worker.Registry) {
-	a.Metrics.initRegion(a.Region)
 	w.RegisterActivityWithOptions(a.PendingAnswers, activity.RegisterOptions{Name: wf.ActivityPendingAnswers})
 	w.RegisterActivityWithOptions(a.GradeAnswer, activity.RegisterOptions{Name: wf.ActivityGradeAnswer})
 	w.RegisterActivityWithOptions(a.FinishResult, activity.RegisterOptions{Name: wf.ActivityFinishResult})
@@ -80,7 +79,8 @@ func (a *Activities) GradeAnswer(ctx context.Context, in wf.AnswerInput) error {
 	if err != nil {
 		return err
 	}
-	files, err := a.fetchFiles(ctx, input.FileURLs)
+	a.Metrics.answerGraded(in.OrgID, a.Region)
+	files, err := a.fetchFiles(ctx, in.OrgID, input.FileURLs)
 	if err != nil {
 		return err
 	}

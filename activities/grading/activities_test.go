@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,6 +29,7 @@ import (
 	"github.com/assessd/assessd/internal/testkit/devenvtest"
 	"github.com/assessd/assessd/internal/testkit/eventually"
 	"github.com/assessd/assessd/internal/testkit/storetest"
+	"github.com/assessd/assessd/observability"
 	"github.com/assessd/assessd/tenancy"
 	"github.com/assessd/assessd/workflows"
 	wf "github.com/assessd/assessd/workflows/grading"
@@ -80,6 +82,7 @@ type harness struct {
 	cdn        *httptest.Server
 	fetcher    *media.Fetcher
 	metrics    *grading.Metrics
+	registry   *prometheus.Registry
 }
 
 func newHarness(t *testing.T) *harness {
@@ -94,7 +97,9 @@ func newHarness(t *testing.T) *harness {
 	}))
 	t.Cleanup(h.cdn.Close)
 	h.fetcher = media.NewFetcher([]string{h.cdn.URL + "/media/"}, media.Options{HTTPClient: h.cdn.Client()})
-	h.metrics = grading.NewMetrics(prometheus.NewRegistry(), func(s string) string { return s })
+	h.registry = prometheus.NewRegistry()
+	var orgs observability.OrgLabeler
+	h.metrics = grading.NewMetrics(h.registry, orgs.Label)
 	return h
 }
 
@@ -241,6 +246,78 @@ func TestGradingIsPinnedToTheOrganizationsRegion(t *testing.T) {
 	if got := countContaining(h.eu.requests(), "(DE)"); got != 1 {
 		t.Fatalf("the EU endpoint got %d DE requests, want only the one before the switch", got)
 	}
+}
+
+// TestGradingIsCountedPerOrganization: a grading run's counters carry the
+// organization's id beside its region, so the grading dashboard can be
+// filtered by organization; the latency histogram keeps only the region.
+func TestGradingIsCountedPerOrganization(t *testing.T) {
+	h := newHarness(t)
+	defer h.startWorker("eu")()
+	defer h.startWorker("global")()
+	eu, us := h.newSchool("DE"), h.newSchool("US")
+	onCDN := h.cdn.URL + "/media/essay.txt"
+	euResult, usResult := h.submit(eu, []string{onCDN, "https://elsewhere.example/essay.txt"}), h.submit(us, nil)
+	h.waitGraded(eu, euResult)
+	h.waitGraded(us, usResult)
+
+	series := func(metric, org, region, outcome string) string {
+		return fmt.Sprintf("%s{org=%q,outcome=%q,region=%q}", metric, org, outcome, region)
+	}
+	want := map[string]float64{
+		series("assessd_grading_results_total", eu.org.ID, "eu", "graded"):            1,
+		series("assessd_grading_results_total", eu.org.ID, "eu", "failed"):            0,
+		series("assessd_grading_results_total", us.org.ID, "global", "graded"):        1,
+		series("assessd_grading_results_total", us.org.ID, "global", "failed"):        0,
+		series("assessd_grading_files_total", eu.org.ID, "eu", "fetched"):             1,
+		series("assessd_grading_files_total", eu.org.ID, "eu", "skipped: not_on_cdn"): 1,
+		series("assessd_grading_files_total", us.org.ID, "global", "fetched"):         0,
+		`assessd_grading_duration_seconds_count{region="eu"}`:                         1,
+		`assessd_grading_duration_seconds_count{region="global"}`:                     1,
+	}
+	// FinishResult counts a result just after committing it.
+	eventually.Succeeds(t, 5*time.Second, func() error {
+		got := samples(t, h.registry, "assessd_grading_results_total", "assessd_grading_files_total", "assessd_grading_duration_seconds")
+		for name, v := range want {
+			if n, ok := got[name]; !ok || n != v {
+				return fmt.Errorf("%s = %v (present %v), want %v; all: %v", name, n, ok, v, got)
+			}
+		}
+		if len(got) != len(want) {
+			return fmt.Errorf("%d series, want %d: %v", len(got), len(want), got)
+		}
+		return nil
+	})
+}
+
+// samples are the registry's samples of the named metrics, keyed by the
+// series in exposition form with the labels sorted (a histogram by its
+// _count only).
+func samples(t *testing.T, reg *prometheus.Registry, names ...string) map[string]float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, f := range families {
+		if !slices.Contains(names, f.GetName()) {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+			}
+			key := "{" + strings.Join(labels, ",") + "}"
+			if h := m.GetHistogram(); h != nil {
+				out[f.GetName()+"_count"+key] = float64(h.GetSampleCount())
+			} else {
+				out[f.GetName()+key] = m.GetCounter().GetValue()
+			}
+		}
+	}
+	return out
 }
 
 func TestGradingSurvivesAWorkerRestart(t *testing.T) {

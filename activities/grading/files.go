@@ -29,7 +29,7 @@ type answerFiles struct {
 // skipped, the skip recorded) within one reservation taken before the
 // first fetch: two answers never wait on each other's bytes, and a file
 // past the answer's share is skipped as too large.
-func (a *Activities) fetchFiles(ctx context.Context, urls []string) (answerFiles, error) {
+func (a *Activities) fetchFiles(ctx context.Context, orgID string, urls []string) (answerFiles, error) {
 	budget := a.Memory
 	if budget == nil {
 		budget = membudget.Worker
@@ -42,7 +42,7 @@ func (a *Activities) fetchFiles(ctx context.Context, urls []string) (answerFiles
 			continue
 		}
 		out.skipped = append(out.skipped, skippedFile(u, "not on the media CDN"))
-		a.Metrics.fileSkipped(a.Region, "not_on_cdn")
+		a.Metrics.fileSkipped(orgID, a.Region, "not_on_cdn")
 	}
 	if len(onCDN) == 0 {
 		return out, nil
@@ -56,14 +56,14 @@ func (a *Activities) fetchFiles(ctx context.Context, urls []string) (answerFiles
 		f, err := a.Fetcher.FetchUpTo(ctx, u, left)
 		if reason := skipReason(err, left < a.Fetcher.MaxBytes()); reason != "" {
 			out.skipped = append(out.skipped, skippedFile(u, reason))
-			a.Metrics.fileSkipped(a.Region, reason)
+			a.Metrics.fileSkipped(orgID, a.Region, reason)
 			continue
 		}
 		if err != nil {
 			budget.Release(reserved)
 			return answerFiles{}, fmt.Errorf("fetch %s: %w", u, err) // transient: retry
 		}
-		a.Metrics.fileFetched(a.Region)
+		a.Metrics.fileFetched(orgID, a.Region)
 		out.files = append(out.files, f)
 		out.attached = append(out.attached, u)
 		left -= int64(len(f.Data))

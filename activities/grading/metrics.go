@@ -28,23 +28,28 @@ func NewMetrics(reg prometheus.Registerer, orgLabel func(string) string) *Metric
 			Buckets: observability.LongBuckets,
 		}, []string{"region"}),
 		files: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "assessd_grading_files_total", Help: "Grading file inputs fetched or skipped, by region and outcome.",
-		}, []string{"region", "outcome"}),
+			Name: "assessd_grading_files_total", Help: "Grading file inputs fetched or skipped, by organization, region and outcome.",
+		}, []string{"org", "region", "outcome"}),
 		orgLabel: orgLabel,
 	}
 	reg.MustRegister(m.results, m.duration, m.files)
 	return m
 }
 
-func (m *Metrics) fileSkipped(region, reason string) {
-	m.files.WithLabelValues(region, "skipped: "+reason).Inc()
+func (m *Metrics) fileSkipped(orgID, region, reason string) {
+	m.files.WithLabelValues(m.orgLabel(orgID), region, "skipped: "+reason).Inc()
 }
 
-func (m *Metrics) fileFetched(region string) { m.files.WithLabelValues(region, "fetched").Inc() }
+func (m *Metrics) fileFetched(orgID, region string) {
+	m.files.WithLabelValues(m.orgLabel(orgID), region, "fetched").Inc()
+}
 
-// initRegion creates region's fetched-files series at zero, so dashboards
-// show 0 rather than nothing before the first file.
-func (m *Metrics) initRegion(region string) { m.files.WithLabelValues(region, "fetched") }
+// answerGraded creates the organization's fetched-files series at zero
+// when it has an answer graded, so its dashboards show 0 rather than
+// nothing before its first file.
+func (m *Metrics) answerGraded(orgID, region string) {
+	m.files.WithLabelValues(m.orgLabel(orgID), region, "fetched")
+}
 
 func (m *Metrics) finished(orgID, region, outcome string, d time.Duration) {
 	org := m.orgLabel(orgID)

@@ -89,7 +89,7 @@ func (a *Activities) RecordProposal(ctx context.Context, in wf.RecordInput) (str
 	if err != nil {
 		return "", permanentIfCannot(err)
 	}
-	a.Metrics.finished(a.Region, out)
+	a.Metrics.finished(in.OrgID, a.Region, out)
 	return out.Status, nil
 }
 
@@ -107,7 +107,7 @@ func permanentIfCannot(err error) error {
 func (a *Activities) FailRegeneration(ctx context.Context, in wf.FailInput) error {
 	out, err := a.Regenerations.Fail(store.WithOrg(ctx, in.OrgID), in.RegenerationID, in.Error)
 	if err == nil {
-		a.Metrics.finished(a.Region, out)
+		a.Metrics.finished(in.OrgID, a.Region, out)
 	}
 	return err
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/testsuite"
 
@@ -106,9 +108,20 @@ func TestRegenerateQuestion(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			store := &fakeRegenerations{instructions: c.instructions, prompt: c.prompt, language: c.language, deleteOnPropose: c.deleted}
 			provider := &flakyProvider{Provider: ai.NewBuiltin(), failures: c.failures}
-			a := &acts.Activities{Regenerations: store, Provider: provider, Region: "eu", Metrics: acts.NewMetrics(nil)}
+			reg := prometheus.NewRegistry()
+			a := &acts.Activities{Regenerations: store, Provider: provider, Region: "eu", Metrics: acts.NewMetrics(reg, func(id string) string { return id })}
 			if got := run(t, a, c.region); got != c.wantStatus || store.failure != c.wantFailure || provider.calls.Load() != c.wantCalls {
 				t.Fatalf("status %q, failure %q, provider calls %d", got, store.failure, provider.calls.Load())
+			}
+			// Counted once, for the organization of the workflow's input.
+			want := fmt.Sprintf(`
+				# HELP assessd_question_regenerations_total Question regenerations finished, by organization, region and outcome (ready, failed).
+				# TYPE assessd_question_regenerations_total counter
+				assessd_question_regenerations_total{org="org_1",outcome="failed",region="eu"} %d
+				assessd_question_regenerations_total{org="org_1",outcome="ready",region="eu"} %d
+			`, boolInt(c.wantStatus == "failed"), boolInt(c.wantStatus == "ready"))
+			if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "assessd_question_regenerations_total"); err != nil {
+				t.Error(err)
 			}
 			if c.deleted && store.proposals != 1 {
 				t.Fatalf("recording the proposal was tried %d times", store.proposals)
@@ -118,4 +131,11 @@ func TestRegenerateQuestion(t *testing.T) {
 			}
 		})
 	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -11,20 +11,23 @@ import (
 )
 
 // Metrics are the regeneration metrics of a worker. Labels are bounded:
-// the region (eu, global) and the outcome (ready, failed).
+// the organization (by orgLabel), the region (eu, global) and the outcome
+// (ready, failed); the histogram has no org label.
 type Metrics struct {
 	results  *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	orgLabel func(string) string
 }
 
 // NewMetrics registers the regeneration metrics on reg, sharing them with
 // another region's worker of the same process; a nil reg leaves them
-// unregistered.
-func NewMetrics(reg prometheus.Registerer) *Metrics {
+// unregistered. orgLabel bounds the org label's cardinality.
+func NewMetrics(reg prometheus.Registerer, orgLabel func(string) string) *Metrics {
 	return &Metrics{
+		orgLabel: orgLabel,
 		results: promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "assessd_question_regenerations_total", Help: "Question regenerations finished, by region and outcome (ready, failed).",
-		}, []string{"region", "outcome"})),
+			Name: "assessd_question_regenerations_total", Help: "Question regenerations finished, by organization, region and outcome (ready, failed).",
+		}, []string{"org", "region", "outcome"})),
 		duration: promreg.Register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "assessd_question_regeneration_duration_seconds", Help: "Time from a regeneration's request to its outcome, by region.",
 			Buckets: observability.LongBuckets,
@@ -34,13 +37,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 
 // finished counts a regeneration that an activity finished; one that was
 // finished already (a retry) is not counted again.
-func (m *Metrics) finished(region string, out regeneration.Outcome) {
+func (m *Metrics) finished(orgID, region string, out regeneration.Outcome) {
 	if out.Status == "" {
 		return
 	}
+	org := m.orgLabel(orgID)
+	// Both outcomes of an organization exist from its first regeneration,
+	// so its failure ratio is 0, not absent, while nothing failed.
 	for _, o := range []string{regeneration.StatusReady, regeneration.StatusFailed} {
-		m.results.WithLabelValues(region, o)
+		m.results.WithLabelValues(org, region, o)
 	}
-	m.results.WithLabelValues(region, out.Status).Inc()
+	m.results.WithLabelValues(org, region, out.Status).Inc()
 	m.duration.WithLabelValues(region).Observe(time.Since(out.RequestedAt).Seconds())
 }

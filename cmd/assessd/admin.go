@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -19,6 +18,7 @@ import (
 const adminUsage = `usage: assessd admin <object> <verb> [flags]
 
   org create     --name N --country CC [--plan free|pro|enterprise]
+  org update     --id ORG [--plan free|pro|enterprise] [--requests-per-minute N (0: the plan's)]
   user create    --org ORG --email E --name N --role R [--password P]
   apikey create  --user USR [--name N]
   apikey revoke  --key KEY
@@ -52,8 +52,36 @@ var adminCommands = map[string]adminCommand{
 		plan := fs.String("plan", tenancy.PlanFree, "free, pro or enterprise")
 		return func(ctx context.Context, svc services) (any, error) {
 			org, err := svc.tenancy.CreateOrg(ctx, tenancy.NewOrg{Name: *name, Country: *country, Plan: *plan})
-			return map[string]any{"id": org.ID, "name": org.Name, "country": org.Country, "plan": org.Plan,
-				"settings": map[string]string{"aiRegion": org.AIRegion}}, err
+			if err != nil {
+				return nil, err
+			}
+			return orgJSON(org), nil
+		}
+	}},
+	"org update": {func(fs *flag.FlagSet) func(context.Context, services) (any, error) {
+		id := fs.String("id", "", "organization id")
+		plan := fs.String("plan", "", "free, pro or enterprise (default unchanged)")
+		perMinute := fs.Int("requests-per-minute", 0, fmt.Sprintf("API request quota, 1 to %d in place of the plan's; 0 restores the plan's (default unchanged)", tenancy.MaxRequestsPerMinute))
+		return func(ctx context.Context, svc services) (any, error) {
+			if err := checkOrg(ctx, svc.tenancy, "id", *id); err != nil {
+				return nil, err
+			}
+			// Only the flags given change anything: --requests-per-minute 0
+			// is a request, its absence is none.
+			var p tenancy.PlanPatch
+			fs.Visit(func(f *flag.Flag) {
+				switch f.Name {
+				case "plan":
+					p.Plan = plan
+				case "requests-per-minute":
+					p.RequestsPerMinute = perMinute
+				}
+			})
+			org, err := svc.tenancy.SetPlan(tenancy.WithCaller(ctx, tenancy.SystemCaller(*id)), p)
+			if err != nil {
+				return nil, err
+			}
+			return orgJSON(org), nil
 		}
 	}},
 	"user create": {func(fs *flag.FlagSet) func(context.Context, services) (any, error) {
@@ -259,7 +287,7 @@ func admin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer db.Close()
 	ten := tenancy.NewService(db)
 	if f := fs.Lookup("org"); f != nil {
-		if err := checkOrg(ctx, ten, f.Value.String()); err != nil {
+		if err := checkOrg(ctx, ten, "org", f.Value.String()); err != nil {
 			return err
 		}
 	}
@@ -274,17 +302,28 @@ func admin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return writeJSON(stdout, out)
 }
 
-// checkOrg names a missing or unknown --org as the operator's mistake,
-// rather than as the foreign key that an insert for it would violate.
-func checkOrg(ctx context.Context, ten *tenancy.Service, id string) error {
+// checkOrg names a missing or unknown organization id, given as the flag
+// named flagName, as the operator's mistake, rather than as the foreign key
+// that an insert for it would violate or a bare "not found".
+func checkOrg(ctx context.Context, ten *tenancy.Service, flagName, id string) error {
 	if id == "" {
-		return errors.New("org: is required")
+		return fmt.Errorf("%s: is required", flagName)
 	}
 	_, err := ten.Org(tenancy.WithCaller(ctx, tenancy.SystemCaller(id)))
 	if errs.Is(err, errs.KindNotFound) {
-		return fmt.Errorf("org: no organization has the id %q", id)
+		return fmt.Errorf("%s: no organization has the id %q", flagName, id)
 	}
 	return err
+}
+
+// orgJSON is an organization as the org commands print it: GET /org's
+// fields and the request quota in force, with its source (the plan's, or
+// the operator's override).
+func orgJSON(org tenancy.Org) map[string]any {
+	perMinute, override := org.Quota(tenancy.RequestsPerMinute)
+	return map[string]any{"id": org.ID, "name": org.Name, "country": org.Country, "plan": org.Plan,
+		"settings": map[string]string{"aiRegion": org.AIRegion},
+		"quota":    map[string]any{"requestsPerMinute": perMinute, "source": tenancy.QuotaSource(override)}}
 }
 
 // stringList is a repeatable string flag.

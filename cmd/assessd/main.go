@@ -20,7 +20,8 @@ commands:
   serve      run the API server
   worker     run the grading worker of one AI region (--region eu|global)
   migrate    apply database migrations
-  admin      operator commands: org create, user create, apikey create|revoke
+  admin      operator commands: org create|update, user create, apikey create|revoke, ...
+             ('assessd admin' lists them)
 
 Every flag also reads the environment variable of the same name
 (--database-url and DATABASE_URL). Run 'assessd <command> -h' for flags.

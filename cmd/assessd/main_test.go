@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -83,6 +84,63 @@ func TestAdminCommands(t *testing.T) {
 	}
 	if err := run(context.Background(), []string{"admin", "user", "create", "--email", "u@x.test", "--name", "U"}, &out, &errOut); err == nil || err.Error() != "org: is required" {
 		t.Errorf("user create without --org: err = %v", err)
+	}
+}
+
+// TestAdminOrgUpdate sets, keeps across a plan change and removes an
+// organization's request quota override through the command line, each
+// command a process of its own reading what the last one wrote, and names
+// every bad input on stderr with a failing exit.
+func TestAdminOrgUpdate(t *testing.T) {
+	t.Setenv("DATABASE_URL", storetest.NewURL(t))
+	org := runJSON(t, "admin", "org", "create", "--name", "District 9", "--country", "US")
+	id := org["id"].(string)
+	quota := func(v map[string]any) string {
+		q := v["quota"].(map[string]any)
+		return fmt.Sprint(v["plan"], " ", q["requestsPerMinute"], " ", q["source"])
+	}
+	if got := quota(org); got != "free 300 plan" {
+		t.Fatalf("org create: %v", org)
+	}
+	for _, step := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--requests-per-minute", "100000"}, "free 100000 override"},
+		{nil, "free 100000 override"}, // no flag: read, nothing changed
+		{[]string{"--plan", "enterprise"}, "enterprise 100000 override"},
+		{[]string{"--requests-per-minute", "0"}, "enterprise 6000 plan"},
+		{[]string{"--plan", "pro", "--requests-per-minute", "1"}, "pro 1 override"},
+	} {
+		org := runJSON(t, append([]string{"admin", "org", "update", "--id", id}, step.args...)...)
+		if got := quota(org); got != step.want || org["id"] != id || org["name"] != "District 9" || org["settings"] == nil {
+			t.Fatalf("after %v: %v, want %s", step.args, org, step.want)
+		}
+	}
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--id", "org_01ARZ3NDEKTSV4RRFFQ69G5FAV", "--requests-per-minute", "10"}, `id: no organization has the id "org_01ARZ3NDEKTSV4RRFFQ69G5FAV"`},
+		{[]string{"--requests-per-minute", "10"}, "id: is required"},
+		{[]string{"--id", id, "--requests-per-minute", "-5"}, "requestsPerMinute: must be from 1 to 1000000, or 0 for the plan's quota"},
+		{[]string{"--id", id, "--requests-per-minute", "1000001"}, "requestsPerMinute: must be from 1 to 1000000"},
+		{[]string{"--id", id, "--requests-per-minute", "lots"}, "usage"},
+		{[]string{"--id", id, "--plan", "gold"}, "plan: must be free, pro or enterprise"},
+	} {
+		var out, errOut bytes.Buffer
+		err := run(context.Background(), append([]string{"admin", "org", "update"}, tc.args...), &out, &errOut)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || out.Len() != 0 {
+			t.Errorf("org update %v: err = %v, stdout %q; want an error with %q", tc.args, err, out.String(), tc.want)
+		}
+		if tc.want == "usage" && !strings.Contains(errOut.String(), `invalid value "lots" for flag -requests-per-minute`) {
+			t.Errorf("org update %v: stderr %q", tc.args, errOut.String())
+		}
+	}
+	// Nothing the bad commands said was written.
+	if got := quota(runJSON(t, "admin", "org", "update", "--id", id)); got != "pro 1 override" {
+		t.Fatalf("after the refused commands: %s", got)
 	}
 }
 

@@ -121,6 +121,7 @@ func workerConfig(cfg config, region string, metrics *observability.Metrics, gra
 		Fetcher:  media.NewFetcher(cfg.mediaPrefixes(), media.Options{Registerer: metrics.Registry}),
 		Metrics:  grading,
 		Registry: metrics.Registry,
+		OrgLabel: metrics.Org,
 		// Shared collectors: both regions of assessd dev use one registry.
 		ScanMetrics: scanningactivities.NewMetrics(metrics.Registry, metrics.Org),
 		Webhooks:    targets,

@@ -47,12 +47,14 @@ import (
 
 // mayBeEmpty are the panels the test's traffic does not feed, and why.
 var mayBeEmpty = map[string]string{
-	"Media fetches":       "no grading file reaches the (absent) media CDN",
-	"Worker memory waits": "the test's traffic never fills the worker's memory budget",
-	"Scans finished":      "the test's traffic scans no answer sheet",
-	"Pages read":          "the test's traffic scans no answer sheet",
-	"Page read time p95":  "the test's traffic scans no answer sheet",
-	"Webhook deliveries":  "the test's traffic registers no webhook endpoint",
+	"Media fetches":                             "no grading file reaches the (absent) media CDN",
+	"Worker memory waits":                       "the test's traffic never fills the worker's memory budget",
+	"Scans finished":                            "the test's traffic scans no answer sheet",
+	"Pages read":                                "the test's traffic scans no answer sheet",
+	"Page read time p95":                        "the test's traffic scans no answer sheet",
+	"Exam generations finished":                 "the test's traffic generates no exam",
+	"Question regenerations finished":           "the test's traffic regenerates no question",
+	"Webhook deliveries":                        "the test's traffic registers no webhook endpoint",
 	"Failed webhook deliveries by organization": "the test's traffic registers no webhook endpoint",
 	"Webhook delivery latency p95":              "the test's traffic registers no webhook endpoint",
 	"Activity schedule-to-start p95":            "activities start eagerly on the worker that scheduled them and record none (decision 0123)",
@@ -128,6 +130,7 @@ func startWorker(t *testing.T, tc client.Client, db *store.DB, region string) st
 		Metrics:     gradingactivities.NewMetrics(m.Registry, m.Org),
 		ScanMetrics: scanningactivities.NewMetrics(m.Registry, m.Org),
 		Registry:    m.Registry,
+		OrgLabel:    m.Org,
 	})
 	if err != nil {
 		t.Fatal(err)

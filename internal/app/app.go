@@ -63,8 +63,13 @@ type Config struct {
 	// "assessd:rl:". Tests give each server its own.
 	RateLimitPrefix string
 	// RequestsPerMinute is the request quota of a plan; nil means
-	// tenancy.RequestsPerMinute. Benchmarks raise it.
+	// tenancy.RequestsPerMinute. Benchmarks raise it. An organization's
+	// override (assessd admin org update) takes its place.
 	RequestsPerMinute func(plan string) int
+	// QuotaPolicyTTL is how long an instance keeps an organization's
+	// quota before reading it again; 0 means ratelimit.PolicyTTL (a
+	// minute). Tests shorten it.
+	QuotaPolicyTTL time.Duration
 	// MediaCDN are the URL prefixes of the media CDN (ASSESSD_MEDIA_CDN):
 	// answer-sheet scans may name files there only.
 	MediaCDN []string
@@ -243,7 +248,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 		// While an organization's plan cannot be read, the most generous
 		// plan's quota applies: the outage must not turn into 429s.
 		Quotas: limiter.Quotas(planQuota(ten, perMinute),
-			ratelimit.PerWindow(tenancy.PlanEnterprise, perMinute(tenancy.PlanEnterprise), time.Minute)),
+			ratelimit.PerWindow(tenancy.PlanEnterprise, perMinute(tenancy.PlanEnterprise), time.Minute), cfg.QuotaPolicyTTL),
 		Pages: map[string]http.Handler{
 			"/.well-known/openid-configuration": idp.Handler(),
 			"/oauth/":                           idp.Handler(),
@@ -285,14 +290,16 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 		webhooks: hooks, idempotencyKeys: keys, now: now, dispatcher: dispatcher}, nil
 }
 
-// planQuota returns each organization's request quota: its plan's
-// requests per minute, under a policy named after the plan.
+// planQuota returns each organization's request quota: the operator's
+// override or else its plan's requests per minute, under a policy named
+// after the plan either way (the RateLimit-Policy field shows the number).
 func planQuota(ten *tenancy.Service, perMinute func(plan string) int) func(context.Context, string) (ratelimit.Limit, error) {
 	return func(ctx context.Context, orgID string) (ratelimit.Limit, error) {
 		org, err := ten.Org(tenancy.WithCaller(ctx, tenancy.SystemCaller(orgID)))
 		if err != nil {
 			return ratelimit.Limit{}, err
 		}
-		return ratelimit.PerWindow(org.Plan, perMinute(org.Plan), time.Minute), nil
+		n, _ := org.Quota(perMinute)
+		return ratelimit.PerWindow(org.Plan, n, time.Minute), nil
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/assessd/assessd/internal/identity"
 	"github.com/assessd/assessd/internal/platform/clientaddr"
 	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/internal/testkit/eventually"
 	"github.com/assessd/assessd/internal/testkit/redistest"
 	"github.com/assessd/assessd/internal/testkit/storetest"
 	"github.com/assessd/assessd/tenancy"
@@ -127,6 +128,56 @@ func TestRequestQuotas(t *testing.T) {
 	if h := e.do("GET", "/healthz", "", nil).header.Get("RateLimit"); h != "" {
 		t.Errorf("/healthz RateLimit = %q", h)
 	}
+}
+
+// TestQuotaOverrideReachesEveryInstance: the operator's quota override,
+// written as assessd admin org update writes it, is what two instances
+// sharing the database enforce once their cached policy of the
+// organization expires (a second here, a minute in production); a plan
+// change keeps the override, and removing it gives the plan's quota back.
+func TestQuotaOverrideReachesEveryInstance(t *testing.T) {
+	t.Parallel()
+	config := func(c *app.Config) {
+		c.QuotaPolicyTTL = time.Second
+		c.RequestsPerMinute = func(plan string) int {
+			if plan == tenancy.PlanFree {
+				return 2
+			}
+			return 100
+		}
+	}
+	a := newEnvWithConfig(t, config)
+	b := newEnvOn(t, a.db, config)
+	tn := a.newTenant("US", "free")
+	key := tn.keys[tenancy.RoleOwner]
+	for _, e := range []*env{a, b} {
+		for range 2 {
+			e.do("GET", "/me", key, nil).must(t, http.StatusOK)
+		}
+		e.do("GET", "/me", key, nil).must(t, http.StatusTooManyRequests)
+	}
+
+	operator := tenancy.WithCaller(context.Background(), tenancy.SystemCaller(tn.org.ID))
+	policyBecomes := func(p tenancy.PlanPatch, want string) {
+		t.Helper()
+		if _, err := a.app.Tenancy.SetPlan(operator, p); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range []*env{a, b} {
+			eventually.Succeeds(t, 10*time.Second, func() error {
+				r := e.do("GET", "/me", key, nil)
+				if got := r.header.Get("RateLimit-Policy"); r.status != http.StatusOK || got != want {
+					return fmt.Errorf("%d with RateLimit-Policy %q, want 200 with %q", r.status, got, want)
+				}
+				return nil
+			})
+		}
+	}
+	thousand, none := 1000, 0
+	policyBecomes(tenancy.PlanPatch{RequestsPerMinute: &thousand}, `"free";q=1000;w=60`)
+	pro := tenancy.PlanPro
+	policyBecomes(tenancy.PlanPatch{Plan: &pro}, `"pro";q=1000;w=60`)
+	policyBecomes(tenancy.PlanPatch{RequestsPerMinute: &none}, `"pro";q=100;w=60`)
 }
 
 // TestRedisDownLimitsPerProcess points the limits at a closed port: the

@@ -16,7 +16,7 @@ import (
 func registerRegeneration(w worker.Worker, db *store.DB, content *assessment.Service, cfg WorkerConfig) {
 	w.RegisterWorkflow(regenerationworkflow.RegenerateQuestion)
 	acts := &regenerationactivities.Activities{Regenerations: regeneration.NewService(db, content), Provider: cfg.Provider,
-		Region: cfg.Region, Metrics: regenerationactivities.NewMetrics(cfg.Registry)}
+		Region: cfg.Region, Metrics: regenerationactivities.NewMetrics(cfg.Registry, cfg.OrgLabel)}
 	acts.Register(w)
 }
 

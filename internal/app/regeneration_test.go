@@ -48,7 +48,7 @@ func startRegionWorkers(t *testing.T, tc client.Client, e *env, providers func(r
 	grading := gradingactivities.NewMetrics(reg, e.app.Metrics.Org)
 	for _, region := range []string{"eu", "global"} {
 		w, err := app.NewWorker(tc, e.db, app.WorkerConfig{Region: region, Provider: providers(region), Fetcher: media.NewFetcher(nil, media.Options{}),
-			Metrics: grading, Registry: reg})
+			Metrics: grading, Registry: reg, OrgLabel: e.app.Metrics.Org})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -166,7 +166,7 @@ func TestQuestionRegenerationOverHTTP(t *testing.T) {
 	e.auditEntry(tn, "question_regeneration.requested", tn.users[tenancy.RoleTeacher].ID, "question_regeneration", str(g, "id"))
 	e.auditEntry(tn, "question_regeneration.completed", "regeneration", "question_regeneration", str(g, "id"))
 	e.auditEntry(tn, "question_regeneration.accepted", tn.users[tenancy.RoleTeacher].ID, "question_regeneration", str(g, "id"))
-	waitMetric(t, e, `assessd_question_regenerations_total{outcome="ready",region="global"}`, func(v float64) bool { return v == 2 })
+	waitMetric(t, e, `assessd_question_regenerations_total{org="`+tn.org.ID+`",outcome="ready",region="global"}`, func(v float64) bool { return v == 2 })
 }
 
 // TestRegenerationOfDeprecatedAndSharedTypes regenerates questions whose

@@ -20,7 +20,7 @@ func registerScanning(w worker.Worker, db *store.DB, content *assessment.Service
 	w.RegisterWorkflow(scanningworkflow.ScanSheets)
 	metrics := cfg.ScanMetrics
 	if metrics == nil {
-		metrics = scanningactivities.NewMetrics(nil, func(org string) string { return org })
+		metrics = scanningactivities.NewMetrics(nil, cfg.OrgLabel)
 	}
 	a := &scanningactivities.Activities{Scans: scanning.NewService(db, content, tenancy.NewService(db), cfg.Fetcher.OnCDN), Provider: cfg.Provider,
 		Fetcher: cfg.Fetcher, Region: cfg.Region, Metrics: metrics, Memory: cfg.Memory}

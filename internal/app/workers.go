@@ -44,6 +44,9 @@ type WorkerConfig struct {
 	// Registry takes the metrics the worker's other workflows register
 	// (shared by the regions of one process); nil leaves them unregistered.
 	Registry prometheus.Registerer
+	// OrgLabel bounds the org label of the metrics registered on Registry
+	// (observability.Metrics.Org); nil labels them with the ids as they are.
+	OrgLabel func(orgID string) string
 	// ScanMetrics are the scanning metrics; nil records them nowhere.
 	ScanMetrics *scanningactivities.Metrics
 	// Webhooks decides where webhook deliveries may go.
@@ -82,6 +85,9 @@ func NewWorker(c client.Client, db *store.DB, cfg WorkerConfig) (worker.Worker, 
 	if cfg.Memory == nil {
 		cfg.Memory = membudget.Worker
 	}
+	if cfg.OrgLabel == nil {
+		cfg.OrgLabel = func(orgID string) string { return orgID }
+	}
 	if cfg.Registry != nil {
 		if err := cfg.Memory.Register(cfg.Registry); err != nil {
 			return nil, err
@@ -92,7 +98,8 @@ func NewWorker(c client.Client, db *store.DB, cfg WorkerConfig) (worker.Worker, 
 	content := newContent(db)
 	grading := &gradingactivities.Activities{Results: content, Provider: cfg.Provider, Fetcher: cfg.Fetcher, Region: cfg.Region, Metrics: cfg.Metrics, Memory: cfg.Memory}
 	grading.Register(w)
-	gen := &generationactivities.Activities{Generations: generation.NewService(db, content), Provider: cfg.Provider, Region: cfg.Region}
+	gen := &generationactivities.Activities{Generations: generation.NewService(db, content), Provider: cfg.Provider, Region: cfg.Region,
+		Metrics: generationactivities.NewMetrics(cfg.Registry, cfg.OrgLabel)}
 	gen.Register(w)
 	registerRegeneration(w, db, content, cfg)
 	registerScanning(w, db, content, cfg)
@@ -141,7 +148,7 @@ func newDispatcher(c client.Client, db *store.DB, reg prometheus.Registerer, opt
 	gen := generation.NewService(db, content)
 	return workflows.NewDispatcher(c, outbox.NewStore(db), map[outbox.Kind]workflows.Route{
 		outbox.KindGrading:      gradingworkflow.Route(content.FailGrading),
-		outbox.KindGeneration:   generationworkflow.Route(gen.Finish),
+		outbox.KindGeneration:   generationworkflow.Route(gen.Abandon),
 		outbox.KindRegeneration: regenerationRoute(db, content),
 		outbox.KindScanning:     scanningworkflow.Route(scanning.NewService(db, content, tenancy.NewService(db), nil).Fail),
 		outbox.KindWebhook:      webhookworkflow.Route(retry, webhooks.Abandon(db)),

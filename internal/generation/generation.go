@@ -39,6 +39,12 @@ type Params struct {
 	Count           int      `json:"count"`
 }
 
+// The statuses a generation ends in.
+const (
+	StatusReady  = "ready"
+	StatusFailed = "failed"
+)
+
 // Generation is a request and its outcome.
 type Generation struct {
 	ID        string
@@ -253,14 +259,16 @@ var generationActor = audit.Actor{Kind: audit.ActorSystem, ID: "generation"}
 
 // Finish records the outcome of a running generation: ready, or failed
 // with failure when that is not empty. The first call is audited as
-// exam_generation.completed or exam_generation.failed; a finished
-// generation is left as it is, so a retried call changes nothing.
-func (s *Service) Finish(ctx context.Context, id, failure string) error {
-	status, action := "ready", "exam_generation.completed"
+// exam_generation.completed or exam_generation.failed and returns the
+// status it set; a finished generation is left as it is, so a retried
+// call changes nothing and returns "".
+func (s *Service) Finish(ctx context.Context, id, failure string) (status string, err error) {
+	status, action := StatusReady, "exam_generation.completed"
 	if failure != "" {
-		status, action = "failed", "exam_generation.failed"
+		status, action = StatusFailed, "exam_generation.failed"
 	}
-	err := s.db.Tx(ctx, func(ctx context.Context) error {
+	finished := false
+	err = s.db.Tx(ctx, func(ctx context.Context) error {
 		q := s.db.Q(ctx)
 		var examID *string
 		err := q.QueryRow(ctx, `UPDATE exam_generations SET status = $2, error = $3, updated_at = now()
@@ -271,6 +279,7 @@ func (s *Service) Finish(ctx context.Context, id, failure string) error {
 		if err != nil {
 			return err
 		}
+		finished = true
 		after := map[string]any{}
 		if failure != "" {
 			after["error"] = failure
@@ -289,9 +298,19 @@ func (s *Service) Finish(ctx context.Context, id, failure string) error {
 		return s.content.Events.Record(ctx, s.db, event.Type(action), g)
 	})
 	if err != nil {
-		return fmt.Errorf("finish generation: %w", err)
+		return "", fmt.Errorf("finish generation: %w", err)
 	}
-	return nil
+	if !finished {
+		return "", nil
+	}
+	return status, nil
+}
+
+// Abandon fails a generation whose workflow cannot run (the outbox
+// route's abandon).
+func (s *Service) Abandon(ctx context.Context, id, reason string) error {
+	_, err := s.Finish(ctx, id, reason)
+	return err
 }
 
 // toSchema maps the provider's question configuration onto the built-in

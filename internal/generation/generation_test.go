@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.temporal.io/sdk/client"
 
 	gradingactivities "github.com/assessd/assessd/activities/grading"
@@ -38,7 +39,7 @@ func startWorker(t *testing.T, tc client.Client, db *store.DB, provider ai.Provi
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	w, err := app.NewWorker(tc, db, app.WorkerConfig{Region: "global", Provider: provider, Fetcher: media.NewFetcher(nil, media.Options{}),
-		Metrics: gradingactivities.NewMetrics(reg, func(s string) string { return s })})
+		Metrics: gradingactivities.NewMetrics(reg, func(s string) string { return s }), Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,6 +48,22 @@ func startWorker(t *testing.T, tc client.Client, db *store.DB, provider ai.Provi
 	}
 	t.Cleanup(w.Stop)
 	return reg
+}
+
+// wantGenerations waits for the generations counter to read one
+// organization's outcomes, counted once each (the activity counts a
+// generation just after its status is committed).
+func wantGenerations(t *testing.T, reg *prometheus.Registry, org string, ready, failed int) {
+	t.Helper()
+	want := fmt.Sprintf(`
+		# HELP assessd_exam_generations_total Exam generations finished, by organization, region and outcome (ready, failed).
+		# TYPE assessd_exam_generations_total counter
+		assessd_exam_generations_total{org=%[1]q,outcome="failed",region="global"} %[3]d
+		assessd_exam_generations_total{org=%[1]q,outcome="ready",region="global"} %[2]d
+	`, org, ready, failed)
+	eventually.Succeeds(t, 5*time.Second, func() error {
+		return testutil.GatherAndCompare(reg, strings.NewReader(want), "assessd_exam_generations_total")
+	})
 }
 
 // waitFinished waits for generation id to end, and returns it.
@@ -104,6 +121,7 @@ func TestGenerateExamOffline(t *testing.T) {
 	if g.Status != "ready" || g.ExamID == "" {
 		t.Fatalf("generation %+v", g)
 	}
+	wantGenerations(t, reg, org.ID, 1, 0)
 	qs, _, err := content.Questions(tctx, g.ExamID, paging.Page{Size: 50})
 	if err != nil {
 		t.Fatal(err)
@@ -167,4 +185,5 @@ func TestOversizedGenerationFailsAtOnce(t *testing.T) {
 	if n := calls.Load(); n != 1 {
 		t.Fatalf("the provider was asked %d times, want once", n)
 	}
+	wantGenerations(t, reg, org.ID, 0, 1)
 }

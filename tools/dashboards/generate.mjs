@@ -86,18 +86,18 @@ const tenant = `${serve}, org=~"$org"`;
 const inRegion = 'and on (org) group by (org) (assessd_org_info{ai_region=~"$region"})';
 
 const overview = dashboard('assessd-overview', 'assessd / Overview',
-  'API traffic, errors and latency by route, with a per-tenant drill-down (org and region variables).')
+  'API traffic, errors and latency by route, with a per-tenant drill-down (org and region variables). Counters follow the org variable; latency, authentication failures and the platform\'s gauges carry no org label and show every organization.')
   .withVariable(labelVariable('org', 'org', 'assessd_org_info', 'Organization'))
   .withVariable(labelVariable('region', 'ai_region', 'assessd_org_info', 'AI region'))
   .withRow(new RowBuilder('Traffic'))
-  .withPanel(graph('Requests by route', 'Requests per second by route template.', 'reqps',
-    `sum by (route) (rate(assessd_http_requests_total{${serve}}[${rate}]))`, '{{route}}'))
-  .withPanel(graph('Requests by status class', 'Requests per second by status class.', 'reqps',
-    `sum by (status) (rate(assessd_http_requests_total{${serve}}[${rate}]))`, '{{status}}'))
-  .withPanel(ratio('5xx ratio', 'Share of requests answered with 5xx (alert AssessdHighErrorRate at 2%).',
-    `assessd_http_requests_total{${serve}, status="5xx"}`, `assessd_http_requests_total{${serve}}`, 'job'))
-  .withPanel(ratio('Error ratio by route', 'Share of 4xx and 5xx answers by route.',
-    `assessd_http_requests_total{${serve}, status=~"4xx|5xx"}`, `assessd_http_requests_total{${serve}}`, 'route'))
+  .withPanel(graph('Requests by route', 'Requests per second by route template, of the selected organizations.', 'reqps',
+    `sum by (route) (rate(assessd_http_requests_total{${tenant}}[${rate}]))`, '{{route}}'))
+  .withPanel(graph('Requests by status class', 'Requests per second by status class, of the selected organizations.', 'reqps',
+    `sum by (status) (rate(assessd_http_requests_total{${tenant}}[${rate}]))`, '{{status}}'))
+  .withPanel(ratio('5xx ratio', 'Share of requests answered with 5xx, of the selected organizations (alert AssessdHighErrorRate at 2% of all).',
+    `assessd_http_requests_total{${tenant}, status="5xx"}`, `assessd_http_requests_total{${tenant}}`, 'job'))
+  .withPanel(ratio('Error ratio by route', 'Share of 4xx and 5xx answers by route, of the selected organizations.',
+    `assessd_http_requests_total{${tenant}, status=~"4xx|5xx"}`, `assessd_http_requests_total{${tenant}}`, 'route'))
   .withRow(new RowBuilder('Latency'))
   .withPanel(quantile('p95 latency by route', 'p95 request latency by route template.',
     'assessd_http_request_duration_seconds', `{${serve}}`, 'route', '{{route}}'))
@@ -119,8 +119,8 @@ const overview = dashboard('assessd-overview', 'assessd / Overview',
   .withPanel(graph('Requests by organization and route', 'Requests per second of the selected organizations by route.', 'reqps',
     `sum by (org, route) (rate(assessd_http_requests_total{${tenant}}[${rate}]) ${inRegion})`, '{{org}} {{route}}'))
   .withRow(new RowBuilder('Platform'))
-  .withPanel(graph('Idempotency keys', 'Requests sent with an Idempotency-Key by outcome: run (the key was new), replayed (a client resent a request that had answered), in_use (resent while it ran), reused (the key named another request), unanswered (the first request wrote, then its process died before it answered), invalid. Decisions 0178, 0179.', 'reqps',
-    `sum by (outcome) (rate(assessd_idempotency_keys_total{${serve}}[${rate}]))`, '{{outcome}}'))
+  .withPanel(graph('Idempotency keys', 'Requests of the selected organizations sent with an Idempotency-Key by outcome: run (the key was new), replayed (a client resent a request that had answered), in_use (resent while it ran), reused (the key named another request), unanswered (the first request wrote, then its process died before it answered), invalid. Decisions 0178, 0179.', 'reqps',
+    `sum by (outcome) (rate(assessd_idempotency_keys_total{${tenant}}[${rate}]))`, '{{outcome}}'))
   .withPanel(graph('Failed authentications', 'Rejected credentials by reason (alert AssessdCredentialGuessing).', 'reqps',
     `sum by (reason) (rate(assessd_auth_failures_total{${serve}}[${rate}]))`, '{{reason}}'))
   .withPanel(graph('Database pool', 'Connections in use and the pool size, by instance.', 'short',
@@ -130,14 +130,23 @@ const overview = dashboard('assessd-overview', 'assessd / Overview',
     .withTarget(query(`max by (instance) (assessd_credential_listener_up{${serve}})`, '{{instance}} credential listener').refId('B')));
 
 const worker = 'job="assessd-worker", region=~"$region"';
+// workerTenant keeps the selected organizations of the counters that carry
+// org; histograms, Temporal's and the AI provider's metrics do not.
+const workerTenant = `${worker}, org=~"$org"`;
 const grading = dashboard('assessd-grading', 'assessd / Grading by region',
-  'Grading throughput, failures and latency by AI region, the Temporal queues behind them, AI provider calls, grading files and answer-sheet scans.')
+  'Grading throughput, failures and latency by AI region, the Temporal queues behind them, AI provider calls, grading files, answer-sheet scans, exam generation and regeneration. The org variable filters the counters (results, files, scans, pages, generations, regenerations, webhook deliveries); latency histograms and Temporal\'s and the AI provider\'s metrics carry no org label and show every organization.')
   .withVariable(labelVariable('region', 'region', 'up{job="assessd-worker"}', 'Region'))
+  .withVariable(labelVariable('org', 'org', 'assessd_org_info{job="assessd-worker"}', 'Organization'))
   .withRow(new RowBuilder('Results'))
-  .withPanel(graph('Results finished', 'Results finished per second by region and outcome.', 'ops',
-    `sum by (region, outcome) (rate(assessd_grading_results_total{${worker}}[${rate}]))`, '{{region}} {{outcome}}'))
-  .withPanel(ratio('Failed results', 'Share of results that failed grading (alert AssessdGradingFailures at 10%).',
-    `assessd_grading_results_total{${worker}, outcome="failed"}`, `assessd_grading_results_total{${worker}}`, 'region'))
+  .withPanel(graph('Results finished', 'Results finished per second by region and outcome, of the selected organizations.', 'ops',
+    `sum by (region, outcome) (rate(assessd_grading_results_total{${workerTenant}}[${rate}]))`, '{{region}} {{outcome}}'))
+  .withPanel(ratio('Failed results', 'Share of results of the selected organizations that failed grading (alert AssessdGradingFailures at 10% of a region\'s).',
+    `assessd_grading_results_total{${workerTenant}, outcome="failed"}`, `assessd_grading_results_total{${workerTenant}}`, 'region'))
+  .withPanel(graph('Results finished by organization', 'Results finished per second by organization and outcome, named.', 'ops',
+    `sum by (org, name, outcome) (rate(assessd_grading_results_total{${workerTenant}}[${rate}]) * on (org) group_left (name) ` +
+    `group by (org, name) (assessd_org_info{job="assessd-worker", org=~"$org"}))`, '{{name}} ({{org}}) {{outcome}}'))
+  .withPanel(ratio('Failed results by organization', 'Share of results that failed grading, by organization.',
+    `assessd_grading_results_total{${workerTenant}, outcome="failed"}`, `assessd_grading_results_total{${workerTenant}}`, 'org'))
   .withPanel(quantile('Grading time p50', 'Submission to graded result, median, by region.',
     'assessd_grading_duration_seconds', `{${worker}}`, 'region', '{{region}}', 0.5))
   .withPanel(quantile('Grading time p95', 'Submission to graded result, p95, by region (alert AssessdGradingSlow at 5 minutes).',
@@ -158,8 +167,8 @@ const grading = dashboard('assessd-grading', 'assessd / Grading by region',
   .withPanel(ratio('AI call errors', 'Share of AI provider calls that failed, by region and provider (alert AssessdAIProviderErrors at 10%).',
     `assessd_ai_requests_total{${worker}, outcome!="ok"}`, `assessd_ai_requests_total{${worker}}`, 'region, provider'))
   .withRow(new RowBuilder('Files'))
-  .withPanel(graph('Grading files', 'Grading files fetched from the media CDN or skipped, by region and outcome.', 'ops',
-    `sum by (region, outcome) (rate(assessd_grading_files_total{${worker}}[${rate}]))`, '{{region}} {{outcome}}'))
+  .withPanel(graph('Grading files', 'Grading files of the selected organizations fetched from the media CDN or skipped, by region and outcome.', 'ops',
+    `sum by (region, outcome) (rate(assessd_grading_files_total{${workerTenant}}[${rate}]))`, '{{region}} {{outcome}}'))
   .withPanel(graph('Media fetches', 'Media CDN fetches by outcome.', 'ops',
     `sum by (region, outcome) (rate(assessd_media_fetches_total{${worker}}[${rate}]))`, '{{region}} {{outcome}}'))
   .withPanel(graph('Worker memory budget in use', 'Share of each worker\'s memory budget (ASSESSD_WORKER_MEMORY_BYTES) held by answer files, scan files and decoded pages; near 1, work waits its turn (decision 0174).', 'percentunit',
@@ -167,17 +176,22 @@ const grading = dashboard('assessd-grading', 'assessd / Grading by region',
   .withPanel(graph('Worker memory waits', 'Seconds per second that work spent waiting for the worker\'s memory budget, by region: sustained waiting means the budget, or the workers, are too small (alert AssessdWorkerMemoryWaits above 1).', 'short',
     `sum by (region) (rate(assessd_worker_memory_wait_seconds_total{${worker}}[${rate}]))`, '{{region}}'))
   .withRow(new RowBuilder('Answer-sheet scans'))
-  .withPanel(graph('Scans finished', 'Answer-sheet scans finished per second by region and outcome.', 'ops',
-    `sum by (region, outcome) (rate(assessd_scanning_scans_total{${worker}}[${rate}]))`, '{{region}} {{outcome}}'))
-  .withPanel(graph('Pages read', 'Scanned pages per second by region and outcome: read, or why a page belongs to nobody.', 'ops',
-    `sum by (region, outcome) (rate(assessd_scanning_pages_total{${worker}}[${rate}]))`, '{{region}} {{outcome}}'))
+  .withPanel(graph('Scans finished', 'Answer-sheet scans of the selected organizations finished per second by region and outcome.', 'ops',
+    `sum by (region, outcome) (rate(assessd_scanning_scans_total{${workerTenant}}[${rate}]))`, '{{region}} {{outcome}}'))
+  .withPanel(graph('Pages read', 'Scanned pages of the selected organizations per second by region and outcome: read, or why a page belongs to nobody.', 'ops',
+    `sum by (region, outcome) (rate(assessd_scanning_pages_total{${workerTenant}}[${rate}]))`, '{{region}} {{outcome}}'))
   .withPanel(quantile('Page read time p95', 'Time to read one page, vision model included, by region.',
     'assessd_scanning_page_duration_seconds', `{${worker}}`, 'region', '{{region}}'))
+  .withRow(new RowBuilder('Generation'))
+  .withPanel(graph('Exam generations finished', 'Exam generations of the selected organizations finished per second by region and outcome (ready, failed).', 'ops',
+    `sum by (region, outcome) (rate(assessd_exam_generations_total{${workerTenant}}[${rate}]))`, '{{region}} {{outcome}}'))
+  .withPanel(graph('Question regenerations finished', 'Question regenerations of the selected organizations finished per second by region and outcome (ready, failed).', 'ops',
+    `sum by (region, outcome) (rate(assessd_question_regenerations_total{${workerTenant}}[${rate}]))`, '{{region}} {{outcome}}'))
   .withRow(new RowBuilder('Webhooks'))
-  .withPanel(graph('Webhook deliveries', 'Webhook delivery attempts per second by region, event type and outcome (delivered, failed).', 'ops',
-    `sum by (region, event, outcome) (rate(assessd_webhook_deliveries_total{${worker}}[${rate}]))`, '{{region}} {{event}} {{outcome}}'))
+  .withPanel(graph('Webhook deliveries', 'Webhook delivery attempts of the selected organizations per second by region, event type and outcome (delivered, failed).', 'ops',
+    `sum by (region, event, outcome) (rate(assessd_webhook_deliveries_total{${workerTenant}}[${rate}]))`, '{{region}} {{event}} {{outcome}}'))
   .withPanel(ratio('Failed webhook deliveries by organization', 'Share of webhook attempts that failed, by organization: an integrator\'s endpoint is down.',
-    `assessd_webhook_deliveries_total{${worker}, outcome="failed"}`, `assessd_webhook_deliveries_total{${worker}}`, 'org'))
+    `assessd_webhook_deliveries_total{${workerTenant}, outcome="failed"}`, `assessd_webhook_deliveries_total{${workerTenant}}`, 'org'))
   .withPanel(quantile('Webhook delivery latency p95', 'Time from request to the endpoint\'s answer, p95, by region and outcome.',
     'assessd_webhook_delivery_duration_seconds', `{${worker}}`, 'region, outcome', '{{region}} {{outcome}}'));
 

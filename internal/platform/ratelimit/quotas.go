@@ -13,8 +13,9 @@ import (
 )
 
 // Quotas holds each organization to its request quota, which policyOf
-// decides (by plan). Policies are cached for a minute per process, so a
-// plan change takes effect within a minute without a lookup per request.
+// decides (by plan and the operator's override). Policies are cached for
+// PolicyTTL per process, so a plan or quota change takes effect on every
+// instance within a minute without a lookup per request.
 //
 // An instance leases an organization's tokens from the shared bucket,
 // several per Redis round trip when the organization is busy, and spends
@@ -57,12 +58,20 @@ const (
 	leaseMax  = 64
 )
 
-// Quotas returns the request quotas of organizations. When policyOf fails
-// (the database is down), fallback applies: a dependency outage must not
-// turn into wrong 429s.
-func (l *Limiter) Quotas(policyOf func(ctx context.Context, orgID string) (Limit, error), fallback Limit) *Quotas {
+// PolicyTTL is how long an instance keeps an organization's policy before
+// it asks policyOf again.
+const PolicyTTL = time.Minute
+
+// Quotas returns the request quotas of organizations, each policy kept for
+// ttl (0 means PolicyTTL; tests shorten it). When policyOf fails (the
+// database is down), fallback applies: a dependency outage must not turn
+// into wrong 429s.
+func (l *Limiter) Quotas(policyOf func(ctx context.Context, orgID string) (Limit, error), fallback Limit, ttl time.Duration) *Quotas {
+	if ttl == 0 {
+		ttl = PolicyTTL
+	}
 	return &Quotas{limiter: l, policyOf: policyOf, fallback: fallback,
-		orgs: expirable.NewLRU[string, *quota](10_000, nil, time.Minute)}
+		orgs: expirable.NewLRU[string, *quota](10_000, nil, ttl)}
 }
 
 // Take counts one request of orgID against its quota.

@@ -227,8 +227,8 @@ func TestQuotaLeases(t *testing.T) {
 	p := prefix(t)
 	lim := ratelimit.PerWindow("pro", 1000, time.Hour)
 	policy := func(context.Context, string) (ratelimit.Limit, error) { return lim, nil }
-	a := newLimiter(t, ratelimit.Options{Redis: countingRedis(t, &scripts), Prefix: p}).Quotas(policy, lim)
-	b := newLimiter(t, ratelimit.Options{Redis: countingRedis(t, &scripts), Prefix: p}).Quotas(policy, lim)
+	a := newLimiter(t, ratelimit.Options{Redis: countingRedis(t, &scripts), Prefix: p}).Quotas(policy, lim, 0)
+	b := newLimiter(t, ratelimit.Options{Redis: countingRedis(t, &scripts), Prefix: p}).Quotas(policy, lim, 0)
 	ctx := context.Background()
 	for i := range 500 {
 		if d := a.Take(ctx, "org_1"); !d.Allowed || d.Remaining > 1000-1-i {
@@ -270,7 +270,7 @@ func TestQuotaLeases(t *testing.T) {
 func TestSmallQuotasAreExact(t *testing.T) {
 	lim := ratelimit.PerWindow("free", 3, time.Minute)
 	q := newLimiter(t, ratelimit.Options{Redis: sharedRedis(t), Prefix: prefix(t)}).
-		Quotas(func(context.Context, string) (ratelimit.Limit, error) { return lim, nil }, lim)
+		Quotas(func(context.Context, string) (ratelimit.Limit, error) { return lim, nil }, lim, 0)
 	ctx := context.Background()
 	for i := range 3 {
 		if got := headers(q.Take(ctx, "o")).Get("RateLimit"); !strings.HasPrefix(got, `"free";r=`+strconv.Itoa(2-i)+";") {
