@@ -24,7 +24,6 @@ import (
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/internal/webhooks"
 	"github.com/assessd/assessd/internal/webhooks/event"
-	"github.com/assessd/assessd/observability"
 	"github.com/assessd/assessd/tenancy"
 	"github.com/assessd/assessd/workflows"
 	attemptworkflow "github.com/assessd/assessd/workflows/attempts"
@@ -55,10 +54,6 @@ type WorkerConfig struct {
 	// worker holds at once (decision 0174); the regions of one process
 	// share it. nil shares membudget.Worker. Its metrics go to Registry.
 	Memory *membudget.Budget
-	// OrgLabel maps an organization to its bounded metric label (the
-	// regions of one process share it); nil gives the worker a labeler of
-	// its own.
-	OrgLabel func(id string) string
 }
 
 // maxProviderCalls bounds a worker's calls in flight to its region's AI
@@ -103,9 +98,6 @@ func NewWorker(c client.Client, db *store.DB, cfg WorkerConfig) (worker.Worker, 
 	gen.Register(w)
 	registerRegeneration(w, db, content, cfg)
 	registerScanning(w, db, content, cfg)
-	if cfg.OrgLabel == nil {
-		cfg.OrgLabel = (&observability.OrgLabeler{}).Label
-	}
 	w.RegisterWorkflow(attemptworkflow.KeepDeadline)
 	deadlines := &attemptactivities.Activities{Attempts: newDelivery(db, content, cfg.Registry, cfg.OrgLabel), Region: cfg.Region}
 	deadlines.Register(w)
