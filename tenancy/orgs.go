@@ -57,6 +57,12 @@ func RequestsPerMinute(plan string) int {
 	return 300
 }
 
+// StudentRequestsPerMinute is the request quota of each student's own
+// credentials, counted apart from the organization's (decision 0192): an
+// exam saves every 10 s or so, 6 a minute, which leaves room for reads,
+// retries and a slow network many times over.
+const StudentRequestsPerMinute = 120
+
 // Org is an organization (workspace).
 type Org struct {
 	ID       string

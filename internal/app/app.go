@@ -249,6 +249,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 		// plan's quota applies: the outage must not turn into 429s.
 		Quotas: limiter.Quotas(planQuota(ten, perMinute),
 			ratelimit.PerWindow(tenancy.PlanEnterprise, perMinute(tenancy.PlanEnterprise), time.Minute), cfg.QuotaPolicyTTL),
+		StudentQuotas: limiter.Quotas(func(context.Context, string) (ratelimit.Limit, error) { return studentQuota, nil }, studentQuota, 0),
 		Pages: map[string]http.Handler{
 			"/.well-known/openid-configuration": idp.Handler(),
 			"/oauth/":                           idp.Handler(),
@@ -289,6 +290,9 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	return &App{Handler: h, Tenancy: ten, Assessment: content, Identity: idp, Media: files, Metrics: metrics, limiter: limiter,
 		webhooks: hooks, idempotencyKeys: keys, now: now, dispatcher: dispatcher}, nil
 }
+
+// studentQuota is each student's own request quota.
+var studentQuota = ratelimit.PerWindow("student", tenancy.StudentRequestsPerMinute, time.Minute)
 
 // planQuota returns each organization's request quota: the operator's
 // override or else its plan's requests per minute, under a policy named

@@ -130,6 +130,46 @@ func TestRequestQuotas(t *testing.T) {
 	}
 }
 
+// Students' own credentials count against a quota of each student's, not
+// the organization's (decision 0192): on exam day thousands of students
+// saving every few seconds leave the school's quota to its staff and
+// integrations, and a student whose client retries in a loop throttles
+// only themself.
+func TestStudentsHaveQuotasOfTheirOwn(t *testing.T) {
+	t.Parallel()
+	e := newEnvWithConfig(t, func(c *app.Config) { c.RequestsPerMinute = func(string) int { return 5 } })
+	tn := e.newTenant("US", "enterprise")
+	ctx := tenancy.WithCaller(context.Background(), tenancy.SystemCaller(tn.org.ID))
+	other, err := e.app.Tenancy.CreateUser(ctx, tenancy.NewUser{Email: "other@school.test", Name: "Other", Role: tenancy.RoleStudent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, otherKey, err := e.app.Tenancy.CreateAPIKey(ctx, other.ID, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	student := tn.keys[tenancy.RoleStudent]
+	for i := range tenancy.StudentRequestsPerMinute {
+		r := e.do("GET", "/me", student, nil).must(t, http.StatusOK)
+		if i == 0 && r.header.Get("RateLimit-Policy") != fmt.Sprintf(`"student";q=%d;w=60`, tenancy.StudentRequestsPerMinute) {
+			t.Fatalf("a student's RateLimit-Policy = %q", r.header.Get("RateLimit-Policy"))
+		}
+	}
+	r := e.do("GET", "/me", student, nil).must(t, http.StatusTooManyRequests)
+	if msg, _ := r.body["message"].(string); r.reason() != "RATE_LIMITED" || !strings.HasPrefix(msg, "your request quota") {
+		t.Fatalf("over a student's quota: %s", r.raw)
+	}
+	// Another student, and the organization's quota, are untouched.
+	e.do("GET", "/me", otherKey, nil).must(t, http.StatusOK)
+	for range 5 {
+		e.do("GET", "/me", tn.keys[tenancy.RoleTeacher], nil).must(t, http.StatusOK)
+	}
+	e.do("GET", "/me", tn.keys[tenancy.RoleTeacher], nil).must(t, http.StatusTooManyRequests)
+	if line := e.metricLine(`assessd_rate_limited_requests_total{limit="user_quota",org="` + tn.org.ID + `"}`); !strings.HasSuffix(line, " 1") {
+		t.Errorf("throttled student requests: %q", line)
+	}
+}
+
 // TestQuotaOverrideReachesEveryInstance: the operator's quota override,
 // written as assessd admin org update writes it, is what two instances
 // sharing the database enforce once their cached policy of the

@@ -23,19 +23,22 @@ type authenticator struct {
 	// with one credential, refilled at 10 a minute; beyond that that pair
 	// gets 429 until it refills.
 	failures *ratelimit.Failures
-	// quotas, when set, holds each organization to its plan's quota.
-	quotas *ratelimit.Quotas
+	// quotas, when set, holds each organization to its plan's quota;
+	// students, when set, each student to a quota of their own.
+	quotas, students *ratelimit.Quotas
 }
 
 func newAuthenticator(cfg Config, limiter *ratelimit.Limiter) *authenticator {
 	return &authenticator{credentials: cfg.Credentials, metrics: cfg.Metrics,
-		failures: limiter.Failures("api_auth_failures", 20, 10), quotas: cfg.Quotas}
+		failures: limiter.Failures("api_auth_failures", 20, 10), quotas: cfg.Quotas,
+		students: cfg.StudentQuotas}
 }
 
 // middleware resolves the bearer token to a tenancy.Caller and puts it in
 // the request context, or answers 401 (429 for an address that failed too
 // often with the credential, 503 when credentials cannot be checked), then
-// counts the request against its organization's quota.
+// counts the request against its organization's quota, or a student's
+// against their own.
 func (a *authenticator) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
@@ -63,18 +66,27 @@ func (a *authenticator) middleware(next http.Handler) http.Handler {
 			return
 		}
 		observability.Info(ctx).OrgID = caller.OrgID
-		if a.quotas != nil {
-			d := a.quotas.Take(ctx, caller.OrgID)
+		if quotas, subject, whose := a.quotaOf(caller); quotas != nil {
+			d := quotas.TakeFor(ctx, caller.OrgID, subject)
 			d.SetHeaders(w.Header())
 			if !d.Allowed {
 				api.WriteError(w, r, api.NewError(connect.CodeResourceExhausted, "RATE_LIMITED",
-					fmt.Sprintf("the organization's request quota (%d requests per %s) is used up; retry after %d seconds",
-						d.Limit.Rate, d.Limit.Period, ratelimit.RetryAfterSeconds(d.RetryAfter)), "", nil))
+					fmt.Sprintf("%s request quota (%d requests per %s) is used up; retry after %d seconds",
+						whose, d.Limit.Rate, d.Limit.Period, ratelimit.RetryAfterSeconds(d.RetryAfter)), "", nil))
 				return
 			}
 		}
 		next.ServeHTTP(w, r.WithContext(tenancy.WithCaller(ctx, caller)))
 	})
+}
+
+// quotaOf is the quota caller's request counts against, its subject, and
+// whose it is in words.
+func (a *authenticator) quotaOf(c *tenancy.Caller) (*ratelimit.Quotas, string, string) {
+	if c.Role == tenancy.RoleStudent && a.students != nil {
+		return a.students, "student:" + c.UserID, "your"
+	}
+	return a.quotas, c.OrgID, "the organization's"
 }
 
 // bearer reads the bearer token and picks the credential kind that

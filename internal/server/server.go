@@ -80,6 +80,11 @@ type Config struct {
 	// Quotas, when set, holds authenticated requests to their
 	// organization's quota.
 	Quotas *ratelimit.Quotas
+	// StudentQuotas, when set, holds a student's requests to a quota of
+	// their own instead of their organization's: ten thousand students
+	// taking an exam at once do not use up the school's quota, and one
+	// student's retries throttle only that student (decision 0192).
+	StudentQuotas *ratelimit.Quotas
 	// Idempotent, when set, wraps every authenticated API handler so that
 	// a POST or PATCH sent with an Idempotency-Key runs once (decision
 	// 0178).

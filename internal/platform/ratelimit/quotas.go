@@ -76,20 +76,31 @@ func (l *Limiter) Quotas(policyOf func(ctx context.Context, orgID string) (Limit
 
 // Take counts one request of orgID against its quota.
 func (q *Quotas) Take(ctx context.Context, orgID string) Decision {
-	e, ok := q.orgs.Get(orgID)
+	return q.TakeFor(ctx, orgID, orgID)
+}
+
+// TakeFor counts one request against subject's quota: an organization's,
+// or one of its users' (a student's, decision 0192) when the quotas are
+// per user; orgID labels the metrics.
+func (q *Quotas) TakeFor(ctx context.Context, orgID, subject string) Decision {
+	e, ok := q.orgs.Get(subject)
 	if !ok {
-		lim, err := q.policyOf(ctx, orgID)
-		e = &quota{key: "quota:" + orgID, limit: lim, size: 1}
+		lim, err := q.policyOf(ctx, subject)
+		e = &quota{key: "quota:" + subject, limit: lim, size: 1}
 		if err != nil {
-			slog.WarnContext(ctx, "request quota unknown; applying the fallback", "org", orgID, "err", err)
+			slog.WarnContext(ctx, "request quota unknown; applying the fallback", "org", orgID, "subject", subject, "err", err)
 			e.limit = q.fallback
 		} else {
-			q.orgs.Add(orgID, e)
+			q.orgs.Add(subject, e)
 		}
 	}
 	d := e.take(ctx, q.limiter)
 	if !d.Allowed {
-		q.limiter.Throttled(orgID, Limit{Name: "org_quota"})
+		name := "org_quota"
+		if subject != orgID {
+			name = "user_quota"
+		}
+		q.limiter.Throttled(orgID, Limit{Name: name})
 	}
 	return d
 }
