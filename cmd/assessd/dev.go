@@ -8,9 +8,14 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 
+	"github.com/assessd/assessd/internal/app"
+	"github.com/assessd/assessd/internal/assessment"
+	"github.com/assessd/assessd/internal/classes"
+	"github.com/assessd/assessd/internal/delivery"
 	"github.com/assessd/assessd/internal/devenv"
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/tenancy"
@@ -77,7 +82,7 @@ func dev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer stopWorkers()
-	demo, err := seedDemo(ctx, a.Tenancy, cfg.BaseURL)
+	demo, err := seedDemo(ctx, a.App, cfg.BaseURL)
 	if err != nil {
 		return fmt.Errorf("seed demo data: %w", err)
 	}
@@ -93,19 +98,41 @@ type demoUser struct {
 	Email    string `json:"email"`
 	Password string `json:"password"`
 	Role     string `json:"role"`
+	// APIKey is the user's own key: the teacher's manages the class and
+	// the assignment, the student's takes it.
+	APIKey string `json:"apiKey"`
 }
 
 type demoData struct {
-	URL    string     `json:"url"`
-	OrgID  string     `json:"orgId"`
+	URL   string `json:"url"`
+	OrgID string `json:"orgId"`
+	// APIKey is the owner's.
 	APIKey string     `json:"apiKey"`
 	Users  []demoUser `json:"users"`
+	// Class, Exam and Assignment are a class of the teacher and the
+	// student, an exam of three questions, and an assignment of it to the
+	// class, open for a week.
+	Class      demoThing `json:"class"`
+	Exam       demoThing `json:"exam"`
+	Assignment struct {
+		ID               string    `json:"id"`
+		OpensAt          time.Time `json:"opensAt"`
+		ClosesAt         time.Time `json:"closesAt"`
+		TimeLimitMinutes int       `json:"timeLimitMinutes"`
+	} `json:"assignment"`
+}
+
+type demoThing struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
 }
 
 // seedDemo creates a demo organization with an owner, a teacher and a
-// student (fresh random passwords each run) and an API key for the owner.
-func seedDemo(ctx context.Context, svc *tenancy.Service, baseURL string) (demoData, error) {
-	org, err := svc.CreateOrg(ctx, tenancy.NewOrg{Name: "Demo School", Country: "DE", Plan: tenancy.PlanPro})
+// student (fresh random passwords and API keys each run), a class of the
+// teacher and the student, an exam, and an assignment of the exam to the
+// class that is open now.
+func seedDemo(ctx context.Context, a *app.App, baseURL string) (demoData, error) {
+	org, err := a.Tenancy.CreateOrg(ctx, tenancy.NewOrg{Name: "Demo School", Country: "DE", Plan: tenancy.PlanPro})
 	if err != nil {
 		return demoData{}, err
 	}
@@ -124,14 +151,55 @@ func seedDemo(ctx context.Context, svc *tenancy.Service, baseURL string) (demoDa
 			return demoData{}, err
 		}
 		password := base64.RawURLEncoding.EncodeToString(pw)
-		user, err := svc.CreateUser(ctx, tenancy.NewUser{Email: u.email, Name: u.name, Role: u.role, Password: password})
+		user, err := a.Tenancy.CreateUser(ctx, tenancy.NewUser{Email: u.email, Name: u.name, Role: u.role, Password: password})
 		if err != nil {
 			return demoData{}, err
 		}
-		d.Users = append(d.Users, demoUser{ID: user.ID, Email: u.email, Password: password, Role: string(u.role)})
+		_, key, err := a.Tenancy.CreateAPIKey(ctx, user.ID, "demo")
+		if err != nil {
+			return demoData{}, err
+		}
+		d.Users = append(d.Users, demoUser{ID: user.ID, Email: u.email, Password: password, Role: string(u.role), APIKey: key})
 	}
-	if _, d.APIKey, err = svc.CreateAPIKey(ctx, d.Users[0].ID, "demo"); err != nil {
-		return demoData{}, err
+	d.APIKey = d.Users[0].APIKey
+	return d, seedDelivery(ctx, a, &d)
+}
+
+// seedDelivery adds the demo's class, exam and open assignment.
+func seedDelivery(ctx context.Context, a *app.App, d *demoData) error {
+	class, err := a.Classes.Create(ctx, classes.NewClass{Name: "Year 7 Maths"})
+	if err != nil {
+		return err
 	}
-	return d, nil
+	d.Class = demoThing{ID: class.ID, Name: class.Name}
+	for _, m := range []classes.NewMember{{UserID: d.Users[1].ID, Role: classes.RoleTeacher}, {UserID: d.Users[2].ID, Role: classes.RoleStudent}} {
+		if _, err := a.Classes.AddMember(ctx, class.ID, m); err != nil {
+			return err
+		}
+	}
+	exam, err := a.Assessment.CreateExam(ctx, assessment.NewExam{Name: "Fractions check", Language: "en", DurationMinutes: 20})
+	if err != nil {
+		return err
+	}
+	d.Exam = demoThing{ID: exam.ID, Name: exam.Name}
+	for _, q := range []assessment.NewQuestion{
+		{Type: assessment.TypeMultipleChoice, Prompt: "Which fraction equals 0.5?", Points: 2, Config: map[string]any{"options": []any{
+			map[string]any{"id": "a", "text": "1/3"}, map[string]any{"id": "b", "text": "1/2", "correct": true},
+			map[string]any{"id": "c", "text": "2/3"}}}},
+		{Type: assessment.TypeTrueFalse, Prompt: "2/4 is equal to 1/2.", Config: map[string]any{"correct": true}},
+		{Type: assessment.TypeNumeric, Prompt: "What is 3/4 as a decimal?", Config: map[string]any{"correct": 0.75, "tolerance": 0.001}},
+	} {
+		if _, err := a.Assessment.CreateQuestion(ctx, exam.ID, q); err != nil {
+			return err
+		}
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	asg, err := a.Delivery.CreateAssignment(ctx, delivery.NewAssignment{ExamID: exam.ID, ClassIDs: []string{class.ID},
+		OpensAt: now.Add(-time.Minute), ClosesAt: now.Add(7 * 24 * time.Hour), ShuffleOptions: true})
+	if err != nil {
+		return err
+	}
+	d.Assignment.ID, d.Assignment.OpensAt, d.Assignment.ClosesAt = asg.ID, asg.OpensAt, asg.ClosesAt
+	d.Assignment.TimeLimitMinutes = asg.TimeLimitMinutes
+	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/assessd/assessd/api/openapi"
 	"github.com/assessd/assessd/internal/assessment"
 	"github.com/assessd/assessd/internal/classes"
+	"github.com/assessd/assessd/internal/delivery"
 	"github.com/assessd/assessd/internal/embedflow"
 	"github.com/assessd/assessd/internal/generation"
 	"github.com/assessd/assessd/internal/idempotency"
@@ -91,7 +92,10 @@ type App struct {
 	Assessment *assessment.Service
 	Identity   *identity.Provider
 	// Media holds the uploaded answer files.
-	Media    *media.Files
+	Media *media.Files
+	// Classes holds rosters; Delivery assignments and attempts.
+	Classes  *classes.Service
+	Delivery *delivery.Service
 	Metrics  *observability.Metrics
 	limiter  *ratelimit.Limiter
 	webhooks *webhooks.Service
@@ -222,8 +226,9 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	scans := scanning.NewService(db, content, ten, media.NewFetcher(cdn, media.Options{}).OnCDN)
 	transfers := transfer.NewService(db, content)
 	attempts := newDelivery(db, content, metrics.Registry, metrics.Org)
+	rosters := classes.NewService(db)
 	apiHandler, err := api.NewHandler(api.Services{Tenancy: ten, Assessment: content, Generation: gen, Embed: embeds, AllowedClients: idp,
-		Regeneration: regen, Scans: scans, Transfers: transfers, Webhooks: hooks, Delivery: attempts, Classes: classes.NewService(db)})
+		Regeneration: regen, Scans: scans, Transfers: transfers, Webhooks: hooks, Delivery: attempts, Classes: rosters})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("api: %w", err), limiter.Close())
 	}
@@ -287,7 +292,8 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &App{Handler: h, Tenancy: ten, Assessment: content, Identity: idp, Media: files, Metrics: metrics, limiter: limiter,
+	return &App{Handler: h, Tenancy: ten, Assessment: content, Identity: idp, Media: files, Classes: rosters, Delivery: attempts,
+		Metrics: metrics, limiter: limiter,
 		webhooks: hooks, idempotencyKeys: keys, now: now, dispatcher: dispatcher}, nil
 }
 
