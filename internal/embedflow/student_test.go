@@ -265,7 +265,8 @@ func TestStudentExamPaged(t *testing.T) {
 // TestResultPageShowsTheGradeWhenGradingFinishes opens the results flow in
 // Chromium while the result is grading (no worker runs) and finishes it
 // 2.5 seconds later: the page, which has held one long poll since it
-// loaded, shows the grade within a second of the finish, without a reload.
+// loaded, shows the grade within a second of the finish, without a reload
+// or a Content-Security-Policy violation.
 func TestResultPageShowsTheGradeWhenGradingFinishes(t *testing.T) {
 	t.Parallel()
 	db := storetest.New(t)
@@ -295,6 +296,7 @@ func TestResultPageShowsTheGradeWhenGradingFinishes(t *testing.T) {
 		t.Fatal(err)
 	}
 	chrome := browsertest.NewChrome(t)
+	violations := browsertest.WatchCSP(t, chrome)
 	var status string
 	if err := chromedp.Run(chrome, chromedp.Navigate(srv.URL+"/embed/"+review.ID), chromedp.Text(`#status`, &status, chromedp.ByQuery)); err != nil || status != "(grading)" {
 		t.Fatalf("the page while grading: %q, %v", status, err)
@@ -319,6 +321,10 @@ func TestResultPageShowsTheGradeWhenGradingFinishes(t *testing.T) {
 		t.Fatalf("the page showed %q %s after grading finished", total, since)
 	}
 	t.Logf("the page showed the grade %s after grading finished", since)
+	// The poll's answer brings no style or script the page's CSP refuses.
+	for _, v := range violations() {
+		t.Errorf("CSP violation while polling: %s", v)
+	}
 }
 
 // TestDraftsAreBounded: a draft keeps an answer of up to 64 KiB (the most

@@ -10,9 +10,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 )
@@ -107,5 +110,40 @@ func CheckPage(t testing.TB, ctx context.Context, url, name string) {
 		if overflow {
 			t.Errorf("%s at %d px scrolls sideways", name, width)
 		}
+	}
+}
+
+// cspBinding is the function WatchCSP's listener calls in every page.
+const cspBinding = "assessdCSPViolation"
+
+// WatchCSP records, from now on, every Content-Security-Policy violation
+// the pages opened in ctx report (their securitypolicyviolation events,
+// through a binding that survives navigations and that no policy of the
+// page can block), and returns a function listing them as "directive:
+// blocked (sample) at source:line".
+func WatchCSP(t testing.TB, ctx context.Context) func() []string {
+	t.Helper()
+	var mu sync.Mutex
+	var seen []string
+	chromedp.ListenTarget(ctx, func(ev any) {
+		if b, ok := ev.(*runtime.EventBindingCalled); ok && b.Name == cspBinding {
+			mu.Lock()
+			seen = append(seen, b.Payload)
+			mu.Unlock()
+		}
+	})
+	listener := `addEventListener("securitypolicyviolation", e => ` + cspBinding + `(e.effectiveDirective + ": " + e.blockedURI +
+		" (" + e.sample + ") at " + e.sourceFile + ":" + e.lineNumber), true)`
+	err := chromedp.Run(ctx, runtime.AddBinding(cspBinding), chromedp.ActionFunc(func(ctx context.Context) error {
+		_, err := page.AddScriptToEvaluateOnNewDocument(listener).Do(ctx)
+		return err
+	}))
+	if err != nil {
+		t.Fatalf("watching CSP violations: %v", err)
+	}
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(seen)
 	}
 }
