@@ -68,8 +68,10 @@ var axe string
 var Widths = []int64{1280, 360, 320}
 
 // CheckPage opens url at each of Widths and fails t when axe-core reports
-// any WCAG 2.1 A/AA violation or the page scrolls sideways; it saves a
-// screenshot name-<width>.png of each. The page is left open at 1280 px.
+// any WCAG 2.1 A/AA violation or breach of its best practices (unique
+// landmarks, one main, headings in order, ...) or the page scrolls
+// sideways; it saves a screenshot name-<width>.png of each. The page is
+// left open at 1280 px.
 func CheckPage(t testing.TB, ctx context.Context, url, name string) {
 	t.Helper()
 	for _, width := range append(Widths[1:], Widths[0]) {
@@ -85,7 +87,7 @@ func CheckPage(t testing.TB, ctx context.Context, url, name string) {
 			chromedp.Navigate(url),
 			chromedp.WaitReady(`body`, chromedp.ByQuery),
 			chromedp.Evaluate(axe+";0", nil),
-			chromedp.Evaluate(`axe.run(document, {runOnly: {type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]}})
+			chromedp.Evaluate(`axe.run(document, {runOnly: {type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"]}})
 				.then(r => ({passes: r.passes.length,
 					violations: r.violations.map(v => v.id + " (" + v.help + "): " + v.nodes.map(n => n.target.join(" ")).join(", "))}))`,
 				&report, func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }),
