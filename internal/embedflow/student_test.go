@@ -291,7 +291,9 @@ func TestResultPageShowsTheGradeWhenGradingFinishes(t *testing.T) {
 	if err != nil || result.Status != assessment.StatusGrading {
 		t.Fatalf("submitted %+v, %v", result, err)
 	}
-	review, err := f.svc.Create(f.teacher, embedflow.NewSession{Flow: "student-results", ActorID: student, ResultID: result.ID})
+	// The host's font, which the frame does not have, and its primary colour.
+	review, err := f.svc.Create(f.teacher, embedflow.NewSession{Flow: "student-results", ActorID: student, ResultID: result.ID,
+		Look: embedflow.Look{Colors: embedflow.Colors{Primary: "#6b1f80"}, FontFamily: "Inter"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,6 +327,19 @@ func TestResultPageShowsTheGradeWhenGradingFinishes(t *testing.T) {
 	for _, v := range violations() {
 		t.Errorf("CSP violation while polling: %s", v)
 	}
+	// The score is in the primary colour, and the text falls back to a sans
+	// serif when the host's font is missing.
+	var percent, bar, font string
+	if err := chromedp.Run(chrome,
+		chromedp.Evaluate(`getComputedStyle(document.getElementById("percent")).color`, &percent),
+		chromedp.Evaluate(`getComputedStyle(document.querySelector(".results thead th")).borderBottomColor`, &bar),
+		chromedp.Evaluate(`getComputedStyle(document.body).fontFamily`, &font)); err != nil {
+		t.Fatal(err)
+	}
+	if percent != "rgb(107, 31, 128)" || bar != percent || !strings.HasPrefix(font, "Inter, system-ui, ") || !strings.HasSuffix(font, ", sans-serif") {
+		t.Errorf("the themed result page: percent in %q, table heads underlined in %q, font %q", percent, bar, font)
+	}
+	browsertest.CheckPage(t, chrome, srv.URL+"/embed/"+review.ID, "embed-student-results-graded")
 }
 
 // TestDraftsAreBounded: a draft keeps an answer of up to 64 KiB (the most
