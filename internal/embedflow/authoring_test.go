@@ -119,6 +119,7 @@ func TestAuthoringFlow(t *testing.T) {
 	}
 
 	ctx := browsertest.NewChrome(t)
+	violations := browsertest.WatchCSP(t, ctx)
 	browsertest.CheckPage(t, ctx, base, "embed-authoring")
 
 	// An edited, unsaved question makes leaving the page ask first; a
@@ -166,6 +167,10 @@ func TestAuthoringFlow(t *testing.T) {
 	}
 	if err != nil || fieldError == "" || !kept {
 		t.Fatalf("inline validation: %v, %q, in place %v", err, fieldError, kept)
+	}
+	// Nothing htmx swapped in (a saved card, a refused one) broke the CSP.
+	for _, v := range violations() {
+		t.Errorf("CSP violation while editing: %s", v)
 	}
 	browsertest.CheckPage(t, ctx, base+"?type=numeric", "embed-authoring-numeric")
 }

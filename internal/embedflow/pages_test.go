@@ -78,12 +78,13 @@ func TestGenerateExamPage(t *testing.T) {
 
 	ctx := browsertest.NewChrome(t)
 	browsertest.CheckPage(t, ctx, srv.URL+"/embed/"+sess.ID, "embed-generate-exam")
-	var subjectLabel, durationLabel, levelValue string
+	var subjectLabel, durationLabel, levelValue, font string
 	var levelVisible bool
 	var shot []byte
 	err = chromedp.Run(ctx,
 		chromedp.Navigate(srv.URL+"/embed/"+sess.ID),
 		chromedp.WaitVisible(`#subject`, chromedp.ByQuery),
+		chromedp.Evaluate(`getComputedStyle(document.body).fontFamily`, &font),
 		chromedp.Text(`label[for=subject]`, &subjectLabel, chromedp.ByQuery),
 		chromedp.Text(`label[for=durationMinutes]`, &durationLabel, chromedp.ByQuery),
 		chromedp.Evaluate(`!!document.querySelector('#studentLevel')`, &levelVisible),
@@ -94,6 +95,10 @@ func TestGenerateExamPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	browsertest.SaveArtifact(t, "embed-generate-exam.png", shot)
+	// Each platform's interface font, never the browser's serif default.
+	if !strings.HasPrefix(font, `system-ui, -apple-system, "Segoe UI", Roboto, `) || !strings.HasSuffix(font, ", sans-serif") {
+		t.Errorf("the page's font is %q", font)
+	}
 	if subjectLabel != "Course" || durationLabel != "Duration (minutes)" {
 		t.Fatalf("labels: subject %q (want the theme's Course), duration %q (want the default wording)", subjectLabel, durationLabel)
 	}

@@ -265,7 +265,8 @@ func TestStudentExamPaged(t *testing.T) {
 // TestResultPageShowsTheGradeWhenGradingFinishes opens the results flow in
 // Chromium while the result is grading (no worker runs) and finishes it
 // 2.5 seconds later: the page, which has held one long poll since it
-// loaded, shows the grade within a second of the finish, without a reload.
+// loaded, shows the grade within a second of the finish, without a reload
+// or a Content-Security-Policy violation.
 func TestResultPageShowsTheGradeWhenGradingFinishes(t *testing.T) {
 	t.Parallel()
 	db := storetest.New(t)
@@ -290,11 +291,14 @@ func TestResultPageShowsTheGradeWhenGradingFinishes(t *testing.T) {
 	if err != nil || result.Status != assessment.StatusGrading {
 		t.Fatalf("submitted %+v, %v", result, err)
 	}
-	review, err := f.svc.Create(f.teacher, embedflow.NewSession{Flow: "student-results", ActorID: student, ResultID: result.ID})
+	// The host's font, which the frame does not have, and its primary colour.
+	review, err := f.svc.Create(f.teacher, embedflow.NewSession{Flow: "student-results", ActorID: student, ResultID: result.ID,
+		Look: embedflow.Look{Colors: embedflow.Colors{Primary: "#6b1f80"}, FontFamily: "Inter"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	chrome := browsertest.NewChrome(t)
+	violations := browsertest.WatchCSP(t, chrome)
 	var status string
 	if err := chromedp.Run(chrome, chromedp.Navigate(srv.URL+"/embed/"+review.ID), chromedp.Text(`#status`, &status, chromedp.ByQuery)); err != nil || status != "(grading)" {
 		t.Fatalf("the page while grading: %q, %v", status, err)
@@ -319,6 +323,23 @@ func TestResultPageShowsTheGradeWhenGradingFinishes(t *testing.T) {
 		t.Fatalf("the page showed %q %s after grading finished", total, since)
 	}
 	t.Logf("the page showed the grade %s after grading finished", since)
+	// The poll's answer brings no style or script the page's CSP refuses.
+	for _, v := range violations() {
+		t.Errorf("CSP violation while polling: %s", v)
+	}
+	// The score is in the primary colour, and the text falls back to a sans
+	// serif when the host's font is missing.
+	var percent, bar, font string
+	if err := chromedp.Run(chrome,
+		chromedp.Evaluate(`getComputedStyle(document.getElementById("percent")).color`, &percent),
+		chromedp.Evaluate(`getComputedStyle(document.querySelector(".results thead th")).borderBottomColor`, &bar),
+		chromedp.Evaluate(`getComputedStyle(document.body).fontFamily`, &font)); err != nil {
+		t.Fatal(err)
+	}
+	if percent != "rgb(107, 31, 128)" || bar != percent || !strings.HasPrefix(font, "Inter, system-ui, ") || !strings.HasSuffix(font, ", sans-serif") {
+		t.Errorf("the themed result page: percent in %q, table heads underlined in %q, font %q", percent, bar, font)
+	}
+	browsertest.CheckPage(t, chrome, srv.URL+"/embed/"+review.ID, "embed-student-results-graded")
 }
 
 // TestDraftsAreBounded: a draft keeps an answer of up to 64 KiB (the most

@@ -36,9 +36,15 @@ const (
 	defaultAccent     = "#1f5fbf"
 	defaultText       = "#1d2430"
 	defaultBackground = "#ffffff"
-	defaultFont       = "system-ui, sans-serif"
-	defaultRadius     = 4
+	// defaultFont is each platform's interface font, then a generic family.
+	defaultFont   = `system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", "Noto Sans", "Liberation Sans", Arial, sans-serif`
+	defaultRadius = 6
 )
+
+// genericFonts are CSS's generic font families: a list holding one always
+// finds a font.
+var genericFonts = map[string]bool{"serif": true, "sans-serif": true, "monospace": true, "cursive": true, "fantasy": true, "system-ui": true,
+	"ui-serif": true, "ui-sans-serif": true, "ui-monospace": true, "ui-rounded": true, "math": true, "emoji": true, "fangsong": true}
 
 var (
 	hexColor   = regexp.MustCompile(`^#[0-9a-fA-F]{6}$`)
@@ -86,6 +92,33 @@ func (l Look) accent() string     { return or(l.Colors.Primary, defaultAccent) }
 func (l Look) text() string       { return or(l.Colors.Text, defaultText) }
 func (l Look) background() string { return or(l.Colors.Background, defaultBackground) }
 
+// accentText is the accent where it is text on the background (links,
+// figures, secondary buttons): the accent when it keeps 4.5:1 with the
+// background, which validateLook checks only against white, else the
+// text colour.
+func (l Look) accentText() string {
+	if contrast(l.accent(), l.background()) >= 4.5 {
+		return l.accent()
+	}
+	return l.text()
+}
+
+// font is the host's font list followed by defaultFont when it names no
+// generic family: the page is a document of its own, which the host's web
+// fonts do not reach, so a font the reader lacks would fall back to the
+// browser's serif.
+func (l Look) font() string {
+	if l.FontFamily == "" {
+		return defaultFont
+	}
+	for name := range strings.SplitSeq(l.FontFamily, ",") {
+		if genericFonts[strings.ToLower(strings.TrimSpace(name))] {
+			return l.FontFamily
+		}
+	}
+	return l.FontFamily + ", " + defaultFont
+}
+
 func or(s, fallback string) string {
 	if s == "" {
 		return fallback
@@ -113,8 +146,8 @@ func (l Look) CSS() template.CSS {
 		radius = *l.Radius
 	}
 	//nolint:gosec // every value was validated against a strict pattern (colours, font names, a number)
-	return template.CSS(fmt.Sprintf(":root{--accent:%s;--text:%s;--background:%s;--font:%s;--radius:%dpx}",
-		l.accent(), l.text(), l.background(), or(l.FontFamily, defaultFont), radius))
+	return template.CSS(fmt.Sprintf(":root{--accent:%s;--accent-text:%s;--text:%s;--background:%s;--font:%s;--radius:%dpx}",
+		l.accent(), l.accentText(), l.text(), l.background(), l.font(), radius))
 }
 
 // contrast is the WCAG contrast ratio of two #rrggbb colours.

@@ -26,7 +26,20 @@ func TestValidateLook(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if css := string(l.CSS()); !strings.Contains(css, "--accent:#6b1f80") || !strings.Contains(css, "--font:Noto Sans Arabic, sans-serif") || !strings.Contains(css, "--radius:4px") {
+	if css := string(l.CSS()); !strings.Contains(css, "--accent:#6b1f80") || !strings.Contains(css, "--font:Noto Sans Arabic, sans-serif") || !strings.Contains(css, "--radius:6px") {
+		t.Errorf("CSS %s", css)
+	}
+	// A font list without a generic family ends with the default stack, and
+	// an accent too dark on the background gives way to the text colour.
+	dark, err := validateLook(Look{Colors: Colors{Primary: "#1f5fbf", Text: "#f0f0f0", Background: "#101010"}, FontFamily: "Inter"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if css := string(dark.CSS()); !strings.Contains(css, `--font:Inter, system-ui, -apple-system, "Segoe UI", Roboto,`) || !strings.HasSuffix(css, "sans-serif;--radius:6px}") ||
+		!strings.Contains(css, "--accent:#1f5fbf;--accent-text:#f0f0f0;") {
+		t.Errorf("CSS of a dark theme with Inter: %s", css)
+	}
+	if css := string(l.CSS()); !strings.Contains(css, "--accent-text:#6b1f80;") {
 		t.Errorf("CSS %s", css)
 	}
 	if l.Dir() != "rtl" || l.Lang() != "ar-EG" || (Look{}).Dir() != "ltr" || (Look{Language: "he"}).Dir() != "rtl" {

@@ -18,7 +18,7 @@ var files embed.FS
 
 // framed is never executed: each framed page runs a clone bound to its
 // own CSP nonce (a template cannot be cloned once executed).
-var framed = template.Must(template.New("").Funcs(template.FuncMap{"nonce": func() string { return "" }, "dict": dict, "add": add}).ParseFS(files, "templates/*.html"))
+var framed = template.Must(template.New("").Funcs(template.FuncMap{"nonce": func() string { return "" }, "partial": func() bool { return false }, "dict": dict, "add": add}).ParseFS(files, "templates/*.html"))
 
 // dict passes several values to a nested template: dict "K" v "L" w.
 func dict(kv ...any) map[string]any {
@@ -44,6 +44,11 @@ func Render(w http.ResponseWriter, r *http.Request, status int, name string, dat
 // RenderFramed writes an embedded flow's page, which only frameAncestors
 // (origins) may frame. Its scripts and its one style element (the theme)
 // run only with the response's nonce: no inline script or style attribute.
+// An htmx request (HX-Request) is answered the page without its head and
+// foot (partial in the templates): htmx parses a whole document it is sent,
+// head included, and the head's style element, whose nonce is the
+// answer's and not the page's, is a violation of the page's policy
+// (decision 0188).
 func RenderFramed(w http.ResponseWriter, r *http.Request, status int, name string, data any, frameAncestors []string) {
 	ancestors := "'none'"
 	if len(frameAncestors) > 0 {
@@ -56,7 +61,8 @@ func RenderFramed(w http.ResponseWriter, r *http.Request, status int, name strin
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
 	}
-	t.Funcs(template.FuncMap{"nonce": func() string { return nonce }})
+	partial := r.Header.Get("HX-Request") == "true"
+	t.Funcs(template.FuncMap{"nonce": func() string { return nonce }, "partial": func() bool { return partial }})
 	src := "'self' 'nonce-" + nonce + "'"
 	render(w, r, t, status, name, data, "default-src 'none'; script-src "+src+"; style-src "+src+"; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors "+ancestors)
 }

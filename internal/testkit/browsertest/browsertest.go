@@ -10,9 +10,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 )
@@ -65,8 +68,10 @@ var axe string
 var Widths = []int64{1280, 360, 320}
 
 // CheckPage opens url at each of Widths and fails t when axe-core reports
-// any WCAG 2.1 A/AA violation or the page scrolls sideways; it saves a
-// screenshot name-<width>.png of each. The page is left open at 1280 px.
+// any WCAG 2.1 A/AA violation or breach of its best practices (unique
+// landmarks, one main, headings in order, ...) or the page scrolls
+// sideways; it saves a screenshot name-<width>.png of each. The page is
+// left open at 1280 px.
 func CheckPage(t testing.TB, ctx context.Context, url, name string) {
 	t.Helper()
 	for _, width := range append(Widths[1:], Widths[0]) {
@@ -82,7 +87,7 @@ func CheckPage(t testing.TB, ctx context.Context, url, name string) {
 			chromedp.Navigate(url),
 			chromedp.WaitReady(`body`, chromedp.ByQuery),
 			chromedp.Evaluate(axe+";0", nil),
-			chromedp.Evaluate(`axe.run(document, {runOnly: {type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]}})
+			chromedp.Evaluate(`axe.run(document, {runOnly: {type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"]}})
 				.then(r => ({passes: r.passes.length,
 					violations: r.violations.map(v => v.id + " (" + v.help + "): " + v.nodes.map(n => n.target.join(" ")).join(", "))}))`,
 				&report, func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }),
@@ -107,5 +112,40 @@ func CheckPage(t testing.TB, ctx context.Context, url, name string) {
 		if overflow {
 			t.Errorf("%s at %d px scrolls sideways", name, width)
 		}
+	}
+}
+
+// cspBinding is the function WatchCSP's listener calls in every page.
+const cspBinding = "assessdCSPViolation"
+
+// WatchCSP records, from now on, every Content-Security-Policy violation
+// the pages opened in ctx report (their securitypolicyviolation events,
+// through a binding that survives navigations and that no policy of the
+// page can block), and returns a function listing them as "directive:
+// blocked (sample) at source:line".
+func WatchCSP(t testing.TB, ctx context.Context) func() []string {
+	t.Helper()
+	var mu sync.Mutex
+	var seen []string
+	chromedp.ListenTarget(ctx, func(ev any) {
+		if b, ok := ev.(*runtime.EventBindingCalled); ok && b.Name == cspBinding {
+			mu.Lock()
+			seen = append(seen, b.Payload)
+			mu.Unlock()
+		}
+	})
+	listener := `addEventListener("securitypolicyviolation", e => ` + cspBinding + `(e.effectiveDirective + ": " + e.blockedURI +
+		" (" + e.sample + ") at " + e.sourceFile + ":" + e.lineNumber), true)`
+	err := chromedp.Run(ctx, runtime.AddBinding(cspBinding), chromedp.ActionFunc(func(ctx context.Context) error {
+		_, err := page.AddScriptToEvaluateOnNewDocument(listener).Do(ctx)
+		return err
+	}))
+	if err != nil {
+		t.Fatalf("watching CSP violations: %v", err)
+	}
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(seen)
 	}
 }
