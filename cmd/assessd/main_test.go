@@ -271,8 +271,10 @@ func TestDevCommand(t *testing.T) {
 		URL    string `json:"url"`
 		APIKey string `json:"apiKey"`
 		Users  []struct {
-			Email, Password, Role string
+			Email, Password, Role, APIKey string
 		} `json:"users"`
+		Class      struct{ ID string } `json:"class"`
+		Assignment struct{ ID string } `json:"assignment"`
 	}
 	if err := json.NewDecoder(out).Decode(&demo); err != nil {
 		t.Fatalf("dev printed no demo JSON: %v", err)
@@ -289,6 +291,21 @@ func TestDevCommand(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != http.StatusOK {
 		t.Fatalf("GET /me with the printed key: %d", res.StatusCode)
+	}
+	// The printed student takes the printed class's open assignment with
+	// their own key.
+	if demo.Class.ID == "" || len(demo.Users) < 3 || demo.Users[2].Role != "student" {
+		t.Fatalf("demo: %+v", demo)
+	}
+	req, _ = http.NewRequest("POST", demo.URL+"/assignments/"+demo.Assignment.ID+"/attempts", strings.NewReader("{}"))
+	req.Header.Set("Authorization", "Bearer "+demo.Users[2].APIKey)
+	req.Header.Set("Content-Type", "application/json")
+	if res, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("the demo student starting the demo assignment: %d", res.StatusCode)
 	}
 	cancel()
 	go func() { _, _ = io.Copy(io.Discard, out) }()
