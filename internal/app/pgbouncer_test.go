@@ -187,3 +187,81 @@ func call(e *env, method, path, key string, body, out any) error {
 	}
 	return json.Unmarshal(raw.Bytes(), out)
 }
+
+// TestAttemptServedAlternatelyBehindTransactionPooling: one student's
+// attempt is served by two instances in turn, both through a
+// transaction-pooling PgBouncer with two server connections, while a second
+// organization's student saves beside it. Every acknowledged save is
+// there, as the last value of its question with one revision per save, in
+// the order sent, and the submitted result holds the last values.
+func TestAttemptServedAlternatelyBehindTransactionPooling(t *testing.T) {
+	t.Parallel()
+	direct := storetest.NewURL(t)
+	pooled := storetest.PgBouncer(t, direct, 2)
+	ctx := context.Background()
+	open := func() *store.DB {
+		db, err := store.Open(ctx, pooled+"&pool_max_conns=4", store.WithDirectURL(direct))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(db.Close)
+		return db
+	}
+	instances := []*env{newEnvOn(t, open(), nil), newEnvOn(t, open(), nil)}
+	type taker struct {
+		tn       tenant
+		attempt  string
+		question []string
+	}
+	var takers []*taker
+	for _, country := range []string{"US", "DE"} {
+		tn := instances[0].newTenant(country, "enterprise")
+		teacher, student := tn.keys[tenancy.RoleTeacher], tn.keys[tenancy.RoleStudent]
+		exam := str(instances[0].do("POST", "/exams", teacher, map[string]any{"name": "Pooled", "language": "en"}).must(t, 200).body, "id")
+		tk := &taker{tn: tn}
+		for i := range 3 {
+			q := instances[0].do("POST", "/exams/"+exam+"/questions", teacher, map[string]any{"type": "numeric",
+				"prompt": fmt.Sprintf("Question %d?", i), "config": map[string]any{"correct": 29}}).must(t, 200).body
+			tk.question = append(tk.question, str(q, "id"))
+		}
+		now := time.Now().UTC()
+		asg := instances[1].do("POST", "/assignments", teacher, map[string]any{"examId": exam, "userIds": []string{tn.users[tenancy.RoleStudent].ID},
+			"opensAt": now.Add(-time.Minute).Format(time.RFC3339), "closesAt": now.Add(time.Hour).Format(time.RFC3339)}).must(t, 200).body
+		tk.attempt = str(instances[0].do("POST", "/assignments/"+str(asg, "id")+"/attempts", student, map[string]any{}).must(t, 200).body, "id")
+		takers = append(takers, tk)
+	}
+	const saves = 30 // per question
+	var wg sync.WaitGroup
+	for _, tk := range takers {
+		wg.Go(func() {
+			student := tk.tn.keys[tenancy.RoleStudent]
+			for n := range saves {
+				for qi, q := range tk.question {
+					r := instances[(n+qi)%2].do("PUT", "/attempts/"+tk.attempt+"/responses/"+q, student, map[string]any{"value": n})
+					if r.status != http.StatusOK || r.body["revision"] != float64(n+1) || r.body["value"] != float64(n) {
+						t.Errorf("save %d of %s on instance %d: %d %s", n, q, (n+qi)%2, r.status, r.raw)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for i, tk := range takers {
+		student := tk.tn.keys[tenancy.RoleStudent]
+		read := instances[i%2].do("GET", "/attempts/"+tk.attempt, student, nil).must(t, 200).body
+		for _, r := range read["responses"].([]any) {
+			resp := r.(map[string]any)
+			if resp["revision"] != float64(saves) || resp["value"] != float64(saves-1) {
+				t.Errorf("attempt %s: %v; want revision %d with value %d", tk.attempt, resp, saves, saves-1)
+			}
+		}
+		done := instances[(i+1)%2].do("POST", "/attempts/"+tk.attempt+"/submit", student, map[string]any{}).must(t, 200).body
+		res := instances[i%2].do("GET", "/results/"+str(done, "resultId"), student, nil).must(t, 200).body
+		for _, a := range res["answers"].([]any) {
+			if v := a.(map[string]any)["value"]; v != float64(saves-1) {
+				t.Errorf("result of %s: answer %v; want %d", tk.attempt, a, saves-1)
+			}
+		}
+	}
+}
