@@ -34,6 +34,7 @@ import (
 	"github.com/assessd/assessd/internal/ai"
 	"github.com/assessd/assessd/internal/app"
 	"github.com/assessd/assessd/internal/assessment"
+	"github.com/assessd/assessd/internal/delivery"
 	"github.com/assessd/assessd/internal/media"
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/internal/testkit/devenvtest"
@@ -254,6 +255,15 @@ func sendTraffic(t *testing.T, base string, a *app.App, tn tenant) {
 	for range 2 {
 		callWith(t, "POST", base+"/folders", tn.teacher, map[string]any{"name": "Term 1"}, http.StatusOK, http.Header{"Idempotency-Key": {"smoke-1"}})
 	}
+	// An exam taken as an assignment: started, saved, submitted.
+	asg, err := a.Delivery.CreateAssignment(tn.ctx, delivery.NewAssignment{ExamID: exam.ID, UserIDs: []string{tn.student},
+		OpensAt: time.Now().Add(-time.Minute), ClosesAt: time.Now().Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	attempt := call(t, "POST", base+"/assignments/"+asg.ID+"/attempts", tn.teacher, map[string]any{"userId": tn.student}, http.StatusOK)
+	call(t, "PUT", base+"/attempts/"+attempt["id"].(string)+"/responses/"+essay.ID, tn.teacher, map[string]any{"value": "Light."}, http.StatusOK)
+	call(t, "POST", base+"/attempts/"+attempt["id"].(string)+"/submit", tn.teacher, map[string]any{}, http.StatusOK)
 	session := call(t, "POST", base+"/embed-sessions", tn.teacher, map[string]any{"flow": "student-exam", "actor": tn.student, "examId": exam.ID}, http.StatusOK)
 	call(t, "GET", base+"/embed/"+session["id"].(string), "", nil, http.StatusOK)
 

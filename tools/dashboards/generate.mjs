@@ -118,6 +118,15 @@ const overview = dashboard('assessd-overview', 'assessd / Overview',
     .withTarget(query('group by (org, name, plan, ai_region) (assessd_org_info{org=~"$org", ai_region=~"$region"})', '').instant()))
   .withPanel(graph('Requests by organization and route', 'Requests per second of the selected organizations by route.', 'reqps',
     `sum by (org, route) (rate(assessd_http_requests_total{${tenant}}[${rate}]) ${inRegion})`, '{{org}} {{route}}'))
+  .withRow(new RowBuilder('Test delivery'))
+  .withPanel(graph('Attempts started', 'Attempts of assignments started per second, of the selected organizations (decision 0192).', 'ops',
+    `sum by (org) (rate(assessd_attempts_started_total{${tenant}}[${rate}]))`, '{{org}}'))
+  .withPanel(graph('Attempt saves', 'Saves of attempt responses per second by outcome, of the selected organizations: saved (committed), closed (after deadline + grace or once submitted), refused (bad input, a stale expectedRevision), notfound.', 'ops',
+    `sum by (outcome) (rate(assessd_attempt_saves_total{${tenant}}[${rate}]))`, '{{outcome}}'))
+  .withPanel(quantile('Save latency p99', 'Time to commit a save of an attempt response, p99, by instance.',
+    'assessd_attempt_save_duration_seconds', `{${serve}}`, 'instance', '{{instance}}', 0.99))
+  .withPanel(graph('Attempts finished', 'Attempts submitted or discarded per second, of the selected organizations, by status and by whom: student, staff, or system when the deadline closed them (the deadline workflow on the workers).', 'ops',
+    `sum by (status, by) (rate(assessd_attempts_finished_total{job=~"assessd-serve|assessd-worker", org=~"$org"}[${rate}]))`, '{{status}} by {{by}}'))
   .withRow(new RowBuilder('Platform'))
   .withPanel(graph('Idempotency keys', 'Requests of the selected organizations sent with an Idempotency-Key by outcome: run (the key was new), replayed (a client resent a request that had answered), in_use (resent while it ran), reused (the key named another request), unanswered (the first request wrote, then its process died before it answered), invalid. Decisions 0178, 0179.', 'reqps',
     `sum by (outcome) (rate(assessd_idempotency_keys_total{${tenant}}[${rate}]))`, '{{outcome}}'))
