@@ -46,7 +46,7 @@ func (builtin) RegenerateQuestion(_ context.Context, req RegenerateRequest) (Reg
 	step := 1 + seed%5
 	prompt, delta := varyArithmetic(req.Prompt, strings.ToLower(req.Instructions), step, config)
 	if options, ok := config["options"].([]any); ok && len(options) > 1 {
-		config["options"] = varyOptions(options, 1+seed%(len(options)-1), delta, step)
+		config["options"] = varyOptions(options, 1+seed%(len(options)-1), delta)
 	}
 	book, hasBook := phrasebookOf(req.Language)
 	if r := registerOf(req.Instructions); hasBook && r != registerPlain {
@@ -175,17 +175,11 @@ func apply(a int, op string, b int) int {
 
 // varyOptions rotates options by turn. When the prompt's numbers moved by
 // delta, numeric option texts move with them, so the correct one stays
-// correct; otherwise numbers in distractors move by step, unless that
-// would repeat another option's text.
-func varyOptions(options []any, turn, delta, step int) []any {
+// correct. Otherwise their numbers stay: without knowing what the question
+// asks, a distractor's moved number could be right ("which is prime?",
+// 4 becoming 5), so only the order changes.
+func varyOptions(options []any, turn, delta int) []any {
 	out := make([]any, len(options))
-	texts := map[string]bool{}
-	for _, o := range options {
-		if m, ok := o.(map[string]any); ok {
-			t, _ := m["text"].(string)
-			texts[t] = true
-		}
-	}
 	for i, o := range options {
 		m, ok := o.(map[string]any)
 		if !ok {
@@ -193,23 +187,11 @@ func varyOptions(options []any, turn, delta, step int) []any {
 			continue
 		}
 		m = copyConfig(m)
-		text, _ := m["text"].(string)
-		correct, _ := m["correct"].(bool)
-		shift := step
-		switch {
-		case delta != 0:
-			shift = delta
-		case correct:
-			shift = 0
-		}
-		if shift != 0 {
-			moved := integer.ReplaceAllStringFunc(text, func(s string) string {
+		if text, _ := m["text"].(string); delta != 0 {
+			m["text"] = integer.ReplaceAllStringFunc(text, func(s string) string {
 				n, _ := strconv.Atoi(s)
-				return strconv.Itoa(max(0, n+shift))
+				return strconv.Itoa(max(0, n+delta))
 			})
-			if delta != 0 || !texts[moved] {
-				m["text"] = moved
-			}
 		}
 		out[(i+turn)%len(options)] = m
 	}

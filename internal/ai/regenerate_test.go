@@ -63,6 +63,32 @@ func TestBuiltinRegenerateVariesNumbersAndOptions(t *testing.T) {
 	}
 }
 
+// A choice question without arithmetic keeps its options' texts: a moved
+// number in a distractor could make it right ("which is prime?", 4 to 5).
+func TestBuiltinRegenerateKeepsNumbersItCannotCheck(t *testing.T) {
+	req := ai.RegenerateRequest{QuestionType: "multiple_choice", ConfigSchema: map[string]any{"type": "object"},
+		Prompt: "Which number is prime?", Points: 1, Language: "en", Config: map[string]any{"options": []any{
+			map[string]any{"id": "a", "text": "4", "correct": false},
+			map[string]any{"id": "b", "text": "7", "correct": true},
+			map[string]any{"id": "c", "text": "9", "correct": false},
+			map[string]any{"id": "d", "text": "6", "correct": false}}}}
+	for _, instructions := range []string{"", "harder", "for younger students"} {
+		req.Instructions = instructions
+		got, err := ai.NewBuiltin().RegenerateQuestion(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		texts := map[string]string{}
+		for _, o := range got.Config["options"].([]any) {
+			m := o.(map[string]any)
+			texts[m["id"].(string)] = m["text"].(string)
+		}
+		if want := map[string]string{"a": "4", "b": "7", "c": "9", "d": "6"}; !reflect.DeepEqual(texts, want) {
+			t.Errorf("instructions %q: option texts %v; want %v, only reordered", instructions, texts, want)
+		}
+	}
+}
+
 func TestRegenerateRejectsLongInstructions(t *testing.T) {
 	req := ai.RegenerateRequest{Prompt: "p", ConfigSchema: numericSchema, Points: 1, Instructions: strings.Repeat("x", ai.MaxInstructionsLength+1)}
 	if _, err := ai.NewBuiltin().RegenerateQuestion(context.Background(), req); !errors.Is(err, ai.ErrInvalidRequest) {
