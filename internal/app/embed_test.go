@@ -33,7 +33,8 @@ func TestEmbedSessionsAPI(t *testing.T) {
 	}
 	page, _ := io.ReadAll(res.Body)
 	res.Body.Close()
-	if !strings.Contains(string(page), "--accent:#6b1f80;--text:#202020;--background:#fffdf5") || !strings.Contains(string(page), "--radius:8px") {
+	if !strings.Contains(string(page), "--accent:#6b1f80;") || !strings.Contains(string(page), "--text:#202020;--background:#fffdf5") ||
+		!strings.Contains(string(page), "--radius:8px") {
 		t.Fatal("the page does not carry theme.colors and theme.radius")
 	}
 	for field, colors := range map[string]map[string]any{

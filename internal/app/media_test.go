@@ -17,6 +17,7 @@ import (
 
 	"github.com/assessd/assessd/internal/app"
 	"github.com/assessd/assessd/internal/media"
+	"github.com/assessd/assessd/internal/platform/ids"
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/internal/testkit/storetest"
 	"github.com/assessd/assessd/tenancy"
@@ -272,7 +273,9 @@ func TestUnattachedUploadsAreSwept(t *testing.T) {
 }
 
 // TestUploadsNamedBeforeTheSweepStay: migration 028 attaches the files
-// that answers stored before it name, so the first sweep leaves them.
+// that answers stored before it name, so the first sweep leaves them. The
+// data is written as the schema of migration 027 held it, by SQL: today's
+// code needs today's schema.
 func TestUploadsNamedBeforeTheSweepStay(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -280,34 +283,48 @@ func TestUploadsNamedBeforeTheSweepStay(t *testing.T) {
 	if err := store.MigrateTo(ctx, url, 27); err != nil {
 		t.Fatal(err)
 	}
-	e := newEnvAt(t, url)
-	tn := e.newTenant("US", "pro")
-	teacher := tn.keys[tenancy.RoleTeacher]
-	exam, q := e.fileUploadExam(teacher)
-	// Today's uploads need today's schema: the files are stored as that of
-	// migration 027 held them.
 	owner, err := pgx.Connect(ctx, url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { owner.Close(ctx) })
-	stored := func(text string) string {
-		id := "med_" + strings.Repeat(text[:1], 32)
-		if _, err := owner.Exec(ctx, `INSERT INTO media_files (id, org_id, name, content_type, content, uploaded_by)
-			VALUES ($1, $2, 'notes.txt', 'text/plain; charset=utf-8', $3, $4)`, id, tn.org.ID, []byte(text), tn.users[tenancy.RoleTeacher].ID); err != nil {
-			t.Fatal(err)
+	org, teacher, student := ids.New(ids.Org), ids.New(ids.User), ids.New(ids.User)
+	exam, question, result := ids.New(ids.Exam), ids.New(ids.Question), ids.New(ids.Result)
+	fileID := func(text string) string { return "med_" + strings.Repeat(text[:1], 32) }
+	named, unnamed := fileID("named"), fileID("unnamed")
+	for _, stmt := range []struct {
+		sql  string
+		args []any
+	}{
+		{`INSERT INTO orgs (id, name, country, plan, ai_region) VALUES ($1, 'School', 'US', 'pro', 'global')`, []any{org}},
+		{`INSERT INTO users (id, org_id, email, name, role) VALUES ($1, $3, 't@school.test', 'T', 'teacher'), ($2, $3, 's@school.test', 'S', 'student')`,
+			[]any{teacher, student, org}},
+		{`INSERT INTO exams (id, org_id, name, language) VALUES ($1, $2, 'Uploads', 'en')`, []any{exam, org}},
+		{`INSERT INTO questions (id, org_id, exam_id, position, builtin_type, prompt, points) VALUES ($1, $2, $3, 1, 'file_upload', 'Upload.', 1)`,
+			[]any{question, org, exam}},
+		{`INSERT INTO media_files (id, org_id, name, content_type, content, uploaded_by)
+		  VALUES ($1, $3, 'notes.txt', 'text/plain; charset=utf-8', 'named', $4), ($2, $3, 'notes.txt', 'text/plain; charset=utf-8', 'unnamed', $4)`,
+			[]any{named, unnamed, org, teacher}},
+		{`INSERT INTO results (id, org_id, exam_id, user_id, status, max_score, region) VALUES ($1, $2, $3, $4, 'grading', 1, 'global')`,
+			[]any{result, org, exam, student}},
+		{`INSERT INTO result_answers (result_id, question_id, org_id, exam_id, position, files, status, max_score)
+		  VALUES ($1, $2, $3, $4, 1, $5::jsonb, 'pending', 1)`,
+			[]any{result, question, org, exam, `["https://assessd.example/media/` + named + `/notes.txt"]`}},
+	} {
+		if _, err := owner.Exec(ctx, stmt.sql, stmt.args...); err != nil {
+			t.Fatalf("%s: %v", stmt.sql, err)
 		}
-		return e.srv.URL + "/media/" + id + "/notes.txt"
 	}
-	named, unnamed := stored("named"), stored("unnamed")
-	e.submitFiles(teacher, exam, q, tn.users[tenancy.RoleStudent].ID, named)
 	if err := store.Migrate(ctx, url); err != nil {
 		t.Fatal(err)
 	}
+	e := newEnvAt(t, url)
 	if err := e.app.Media.SweepUnattached(ctx, time.Now().Add(media.UnattachedRetention+time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	if n, u := served(t, named), served(t, unnamed); n != http.StatusOK || u != http.StatusNotFound {
+	n := served(t, e.srv.URL+"/media/"+named+"/notes.txt")
+	u := served(t, e.srv.URL+"/media/"+unnamed+"/notes.txt")
+	if n != http.StatusOK || u != http.StatusNotFound {
 		t.Fatalf("after the migration's first sweep: the named file %d, the unnamed one %d; want 200 and 404", n, u)
 	}
 }

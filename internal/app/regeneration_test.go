@@ -410,7 +410,7 @@ func TestRegenerationNeverProposesTheQuestionUnchanged(t *testing.T) {
 	if len(same.requests()) != 1 {
 		t.Fatalf("the provider was asked %d times", len(same.requests()))
 	}
-	waitMetric(t, e, `assessd_question_regenerations_total{outcome="failed",region="eu"}`, func(v float64) bool { return v == 1 })
+	waitMetric(t, e, `assessd_question_regenerations_total{org="`+eu.org.ID+`",outcome="failed",region="eu"}`, func(v float64) bool { return v == 1 })
 }
 
 // TestGradingUsesTheAnsweredRevision edits an AI-graded question while its
