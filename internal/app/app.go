@@ -216,6 +216,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	scans := scanning.NewService(db, content, ten, media.NewFetcher(cdn, media.Options{}).OnCDN)
 	transfers := transfer.NewService(db, content)
 	attempts := newDelivery(db, content, metrics.Registry, metrics.Org)
+	embeds.Attempts = attempts
 	apiHandler, err := api.NewHandler(api.Services{Tenancy: ten, Assessment: content, Generation: gen, Embed: embeds, AllowedClients: idp,
 		Regeneration: regen, Scans: scans, Transfers: transfers, Webhooks: hooks, Delivery: attempts})
 	if err != nil {
