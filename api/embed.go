@@ -16,7 +16,7 @@ var _ assessdv1connect.EmbedServiceHandler = embedServer{}
 
 func (s embedServer) CreateEmbedSession(ctx context.Context, req *connect.Request[v1.CreateEmbedSessionRequest]) (*connect.Response[v1.EmbedSession], error) {
 	m := req.Msg
-	in := embedflow.NewSession{Flow: m.Flow, ActorID: m.Actor, ExamID: m.ExamId, ResultID: m.ResultId,
+	in := embedflow.NewSession{Flow: m.Flow, ActorID: m.Actor, ExamID: m.ExamId, ResultID: m.ResultId, AssignmentID: m.AssignmentId,
 		Presets: fromStruct(m.Presets), ExpiresIn: m.ExpiresIn, AllowedOrigins: m.AllowedOrigins}
 	if m.Theme != nil {
 		t := m.Theme

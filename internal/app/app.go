@@ -227,6 +227,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	transfers := transfer.NewService(db, content)
 	attempts := newDelivery(db, content, metrics.Registry, metrics.Org)
 	rosters := classes.NewService(db)
+	embeds.Attempts = attempts
 	apiHandler, err := api.NewHandler(api.Services{Tenancy: ten, Assessment: content, Generation: gen, Embed: embeds, AllowedClients: idp,
 		Regeneration: regen, Scans: scans, Transfers: transfers, Webhooks: hooks, Delivery: attempts, Classes: rosters})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/assessd/assessd/tenancy"
 )
@@ -65,6 +66,59 @@ func TestEmbedSessionsAPI(t *testing.T) {
 		"actor": tn.users[tenancy.RoleTeacher].ID}).must(t, http.StatusForbidden)
 	if res, _ := http.Get(e.srv.URL + "/embed/emb_" + strings.Repeat("c", 32)); res == nil || res.StatusCode != http.StatusNotFound {
 		t.Fatal("an unknown session does not answer 404")
+	}
+}
+
+// TestEmbedSessionOfAnAssignment: POST /embed-sessions takes assignmentId
+// for the student-exam flow; the page is the student's attempt, whose
+// saves are the attempt's responses. An assignment not given to the actor,
+// a student of another organization and another exam than the
+// assignment's are refused.
+func TestEmbedSessionOfAnAssignment(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tn, other := e.newTenant("US", "pro"), e.newTenant("DE", "pro")
+	teacher, student := tn.keys[tenancy.RoleTeacher], tn.users[tenancy.RoleStudent].ID
+	exam := str(e.do("POST", "/exams", teacher, map[string]any{"name": "Quiz", "language": "en"}).must(t, http.StatusOK).body, "id")
+	q := str(e.do("POST", "/exams/"+exam+"/questions", teacher, map[string]any{"type": "true_false", "prompt": "Water is wet.",
+		"points": 1, "config": map[string]any{"correct": true}}).must(t, http.StatusOK).body, "id")
+	asg := str(e.do("POST", "/assignments", teacher, map[string]any{"examId": exam, "userIds": []string{student},
+		"opensAt": time.Now().Add(-time.Minute).Format(time.RFC3339), "closesAt": time.Now().Add(time.Hour).Format(time.RFC3339)}).
+		must(t, http.StatusOK).body, "id")
+	id := e.embedSession(teacher, map[string]any{"flow": "student-exam", "actor": student, "assignmentId": asg})
+	res, err := http.PostForm(e.srv.URL+"/embed/"+id+"/answers", url.Values{"shown": {q}, q: {"true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || !strings.Contains(string(page), "Water is wet.") || !strings.Contains(string(page), `value="true" checked`) {
+		t.Fatalf("the attempt page after a save: %d %s", res.StatusCode, page)
+	}
+	attempts := e.do("GET", "/assignments/"+asg+"/attempts", teacher, nil).must(t, http.StatusOK).body["attempts"].([]any)
+	att := str(attempts[0].(map[string]any), "id")
+	responses := e.do("GET", "/attempts/"+att, tn.keys[tenancy.RoleStudent], nil).must(t, http.StatusOK).body["responses"].([]any)
+	if len(attempts) != 1 || len(responses) != 1 || responses[0].(map[string]any)["value"] != true {
+		t.Fatalf("attempts %v, responses %v", attempts, responses)
+	}
+
+	e.do("POST", "/embed-sessions", teacher, map[string]any{"flow": "student-exam", "actor": other.users[tenancy.RoleStudent].ID,
+		"assignmentId": asg}).must(t, http.StatusNotFound)
+	admin := tn.users[tenancy.RoleAdmin].ID
+	if r := e.do("POST", "/embed-sessions", teacher, map[string]any{"flow": "student-exam", "actor": admin,
+		"assignmentId": asg}).must(t, http.StatusBadRequest); r.field() != "actor" {
+		t.Fatalf("an admin as the student: %s", r.raw)
+	}
+	unassigned := str(e.do("POST", "/users", tn.keys[tenancy.RoleAdmin], map[string]any{"email": "new@x.test", "name": "New",
+		"role": "student"}).must(t, http.StatusOK).body, "id")
+	if r := e.do("POST", "/embed-sessions", teacher, map[string]any{"flow": "student-exam", "actor": unassigned,
+		"assignmentId": asg}).must(t, http.StatusBadRequest); r.field() != "assignmentId" {
+		t.Fatalf("an assignment not given to the actor: %s", r.raw)
+	}
+	another := str(e.do("POST", "/exams", teacher, map[string]any{"name": "Other", "language": "en"}).must(t, http.StatusOK).body, "id")
+	if r := e.do("POST", "/embed-sessions", teacher, map[string]any{"flow": "student-exam", "actor": student, "examId": another,
+		"assignmentId": asg}).must(t, http.StatusBadRequest); r.field() != "examId" {
+		t.Fatalf("another exam than the assignment's: %s", r.raw)
 	}
 }
 

@@ -281,6 +281,26 @@ func (s *Service) loadAssignment(ctx context.Context, q store.Querier, id, stude
 	return a, nil
 }
 
+// AssignedExam returns the exam of assignment id and whether the
+// assignment is given to student. Like assessment.ExamExists it serves
+// another service acting for an already authorized caller (an embed
+// session being created) and checks no permission itself; an assignment
+// of another organization is not found.
+func (s *Service) AssignedExam(ctx context.Context, id, student string) (examID string, given bool, err error) {
+	if !ids.Valid(ids.Assignment, id) {
+		return "", false, errs.Invalid("assignmentId", "must be an assignment id (asg_...)")
+	}
+	err = s.db.Q(ctx).QueryRow(ctx, `SELECT a.exam_id, `+assignedSQL("$2")+` FROM assignments a
+		 WHERE a.org_id = app_org_id() AND a.id = $1`, id, student).Scan(&examID, &given)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, errs.NotFound("assignment")
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("assigned exam: %w", err)
+	}
+	return examID, given, nil
+}
+
 // studentOf is the user whose assignments and attempts the caller may
 // see: their own for a student, "" (all of the organization) for staff.
 func studentOf(c *tenancy.Caller) string {

@@ -249,14 +249,14 @@ func (s *Service) Attempt(ctx context.Context, id string) (Attempt, error) {
 // sees them, and its saved responses. A question deleted since the start
 // is left out; one added since is not part of the attempt.
 func (s *Service) withContent(ctx context.Context, a Attempt) (Attempt, error) {
-	_, sheet, err := s.content.Sheet(ctx, a.ExamID)
+	exam, sheet, err := s.content.Sheet(ctx, a.ExamID)
 	if errs.Is(err, errs.KindNotFound) {
 		sheet, err = nil, nil // the exam is being deleted with the attempt
 	}
 	if err != nil {
 		return Attempt{}, err
 	}
-	a.Questions = ordered(a, sheet)
+	a.ExamName, a.Questions = exam.Name, ordered(a, sheet)
 	rows, err := s.db.Q(ctx).Query(ctx, `SELECT question_id, value, files, saved_at, revision FROM attempt_responses
 		 WHERE org_id = app_org_id() AND attempt_id = $1`, a.ID)
 	if err != nil {

@@ -132,8 +132,9 @@ type Attempt struct {
 	SubmittedAt  time.Time
 	SubmittedBy  string
 	ResultID     string
-	// Questions (in the attempt's order) and Responses are read by
-	// Attempt, not by lists.
+	// ExamName, Questions (in the attempt's order) and Responses are read
+	// by Attempt, not by lists.
+	ExamName  string
 	Questions []assessment.SheetQuestion
 	Responses []Response
 	// Seed, QuestionIDs and ShuffleOptions fix the attempt's order.

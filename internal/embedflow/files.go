@@ -41,8 +41,8 @@ type filesView struct {
 	// Swapped marks the list answered to an upload or removal: its file
 	// input takes the focus the replaced button had.
 	Swapped bool
-	// removed are the files taken out of the list, deleted once the draft
-	// without them is saved.
+	// removed are the files taken out of the list, deleted once the answers
+	// without them are kept.
 	removed []string
 }
 
@@ -73,7 +73,7 @@ func (s *Service) fileRoutes(mux *http.ServeMux) {
 }
 
 // uploadFile stores one file (a multipart part named "file") of a file
-// question's answer and adds its URL to the draft; htmx swaps in the
+// question's answer and adds its URL to the saved answers; htmx swaps in the
 // updated list, and without JavaScript the exam page is shown again.
 func (s *Service) uploadFile(w http.ResponseWriter, r *http.Request) {
 	// The whole request: the file at its limit and room for the form.
@@ -130,13 +130,14 @@ func (s *Service) removeFile(w http.ResponseWriter, r *http.Request) {
 }
 
 // changeFiles runs change, acting as the session's actor, on the files of the session's question
-// {question}, saves the draft unless change answers an error message,
+// {question}, keeps the answers unless change answers an error message,
 // and answers the list (htmx) or the exam page.
 func (s *Service) changeFiles(w http.ResponseWriter, r *http.Request, change func(context.Context, *filesView) string) {
-	sess, ctx, questions, ok := s.unsubmittedSheet(w, r)
+	sess, ctx, sheet, ok := s.unsubmittedSheet(w, r)
 	if !ok {
 		return
 	}
+	questions, answers := sheet.questions, sheet.answers
 	i := slices.IndexFunc(questions, func(q assessment.SheetQuestion) bool {
 		return q.ID == r.PathValue("question") && q.Type == assessment.TypeFileUpload
 	})
@@ -144,24 +145,22 @@ func (s *Service) changeFiles(w http.ResponseWriter, r *http.Request, change fun
 		http.Error(w, "this exam has no such file question", http.StatusNotFound)
 		return
 	}
-	draft, err := s.store.Draft(ctx, sess)
-	if err != nil {
-		web.Fail(w, r, err)
-		return
-	}
 	field := questions[i].ID + ".files"
-	v := filesView{view: view{Session: sess}, Q: questions[i], Files: draft.Answers[field], MaxBytes: media.Size(s.Files.MaxBytes()), Swapped: true}
+	v := filesView{view: view{Session: sess}, Q: questions[i], Files: answers[field], MaxBytes: media.Size(s.Files.MaxBytes()), Swapped: true}
 	v.Error = change(ctx, &v)
 	if v.Error == "" {
-		if draft.Answers == nil {
-			draft.Answers = map[string][]string{}
+		if answers == nil {
+			answers = map[string][]string{}
 		}
-		draft.Answers[field] = v.Files
+		answers[field] = v.Files
 		if len(v.Files) == 0 {
-			delete(draft.Answers, field)
+			delete(answers, field)
 		}
-		if err := s.store.SaveDraft(ctx, sess, draft); errors.Is(err, errTooLong) {
+		var refused refusal
+		if err := sheet.keep(ctx, answers); errors.Is(err, errTooLong) {
 			v.Error = v.T("embed.student.tooLong")
+		} else if errors.As(err, &refused) {
+			v.Error = v.T(refused.key)
 		} else if err != nil {
 			v.Error = pageError(r.Context(), err)
 		}

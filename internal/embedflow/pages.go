@@ -133,8 +133,10 @@ type examView struct {
 	// Page is the 1-based question shown when the layout is "paged";
 	// 0 shows every question.
 	Page int
-	// Deadline is when a timed exam's time is up (zero: untimed).
-	Deadline time.Time
+	// Deadline is when a timed exam's time is up (zero: untimed), Now the
+	// server's time when the page was made: the countdown runs from their
+	// difference, never from the page's clock.
+	Deadline, Now time.Time
 	// maxBytes is the size limit of an uploaded file.
 	maxBytes int64
 }
@@ -169,14 +171,25 @@ func (v examView) Shown() []assessment.SheetQuestion {
 // Last reports the paged layout's last screen (or the one-page layout).
 func (v examView) Last() bool { return v.Page == 0 || v.Page == len(v.Questions) }
 
-// DeadlineText is the deadline as RFC 3339 for the page's countdown.
+// DeadlineText is the deadline as RFC 3339, shown without JavaScript.
 func (v examView) DeadlineText() string { return v.Deadline.UTC().Format(time.RFC3339) }
 
-// studentExam shows the exam to answer with the saved draft filled in, or
-// that it was submitted.
+// SecondsLeft is the time left, by the server's clock, for the page's
+// countdown.
+func (v examView) SecondsLeft() int64 {
+	return max(0, int64(math.Ceil(v.Deadline.Sub(v.Now).Seconds())))
+}
+
+// studentExam shows the exam to answer with the saved answers filled in,
+// or that it was submitted: the attempt's with an assignment, else the
+// session's draft.
 func (s *Service) studentExam(w http.ResponseWriter, r *http.Request, sess Session, errMsg string) {
 	caller, ok := s.actorCaller(w, r, sess)
 	if !ok {
+		return
+	}
+	if sess.AssignmentID != "" {
+		s.attemptExam(w, r, sess, tenancy.WithCaller(r.Context(), caller), errMsg)
 		return
 	}
 	exam, questions, err := s.resources.AnswerSheet(tenancy.WithCaller(r.Context(), caller), sess.ExamID)
@@ -195,8 +208,9 @@ func (s *Service) studentExam(w http.ResponseWriter, r *http.Request, sess Sessi
 		v.maxBytes = s.Files.MaxBytes()
 	}
 	if exam.DurationMinutes > 0 && !v.Submitted {
+		v.Now = s.now().UTC()
 		if draft.StartedAt.IsZero() {
-			draft.StartedAt = s.now().UTC()
+			draft.StartedAt = v.Now
 			if err := s.store.SaveDraft(r.Context(), sess, draft); err != nil {
 				web.Fail(w, r, err)
 				return
@@ -204,15 +218,21 @@ func (s *Service) studentExam(w http.ResponseWriter, r *http.Request, sess Sessi
 		}
 		v.Deadline = draft.StartedAt.Add(time.Duration(exam.DurationMinutes) * time.Minute)
 	}
-	if sess.Presets["layout"] == "paged" && len(questions) > 0 {
+	renderExam(w, r, v)
+}
+
+// renderExam writes the exam page of v: the screen asked for in the paged
+// layout, answered 400 when it shows an error.
+func renderExam(w http.ResponseWriter, r *http.Request, v examView) {
+	if v.Presets["layout"] == "paged" && len(v.Questions) > 0 {
 		v.Page, _ = strconv.Atoi(r.URL.Query().Get("q"))
-		v.Page = min(max(v.Page, 1), len(questions))
+		v.Page = min(max(v.Page, 1), len(v.Questions))
 	}
 	status := http.StatusOK
-	if errMsg != "" {
+	if v.Error != "" {
 		status = http.StatusBadRequest
 	}
-	web.RenderFramed(w, r, status, "embed-student-exam.html", v, sess.AllowedOrigins)
+	web.RenderFramed(w, r, status, "embed-student-exam.html", v, v.AllowedOrigins)
 }
 
 // mergeAnswers puts a posted form's answers into the draft: the
@@ -241,31 +261,60 @@ func mergeAnswers(d *Draft, questions []assessment.SheetQuestion, form url.Value
 	return nil
 }
 
+// openSheet is what a student changes while answering: the questions, the
+// saved answers as the exam form's values, and keep, which stores the
+// answers after a change. A session's draft (Redis) keeps them for an
+// exam alone; an attempt keeps each changed answer as its response in
+// PostgreSQL (decision 0194).
+type openSheet struct {
+	questions []assessment.SheetQuestion
+	answers   url.Values
+	keep      func(ctx context.Context, answers url.Values) error
+}
+
 // unsubmittedSheet opens a student-exam session whose answers are not
-// submitted yet, acting as the student, with its exam's questions; it
-// answers the request itself when it returns false.
-func (s *Service) unsubmittedSheet(w http.ResponseWriter, r *http.Request) (Session, context.Context, []assessment.SheetQuestion, bool) {
+// submitted yet, acting as the student, with its exam's questions and
+// saved answers; it answers the request itself when it returns false.
+func (s *Service) unsubmittedSheet(w http.ResponseWriter, r *http.Request) (Session, context.Context, openSheet, bool) {
 	sess, ctx, ok := s.asActor(w, r, FlowStudentExam)
 	if !ok {
-		return Session{}, nil, nil, false
+		return Session{}, nil, openSheet{}, false
+	}
+	if sess.AssignmentID != "" {
+		a, err := s.attemptOf(ctx, &sess)
+		if err != nil {
+			web.Fail(w, r, err)
+			return Session{}, nil, openSheet{}, false
+		}
+		return sess, ctx, s.attemptSheet(a), true
 	}
 	if sess.ResultID != "" {
 		http.Error(w, "these answers were already submitted", http.StatusConflict)
-		return Session{}, nil, nil, false
+		return Session{}, nil, openSheet{}, false
 	}
 	_, questions, err := s.resources.AnswerSheet(ctx, sess.ExamID)
 	if err != nil {
 		web.Fail(w, r, err)
-		return Session{}, nil, nil, false
+		return Session{}, nil, openSheet{}, false
 	}
-	return sess, ctx, questions, true
+	draft, err := s.store.Draft(ctx, sess)
+	if err != nil {
+		web.Fail(w, r, err)
+		return Session{}, nil, openSheet{}, false
+	}
+	keep := func(ctx context.Context, answers url.Values) error {
+		draft.Answers = answers
+		return s.store.SaveDraft(ctx, sess, draft)
+	}
+	return sess, ctx, openSheet{questions: questions, answers: draft.Answers, keep: keep}, true
 }
 
-// saveAnswers autosaves the exam form into the session's draft. htmx
-// posts it on every change and shows the answer; without JavaScript the
-// paged layout's Next and Previous buttons post it and go to screen "go".
+// saveAnswers autosaves the exam form: into the session's draft, or each
+// changed answer into the attempt. htmx posts it on every change and shows
+// the answer; without JavaScript the paged layout's Next and Previous
+// buttons post it and go to screen "go".
 func (s *Service) saveAnswers(w http.ResponseWriter, r *http.Request) {
-	sess, ctx, questions, ok := s.unsubmittedSheet(w, r)
+	sess, ctx, sheet, ok := s.unsubmittedSheet(w, r)
 	if !ok {
 		return
 	}
@@ -273,27 +322,29 @@ func (s *Service) saveAnswers(w http.ResponseWriter, r *http.Request) {
 		s.refuseAnswers(w, r, sess, "embed.student.unsavable")
 		return
 	}
-	draft, err := s.store.Draft(ctx, sess)
+	draft := Draft{Answers: sheet.answers}
+	err := mergeAnswers(&draft, sheet.questions, r.PostForm)
 	if err == nil {
-		err = mergeAnswers(&draft, questions, r.PostForm)
+		err = sheet.keep(ctx, draft.Answers)
 	}
-	if err == nil {
-		err = s.store.SaveDraft(ctx, sess, draft)
-	}
-	if errors.Is(err, errTooLong) {
+	var refused refusal
+	switch {
+	case errors.Is(err, errTooLong):
 		s.refuseAnswers(w, r, sess, "embed.student.tooLong")
 		return
-	}
-	if err != nil {
+	case errors.As(err, &refused):
+		s.refuseAnswers(w, r, sess, refused.key)
+		return
+	case err != nil:
 		web.Fail(w, r, err)
 		return
 	}
 	if r.Header.Get("HX-Request") == "true" {
 		// The status text, and the progress updated out of band.
-		v := examView{Questions: questions, Answers: draft.Answers}
+		v := examView{Questions: sheet.questions, Answers: draft.Answers}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		_, _ = fmt.Fprintf(w, `%s<strong id="answered" hx-swap-oob="true">%d / %d</strong><progress id="progress" hx-swap-oob="true" max="%d" value="%d" aria-labelledby="answered"></progress>`, //nolint:gosec // G705: escaped text and numbers
-			html.EscapeString(sess.Strings.T("embed.student.saved")), v.Answered(), len(questions), len(questions), v.Answered())
+			html.EscapeString(sess.Strings.T("embed.student.saved")), v.Answered(), len(v.Questions), len(v.Questions), v.Answered())
 		return
 	}
 	to := "/embed/" + sess.ID
@@ -304,9 +355,9 @@ func (s *Service) saveAnswers(w http.ResponseWriter, r *http.Request) {
 }
 
 // refuseAnswers answers a student's form refused before anything of it is
-// saved (holding text PostgreSQL cannot store, or too long) with the
-// message of key: in the autosave status (422, which htmx swaps in) or
-// above the exam.
+// saved (holding text PostgreSQL cannot store, too long, or its attempt
+// closed) with the message of key: in the autosave status (422, which
+// htmx swaps in) or above the exam.
 func (s *Service) refuseAnswers(w http.ResponseWriter, r *http.Request, sess Session, key string) {
 	msg := sess.Strings.T(key)
 	if r.Header.Get("HX-Request") == "true" {
@@ -319,10 +370,15 @@ func (s *Service) refuseAnswers(w http.ResponseWriter, r *http.Request, sess Ses
 }
 
 // submit records the student's answers (the draft and the posted form)
-// exactly once: a Redis claim lets only the first submission through.
+// exactly once: a Redis claim lets only the first submission through. An
+// attempt is submitted by submitAttempt instead.
 func (s *Service) submit(w http.ResponseWriter, r *http.Request) {
 	sess, ctx, ok := s.asActor(w, r, FlowStudentExam)
 	if !ok {
+		return
+	}
+	if sess.AssignmentID != "" {
+		s.submitAttempt(w, r, sess, ctx)
 		return
 	}
 	if sess.ResultID != "" {

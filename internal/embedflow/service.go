@@ -54,6 +54,9 @@ type NewSession struct {
 	Presets        map[string]any
 	ExpiresIn      int32
 	AllowedOrigins []string
+	// AssignmentID (student-exam only) makes the page the actor's attempt
+	// of an assignment given to them.
+	AssignmentID string
 }
 
 // Generator starts and reads exam generations (the generate-exam flow).
@@ -72,7 +75,10 @@ type Service struct {
 	regenerator Regenerator
 	// Files stores the student-exam flow's uploaded answer files; set it
 	// before serving an exam with file questions.
-	Files    Uploads
+	Files Uploads
+	// Attempts takes assigned exams; set it before creating a session
+	// with an assignment.
+	Attempts Attempts
 	baseURL  string
 	now      func() time.Time
 	orgLabel func(string) string
@@ -144,12 +150,14 @@ func (s *Service) Create(ctx context.Context, in NewSession) (Session, error) {
 		}
 		return Session{}, errs.Invalid("actor", "the %s flow is for teachers; a student cannot author", flow)
 	}
-	if err := s.checkResources(ctx, flow, in); err != nil {
+	examID, err := s.checkResources(ctx, flow, in)
+	if err != nil {
 		return Session{}, err
 	}
 	sess := Session{
-		ID: newID(), OrgID: caller.OrgID, ActorID: in.ActorID, Flow: flow, ExamID: in.ExamID, ResultID: in.ResultID,
+		ID: newID(), OrgID: caller.OrgID, ActorID: in.ActorID, Flow: flow, ExamID: examID, ResultID: in.ResultID,
 		Strings: in.Strings, Look: look, Presets: in.Presets, AllowedOrigins: origins, GrantedBy: caller.UserID, ExpiresAt: s.now().Add(lifetime).UTC().Truncate(time.Second),
+		AssignmentID: in.AssignmentID,
 	}
 	if err := s.store.Save(ctx, sess); err != nil {
 		return Session{}, err
@@ -157,33 +165,58 @@ func (s *Service) Create(ctx context.Context, in NewSession) (Session, error) {
 	// The session id is a bearer secret (it opens the page), so the entry
 	// targets the user the session acts as and never names the id.
 	if err := s.actors.RecordAction(ctx, "embed_session.created", audit.Target{Type: "user", ID: sess.ActorID},
-		map[string]any{"flow": string(flow), "examId": sess.ExamID, "resultId": sess.ResultID, "expiresAt": sess.ExpiresAt.Format(time.RFC3339)}); err != nil {
+		map[string]any{"flow": string(flow), "examId": sess.ExamID, "resultId": sess.ResultID, "assignmentId": sess.AssignmentID,
+			"expiresAt": sess.ExpiresAt.Format(time.RFC3339)}); err != nil {
 		return Session{}, err
 	}
 	s.created.WithLabelValues(s.orgLabel(sess.OrgID), string(flow)).Inc()
 	return sess, nil
 }
 
-func (s *Service) checkResources(ctx context.Context, flow Flow, in NewSession) error {
+// checkResources checks what the session names and returns the exam it
+// shows.
+func (s *Service) checkResources(ctx context.Context, flow Flow, in NewSession) (examID string, err error) {
+	if in.AssignmentID != "" {
+		if flow != FlowStudentExam {
+			return "", errs.Invalid("assignmentId", "is taken by the %s flow only", FlowStudentExam)
+		}
+		return s.checkAssignment(ctx, in)
+	}
 	switch flow {
 	case FlowAuthoring, FlowStudentExam:
 		if in.ExamID == "" {
-			return errs.Invalid("examId", "is required by the %s flow", flow)
+			return "", errs.Invalid("examId", "is required by the %s flow", flow)
 		}
-		return s.resources.ExamExists(ctx, in.ExamID)
+		return in.ExamID, s.resources.ExamExists(ctx, in.ExamID)
 	case FlowStudentResults:
 		if in.ResultID == "" {
-			return errs.Invalid("resultId", "is required by the %s flow", flow)
+			return "", errs.Invalid("resultId", "is required by the %s flow", flow)
 		}
 		student, err := s.resources.ResultStudent(ctx, in.ResultID)
 		if err != nil {
-			return err
+			return "", err
 		}
 		if student != in.ActorID {
-			return errs.Invalid("resultId", "belongs to another student than the actor")
+			return "", errs.Invalid("resultId", "belongs to another student than the actor")
 		}
 	}
-	return nil
+	return in.ExamID, nil
+}
+
+// checkAssignment checks that the assignment of a student-exam session is
+// given to its actor, and that examId, which may be left out, names the
+// assignment's exam (decision 0194); it returns that exam.
+func (s *Service) checkAssignment(ctx context.Context, in NewSession) (string, error) {
+	examID, given, err := s.Attempts.AssignedExam(ctx, in.AssignmentID, in.ActorID)
+	switch {
+	case err != nil:
+		return "", err
+	case !given:
+		return "", errs.Invalid("assignmentId", "is not given to the actor")
+	case in.ExamID != "" && in.ExamID != examID:
+		return "", errs.Invalid("examId", "is not the exam of the assignment; leave it out or name %s", examID)
+	}
+	return examID, nil
 }
 
 // URL is where a session's page is served.
@@ -215,6 +248,9 @@ func (s *Service) Caller(ctx context.Context, sess Session) (*tenancy.Caller, er
 	}
 	c.Role = role
 	c.Scopes = flowScopes[sess.Flow]
+	if sess.AssignmentID != "" {
+		c.Scopes = attemptScopes
+	}
 	return c, nil
 }
 
@@ -225,6 +261,12 @@ var flowScopes = map[Flow][]tenancy.Scope{
 	FlowStudentExam:    {tenancy.ScopeExamsRead, tenancy.ScopeResultsWrite},
 	FlowStudentResults: {tenancy.ScopeExamsRead, tenancy.ScopeResultsRead},
 }
+
+// attemptScopes are those of a student-exam session with an assignment:
+// its attempt is started, read, saved and submitted, the assignment read
+// for when it opens, and answer files uploaded (media.UploadPermission).
+var attemptScopes = []tenancy.Scope{tenancy.ScopeAssignmentsRead, tenancy.ScopeAttemptsRead, tenancy.ScopeAttemptsWrite,
+	tenancy.ScopeResultsWrite}
 
 var idEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
 

@@ -53,6 +53,11 @@ type Session struct {
 	// flow reads correct answers as them (showCorrectAnswers).
 	GrantedBy string    `json:"grantedBy,omitempty"`
 	ExpiresAt time.Time `json:"expiresAt"`
+	// AssignmentID makes a student-exam session its actor's attempt of
+	// the assignment; AttemptID is that attempt once the page started or
+	// resumed it (decision 0194).
+	AssignmentID string `json:"assignmentId,omitempty"`
+	AttemptID    string `json:"attemptId,omitempty"`
 }
 
 // generatePresets are the presets of the generate-exam flow and the check

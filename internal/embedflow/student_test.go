@@ -143,8 +143,9 @@ func TestStudentTakesExamAndSeesGradedResult(t *testing.T) {
 	if err != nil || opened.ResultID == "" {
 		t.Fatalf("session after submit: %+v, %v", opened, err)
 	}
-	if msgs := hostMessages(t, chrome, host, srv.URL+"/embed/"+take.ID, "submitted"); !strings.Contains(msgs, `"origin":"`+srv.URL+`"`) {
-		t.Fatalf("messages from another origin: %s", msgs)
+	if msgs := hostMessages(t, chrome, host, srv.URL+"/embed/"+take.ID, "submitted"); !strings.Contains(msgs, `"origin":"`+srv.URL+`"`) ||
+		!strings.Contains(msgs, `"resultId":"`+opened.ResultID+`"`) {
+		t.Fatalf("messages from another origin, or without the result: %s", msgs)
 	}
 	// Submitting again, even at once from two tabs, records nothing more.
 	var wg sync.WaitGroup

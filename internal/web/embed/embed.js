@@ -131,12 +131,15 @@
   }
 
   // A timed exam counts down to its deadline (kept by the server across
-  // reloads) and submits the answers when time is up.
+  // reloads) and submits the answers when time is up. The server says how
+  // many seconds were left when it made the page; the count runs on the
+  // page's monotonic clock from there, never on its wall clock, which may
+  // be wrong.
   var timer = document.getElementById("timer");
   if (timer) {
-    var deadline = Date.parse(timer.getAttribute("data-deadline"));
+    var end = performance.now() + Number(timer.getAttribute("data-left")) * 1000;
     var tick = function () {
-      var left = Math.max(0, Math.round((deadline - Date.now()) / 1000));
+      var left = Math.max(0, Math.round((end - performance.now()) / 1000));
       var m = Math.floor(left / 60), sec = left % 60;
       timer.textContent = m + ":" + (sec < 10 ? "0" : "") + sec;
       if (left > 0) return;

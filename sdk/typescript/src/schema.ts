@@ -2274,8 +2274,16 @@ export interface components {
              */
             allowedOrigins?: string[];
             /**
+             * assignment_id
+             * @description student-exam only: an assignment given to the actor. The page is then
+             *      the actor's attempt of it, started or resumed on opening, each answer
+             *      saved to the attempt and submitted with it (decision 0194).
+             */
+            assignmentId?: string;
+            /**
              * exam_id
-             * @description The exam of the authoring and student-exam flows.
+             * @description The exam of the authoring and student-exam flows. With assignment_id it
+             *      may be left out; when given, it must be the assignment's exam.
              */
             examId?: string;
             /**

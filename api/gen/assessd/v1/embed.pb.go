@@ -30,7 +30,8 @@ type CreateEmbedSessionRequest struct {
 	Flow string `protobuf:"bytes,1,opt,name=flow,proto3" json:"flow,omitempty"`
 	// The user id the flow acts as; for student flows, the student.
 	Actor string `protobuf:"bytes,2,opt,name=actor,proto3" json:"actor,omitempty"`
-	// The exam of the authoring and student-exam flows.
+	// The exam of the authoring and student-exam flows. With assignment_id it
+	// may be left out; when given, it must be the assignment's exam.
 	ExamId string `protobuf:"bytes,3,opt,name=exam_id,json=examId,proto3" json:"exam_id,omitempty"`
 	// The result of the student-results flow.
 	ResultId string      `protobuf:"bytes,4,opt,name=result_id,json=resultId,proto3" json:"result_id,omitempty"`
@@ -45,8 +46,12 @@ type CreateEmbedSessionRequest struct {
 	ExpiresIn int32 `protobuf:"varint,7,opt,name=expires_in,json=expiresIn,proto3" json:"expires_in,omitempty"`
 	// Origins allowed to frame the flow, e.g. https://lms.example.com.
 	AllowedOrigins []string `protobuf:"bytes,8,rep,name=allowed_origins,json=allowedOrigins,proto3" json:"allowed_origins,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// student-exam only: an assignment given to the actor. The page is then
+	// the actor's attempt of it, started or resumed on opening, each answer
+	// saved to the attempt and submitted with it (decision 0194).
+	AssignmentId  string `protobuf:"bytes,9,opt,name=assignment_id,json=assignmentId,proto3" json:"assignment_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CreateEmbedSessionRequest) Reset() {
@@ -133,6 +138,13 @@ func (x *CreateEmbedSessionRequest) GetAllowedOrigins() []string {
 		return x.AllowedOrigins
 	}
 	return nil
+}
+
+func (x *CreateEmbedSessionRequest) GetAssignmentId() string {
+	if x != nil {
+		return x.AssignmentId
+	}
+	return ""
 }
 
 type EmbedTheme struct {
@@ -349,7 +361,7 @@ var File_assessd_v1_embed_proto protoreflect.FileDescriptor
 const file_assessd_v1_embed_proto_rawDesc = "" +
 	"\n" +
 	"\x16assessd/v1/embed.proto\x12\n" +
-	"assessd.v1\x1a\x18assessd/v1/options.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa4\x02\n" +
+	"assessd.v1\x1a\x18assessd/v1/options.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc9\x02\n" +
 	"\x19CreateEmbedSessionRequest\x12\x12\n" +
 	"\x04flow\x18\x01 \x01(\tR\x04flow\x12\x14\n" +
 	"\x05actor\x18\x02 \x01(\tR\x05actor\x12\x17\n" +
@@ -359,7 +371,8 @@ const file_assessd_v1_embed_proto_rawDesc = "" +
 	"\apresets\x18\x06 \x01(\v2\x17.google.protobuf.StructR\apresets\x12\x1d\n" +
 	"\n" +
 	"expires_in\x18\a \x01(\x05R\texpiresIn\x12'\n" +
-	"\x0fallowed_origins\x18\b \x03(\tR\x0eallowedOrigins\"\xdb\x02\n" +
+	"\x0fallowed_origins\x18\b \x03(\tR\x0eallowedOrigins\x12#\n" +
+	"\rassignment_id\x18\t \x01(\tR\fassignmentId\"\xdb\x02\n" +
 	"\n" +
 	"EmbedTheme\x12=\n" +
 	"\astrings\x18\x01 \x03(\v2#.assessd.v1.EmbedTheme.StringsEntryR\astrings\x12/\n" +
