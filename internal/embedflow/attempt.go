@@ -68,7 +68,7 @@ func (s *Service) attemptExam(w http.ResponseWriter, r *http.Request, sess Sessi
 	}
 	v := examView{view: view{Session: sess, TitleKey: "embed.student.title", Error: errMsg}, ExamName: a.ExamName,
 		Questions: a.Questions, Submitted: a.Status == delivery.StatusSubmitted, Answers: answersOf(a),
-		Deadline: a.Deadline, Now: a.ServerTime}
+		Deadline: a.Deadline, Now: a.ServerTime, KeepAtDeadline: a.Overdue == delivery.OverdueDiscard}
 	v.ResultID = a.ResultID // announced to the host with "submitted"
 	if s.Files != nil {
 		v.maxBytes = s.Files.MaxBytes()

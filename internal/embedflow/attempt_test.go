@@ -350,6 +350,25 @@ func mapsEqual(a, b map[string]string) bool {
 // passed by the server's clock, a save is refused with the catalogue's
 // message in the page's words (422 in the autosave status, the page
 // otherwise), never a 500, and nothing is saved.
+// The page submits when its countdown ends, unless the assignment
+// discards what is not submitted in time: that attempt is left for the
+// server's deadline to close.
+func TestAttemptPageKeepsADiscardedAttemptUnsubmitted(t *testing.T) {
+	t.Parallel()
+	f := newAttempts(t)
+	for overdue, keep := range map[string]bool{delivery.OverdueAutosubmit: false, delivery.OverdueDiscard: true} {
+		asg := f.assign(delivery.NewAssignment{Overdue: overdue})
+		_, page := f.session(embedflow.NewSession{AssignmentID: asg.ID})
+		code, body := get(t, page)
+		if code != http.StatusOK || !strings.Contains(body, `id="timer"`) {
+			t.Fatalf("overdue %s: %d %s", overdue, code, body)
+		}
+		if got := strings.Contains(body, `data-keep="true"`); got != keep {
+			t.Errorf("overdue %s: the timer keeps the attempt at zero: %v, want %v", overdue, got, keep)
+		}
+	}
+}
+
 func TestAttemptLateSaveIsRefused(t *testing.T) {
 	t.Parallel()
 	f := newAttempts(t)

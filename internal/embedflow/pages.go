@@ -137,6 +137,10 @@ type examView struct {
 	// server's time when the page was made: the countdown runs from their
 	// difference, never from the page's clock.
 	Deadline, Now time.Time
+	// KeepAtDeadline leaves the answers unsubmitted when the time is up:
+	// an attempt whose assignment discards what is not submitted by then
+	// is the server's to close, not the page's to submit.
+	KeepAtDeadline bool
 	// maxBytes is the size limit of an uploaded file.
 	maxBytes int64
 }

@@ -131,7 +131,8 @@
   }
 
   // A timed exam counts down to its deadline (kept by the server across
-  // reloads) and submits the answers when time is up. The server says how
+  // reloads) and submits the answers when time is up, unless the
+  // assignment discards what is not submitted in time (data-keep). The server says how
   // many seconds were left when it made the page; the count runs on the
   // page's monotonic clock from there, never on its wall clock, which may
   // be wrong.
@@ -146,7 +147,7 @@
       clearInterval(interval);
       timer.textContent = timer.getAttribute("data-over");
       var exam = document.getElementById("exam");
-      if (exam) exam.submit();
+      if (exam && !timer.hasAttribute("data-keep")) exam.submit();
     };
     var interval = setInterval(tick, 1000);
     tick();
