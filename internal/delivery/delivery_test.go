@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -482,5 +483,28 @@ func TestClassStudentsAreAssigned(t *testing.T) {
 	got, err := s.svc.Assignment(s.staff, asg.ID)
 	if err != nil || *got.Progress != (delivery.Progress{Assigned: 1, InProgress: 1}) {
 		t.Errorf("progress = %+v, %v", got.Progress, err)
+	}
+}
+
+// A file a saved response names is attached: the sweep of uploads no
+// answer names leaves it, however long the attempt runs.
+func TestResponseFilesAreAttached(t *testing.T) {
+	url, db := open(t)
+	s := newSchool(t, url, db, "files")
+	file := "med_" + strings.Repeat("f", 32)
+	s.sql(`INSERT INTO media_files (id, org_id, name, content_type, content, uploaded_by)
+		VALUES ($1, $2, 'notes.txt', 'text/plain', 'x', $3)`, file, s.org.ID, s.students[0].ID)
+	student := s.as(s.students[0])
+	a, err := s.svc.StartAttempt(student, s.assign(delivery.NewAssignment{}).ID, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.svc.SaveResponse(student, a.ID, s.qs[0].ID, delivery.NewResponse{Value: "b",
+		Files: []string{"https://assessd.example/media/" + file + "/notes.txt"}}); err != nil {
+		t.Fatal(err)
+	}
+	var attached bool
+	if err := s.db.Q(s.staff).QueryRow(s.staff, `SELECT attached FROM media_files WHERE id = $1`, file).Scan(&attached); err != nil || !attached {
+		t.Errorf("the file a response names: attached %v, %v", attached, err)
 	}
 }

@@ -175,3 +175,10 @@ CREATE OR REPLACE FUNCTION outbox_subject_unfinished(p_kind text, p_subject_id t
              WHEN 'attempt' THEN EXISTS (SELECT 1 FROM attempts a WHERE a.id = p_subject_id AND a.status = 'in_progress')
            END
   $$;
+
+-- A file an attempt's response names is attached, as one a result's answer
+-- names (migration 028): the sweep of unnamed uploads leaves it, however
+-- long the attempt runs. answer_files_attach reads NEW.files and
+-- NEW.org_id, which attempt_responses has too.
+CREATE TRIGGER attempt_response_files_attached AFTER INSERT OR UPDATE OF files ON attempt_responses
+  FOR EACH ROW WHEN (NEW.files <> '[]'::jsonb) EXECUTE FUNCTION answer_files_attach();
