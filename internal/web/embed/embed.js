@@ -141,8 +141,9 @@
     var end = performance.now() + Number(timer.getAttribute("data-left")) * 1000;
     var tick = function () {
       var left = Math.max(0, Math.round((end - performance.now()) / 1000));
-      var m = Math.floor(left / 60), sec = left % 60;
-      timer.textContent = m + ":" + (sec < 10 ? "0" : "") + sec;
+      var h = Math.floor(left / 3600), m = Math.floor(left / 60) % 60, sec = left % 60;
+      var pad = function (n) { return (n < 10 ? "0" : "") + n; };
+      timer.textContent = (h > 0 ? h + ":" + pad(m) : m) + ":" + pad(sec);
       if (left > 0) return;
       clearInterval(interval);
       timer.textContent = timer.getAttribute("data-over");
