@@ -374,7 +374,9 @@ func TestAttemptDeadlines(t *testing.T) {
 	t.Run("extended while its workflow sleeps", func(t *testing.T) {
 		t.Parallel()
 		r := d.newRoom(t)
-		first := time.Now().Add(6 * time.Second).Truncate(time.Millisecond)
+		// The first deadline leaves time to see the workflow asleep and to
+		// extend it before it passes, on a busy machine.
+		first := time.Now().Add(10 * time.Second).Truncate(time.Millisecond)
 		asg := r.assign(first, 0, "autosubmit")
 		id := r.start(asg)
 		r.sleeping(id)
@@ -424,7 +426,7 @@ func TestAttemptDeadlinePassesWhileWorkersAreDown(t *testing.T) {
 	t.Logf("both submitted %v after the workers' return", took)
 	r.workflowSubmitted(a)
 	late.workflowSubmitted(b)
-	if took > 10*time.Second {
+	if took > 15*time.Second {
 		t.Fatalf("submitted %v after the workers' return, want within seconds", took)
 	}
 }
@@ -461,7 +463,9 @@ func TestAbandonedAttemptIsClosedByTheReconciler(t *testing.T) {
 	d.dispatch = workflows.DispatchOptions{Sweep: 200 * time.Millisecond, Reconcile: 200 * time.Millisecond, Quiet: 500 * time.Millisecond, MaxRestarts: 1}
 	d.startDispatcher()
 	r := d.newRoom(t)
-	id := r.start(r.assign(time.Now().Add(8*time.Second), 0, "autosubmit"))
+	// The deadline leaves time for two runs to end and the abandonment
+	// before it, on a busy machine.
+	id := r.start(r.assign(time.Now().Add(15*time.Second), 0, "autosubmit"))
 	ctx := context.Background()
 	workflowID := attemptworkflow.Route(nil).WorkflowID(id)
 	// The workflow ends without closing the attempt, is restarted once and
