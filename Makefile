@@ -97,6 +97,7 @@ bench: $(BIN)/temporal
 	$(GO) run ./cmd/benchgrading
 	$(GO) run ./cmd/benchexchange
 	$(GO) run ./cmd/benchwebhooks
+	$(GO) run ./cmd/benchdeadlines
 	$(GO) test ./internal/pbjson -run '^$$' -bench JSON -benchtime 2s
 	$(GO) test ./internal/assessment/expr -run '^$$' -bench ScoringRules -benchtime 2s
 

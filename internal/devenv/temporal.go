@@ -40,20 +40,32 @@ func TemporalCLI() (string, error) {
 // StartTemporal starts a Temporal dev server (in-memory, headless) on a free
 // loopback port. Its output goes to logs.
 func StartTemporal(ctx context.Context, logs io.Writer) (*Temporal, error) {
-	return StartTemporalAt(ctx, "", logs)
+	return StartTemporalWith(ctx, TemporalOptions{}, logs)
 }
 
-// StartTemporalAt starts a Temporal dev server on address (host:port; ""
-// picks a free loopback port). Starting one again on the address of a
-// stopped one lets clients of the old one reconnect, as after a restart.
-func StartTemporalAt(ctx context.Context, address string, logs io.Writer) (*Temporal, error) {
+// TemporalOptions are where a dev server listens and keeps its state.
+type TemporalOptions struct {
+	// Address is the frontend's host:port; "" picks a free loopback port.
+	// Starting a server again on the address of a stopped one lets clients
+	// of the old one reconnect, as after a restart.
+	Address string
+	// DBFile, when set, keeps the server's state (workflows, their
+	// histories and timers) in that SQLite file instead of in memory: a
+	// server started again on it resumes them, as a cluster restarted on
+	// its database does.
+	DBFile string
+}
+
+// StartTemporalWith starts a Temporal dev server as o says.
+func StartTemporalWith(ctx context.Context, o TemporalOptions, logs io.Writer) (*Temporal, error) {
 	path, err := TemporalCLI()
 	if err != nil {
 		return nil, err
 	}
 	server, err := testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
 		ExistingPath:  path,
-		ClientOptions: &client.Options{HostPort: address, Namespace: "default", Logger: nopLogger{}},
+		ClientOptions: &client.Options{HostPort: o.Address, Namespace: "default", Logger: nopLogger{}},
+		DBFilename:    o.DBFile,
 		LogLevel:      "error",
 		ExtraArgs: []string{
 			// Activities scheduled by a workflow task start on the worker

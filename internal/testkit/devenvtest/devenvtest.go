@@ -6,6 +6,7 @@ package devenvtest
 import (
 	"context"
 	"io"
+	"path/filepath"
 	"testing"
 
 	"go.temporal.io/sdk/client"
@@ -44,15 +45,32 @@ type Restartable struct {
 	t testing.TB
 	// Address is the frontend host:port, the same across restarts.
 	Address string
-	server  *devenv.Temporal
+	// dbFile keeps the server's state across restarts; "" keeps it in
+	// memory, lost at each stop.
+	dbFile string
+	server *devenv.Temporal
 }
 
 // StartRestartable starts a Restartable dev server for t, stopped when t
-// ends; it skips t in -short mode.
+// ends; it skips t in -short mode. A restarted server has lost every
+// workflow, as an in-memory one does.
 func StartRestartable(t testing.TB) *Restartable {
 	t.Helper()
+	return startRestartable(t, "")
+}
+
+// StartPersistent is StartRestartable with the server's state in a file of
+// t's: a restarted server resumes every workflow and fires the timers due
+// while it was down, as a cluster restarted on its database does.
+func StartPersistent(t testing.TB) *Restartable {
+	t.Helper()
+	return startRestartable(t, filepath.Join(t.TempDir(), "temporal.db"))
+}
+
+func startRestartable(t testing.TB, dbFile string) *Restartable {
+	t.Helper()
 	skipShort(t)
-	r := &Restartable{t: t}
+	r := &Restartable{t: t, dbFile: dbFile}
 	r.Start()
 	t.Cleanup(func() {
 		if r.server != nil {
@@ -62,11 +80,10 @@ func StartRestartable(t testing.TB) *Restartable {
 	return r
 }
 
-// Start starts the server (again) on its address; a restarted server has
-// lost every workflow, as an in-memory one does.
+// Start starts the server (again) on its address.
 func (r *Restartable) Start() {
 	r.t.Helper()
-	server, err := devenv.StartTemporalAt(context.Background(), r.Address, io.Discard)
+	server, err := devenv.StartTemporalWith(context.Background(), devenv.TemporalOptions{Address: r.Address, DBFile: r.dbFile}, io.Discard)
 	if err != nil {
 		r.t.Fatal(err)
 	}
