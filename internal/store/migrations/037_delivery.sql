@@ -182,3 +182,21 @@ CREATE OR REPLACE FUNCTION outbox_subject_unfinished(p_kind text, p_subject_id t
 -- NEW.org_id, which attempt_responses has too.
 CREATE TRIGGER attempt_response_files_attached AFTER INSERT OR UPDATE OF files ON attempt_responses
   FOR EACH ROW WHEN (NEW.files <> '[]'::jsonb) EXECUTE FUNCTION answer_files_attach();
+
+-- An attempt's deadline workflow sleeps for the whole attempt, so its row
+-- stays dispatched and unfinished for hours, thousands at once on exam day.
+-- The reconciler looks at those rows at most every 15 minutes, and after
+-- every other kind's: a lost grading workflow is not queued behind an
+-- exam's timers.
+CREATE OR REPLACE FUNCTION outbox_unfinished(p_quiet_seconds double precision, p_limit integer)
+  RETURNS TABLE (kind text, subject_id text, org_id text, region text, attempts integer, restarts integer)
+  LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public
+  AS $$
+    SELECT o.kind, o.subject_id, o.org_id, o.region, o.attempts, o.restarts
+      FROM workflow_outbox o
+     WHERE o.dispatched_at IS NOT NULL
+       AND greatest(o.dispatched_at, o.checked_at) < now() - make_interval(secs =>
+             CASE WHEN o.kind = 'attempt' THEN greatest(p_quiet_seconds, 900) ELSE p_quiet_seconds END)
+       AND outbox_subject_unfinished(o.kind, o.subject_id)
+     ORDER BY o.kind = 'attempt', greatest(o.dispatched_at, o.checked_at) LIMIT p_limit
+  $$;
