@@ -33,6 +33,11 @@ type Route struct {
 	// workflow cannot be run (ctx is scoped to the subject's organization).
 	// It must do nothing to a subject that is already finished.
 	Abandon func(ctx context.Context, subjectID, reason string) error
+	// Sleeps says the workflow runs for its subject's whole life, mostly
+	// asleep (an attempt's deadline timer): the reconciler looks at its
+	// rows every DispatchOptions.SleeperQuiet, and after every other
+	// kind's.
+	Sleeps bool
 }
 
 // WorkflowID is the workflow id of the route's subject.
@@ -95,7 +100,9 @@ type DispatchOptions struct {
 	// how long a dispatched, unfinished subject goes unchecked (default
 	// 2m); after MaxRestarts restarts (default 3) a subject is abandoned.
 	Reconcile, Quiet time.Duration
-	MaxRestarts      int
+	// SleeperQuiet is Quiet for the routes that Sleep (default 15m).
+	SleeperQuiet time.Duration
+	MaxRestarts  int
 	// Region, when set, makes a regional dispatcher (decision 0130): it
 	// claims only that region's rows and leaves reconciling and the backlog
 	// gauges to serve's dispatcher. Run in the region's worker process, it
@@ -118,6 +125,7 @@ func (o DispatchOptions) withDefaults() DispatchOptions {
 	set(&o.MaxDelay, 30*time.Second)
 	set(&o.Reconcile, 30*time.Second)
 	set(&o.Quiet, 2*time.Minute)
+	set(&o.SleeperQuiet, 15*time.Minute)
 	if o.Batch <= 0 {
 		o.Batch = 32
 	}
@@ -385,7 +393,7 @@ func (d *Dispatcher) Reconcile(ctx context.Context) {
 	_, err := d.store.Prune(ctx)
 	var items []outbox.Item
 	if err == nil {
-		items, err = d.store.Unfinished(ctx, d.opts.Quiet, 100)
+		items, err = d.store.Unfinished(ctx, d.quiet(), 100)
 	}
 	if ctx.Err() == nil {
 		d.reconciles.Record(ctx, err)
@@ -413,6 +421,17 @@ func (d *Dispatcher) Reconcile(ctx context.Context) {
 			slog.ErrorContext(ctx, "reconcile", "kind", it.Kind, "subject", it.SubjectID, "err", err)
 		}
 	}
+}
+
+// quiet is how long the reconciler leaves each kind's rows unchecked.
+func (d *Dispatcher) quiet() outbox.Quiet {
+	q := outbox.Quiet{Rows: d.opts.Quiet, Sleepers: d.opts.SleeperQuiet}
+	for kind, r := range d.routes {
+		if r.Sleeps {
+			q.SleeperKinds = append(q.SleeperKinds, kind)
+		}
+	}
+	return q
 }
 
 // alive asks Temporal whether the row's workflow still runs; if not, why says

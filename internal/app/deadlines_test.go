@@ -460,7 +460,8 @@ func TestAbandonedAttemptIsClosedByTheReconciler(t *testing.T) {
 	t.Parallel()
 	d := newDeadlineEnv(t, devenvtest.Server(t).Address)
 	d.stopDispatcher()
-	d.dispatch = workflows.DispatchOptions{Sweep: 200 * time.Millisecond, Reconcile: 200 * time.Millisecond, Quiet: 500 * time.Millisecond, MaxRestarts: 1}
+	d.dispatch = workflows.DispatchOptions{Sweep: 200 * time.Millisecond, Reconcile: 200 * time.Millisecond, Quiet: 500 * time.Millisecond,
+		SleeperQuiet: 500 * time.Millisecond, MaxRestarts: 1}
 	d.startDispatcher()
 	r := d.newRoom(t)
 	// The deadline leaves time for two runs to end and the abandonment

@@ -511,8 +511,8 @@ func TestResponseFilesAreAttached(t *testing.T) {
 }
 
 // The reconciler looks at attempts' rows, which stay unfinished for the
-// whole attempt, every 15 minutes at most and after any other kind's, so a
-// lost grading workflow is not queued behind an exam's timers.
+// whole attempt, after its sleepers' quiet and after any other kind's, so
+// a lost grading workflow is not queued behind an exam's timers.
 func TestReconcilerLooksAtAttemptsLast(t *testing.T) {
 	url, db := open(t)
 	s := newSchool(t, url, db, "reconcile")
@@ -531,16 +531,17 @@ func TestReconcilerLooksAtAttemptsLast(t *testing.T) {
 	quietFor("attempt", a.ID, 10*time.Minute)
 	quietFor("grading", grading, 3*time.Minute)
 	rows := outbox.NewStore(db)
-	items, err := rows.Unfinished(context.Background(), 2*time.Minute, 10)
+	quiet := outbox.Quiet{Rows: 2 * time.Minute, Sleepers: 15 * time.Minute, SleeperKinds: []outbox.Kind{outbox.KindAttempt}}
+	items, err := rows.Unfinished(context.Background(), quiet, 10)
 	if err != nil || len(items) != 1 || items[0].SubjectID != grading {
 		t.Fatalf("unfinished after 10 minutes of the attempt's quiet: %+v, %v; want only the grading row", items, err)
 	}
 	quietFor("attempt", a.ID, 20*time.Minute)
-	items, err = rows.Unfinished(context.Background(), 2*time.Minute, 1)
+	items, err = rows.Unfinished(context.Background(), quiet, 1)
 	if err != nil || len(items) != 1 || items[0].SubjectID != grading {
 		t.Fatalf("the first unfinished row: %+v, %v; want the grading row, quieter for less", items, err)
 	}
-	if items, err = rows.Unfinished(context.Background(), 2*time.Minute, 10); err != nil || len(items) != 2 {
+	if items, err = rows.Unfinished(context.Background(), quiet, 10); err != nil || len(items) != 2 {
 		t.Fatalf("unfinished after 20 minutes: %+v, %v; want both", items, err)
 	}
 }

@@ -135,10 +135,26 @@ func (s *Store) Retry(ctx context.Context, it Item, reason string, delay time.Du
 	return s.exec(ctx, `SELECT outbox_retry($1, $2, $3, $4)`, string(it.Kind), it.SubjectID, reason, delay.Seconds())
 }
 
+// Quiet says how long a dispatched row of an unfinished subject goes
+// unchecked: Rows for most kinds, Sleepers for the kinds whose workflow
+// sleeps for its subject's whole life (an attempt's deadline timer), which
+// are also listed after the others.
+type Quiet struct {
+	Rows     time.Duration
+	Sleepers time.Duration
+	// SleeperKinds are those kinds.
+	SleeperKinds []Kind
+}
+
 // Unfinished lists up to limit dispatched rows whose subject is not
-// finished and which nobody checked for quiet.
-func (s *Store) Unfinished(ctx context.Context, quiet time.Duration, limit int) ([]Item, error) {
-	return s.items(ctx, `SELECT kind, subject_id, org_id, region, attempts, restarts FROM outbox_unfinished($1, $2)`, quiet.Seconds(), limit)
+// finished and which nobody checked for as long as q says.
+func (s *Store) Unfinished(ctx context.Context, q Quiet, limit int) ([]Item, error) {
+	sleepers := make([]string, len(q.SleeperKinds))
+	for i, k := range q.SleeperKinds {
+		sleepers[i] = string(k)
+	}
+	return s.items(ctx, `SELECT kind, subject_id, org_id, region, attempts, restarts FROM outbox_unfinished($1, $2, $3, $4)`,
+		q.Rows.Seconds(), limit, sleepers, q.Sleepers.Seconds())
 }
 
 // Checked notes that its workflow is alive.

@@ -50,7 +50,7 @@ type Closing struct {
 // id "attempt-<attempt id>" so a second start joins the first; abandon
 // closes an attempt whose workflow cannot run, if its time is up.
 func Route(abandon func(ctx context.Context, attemptID, reason string) error) workflows.Route {
-	return workflows.Route{Workflow: KeepDeadline, IDPrefix: "attempt-", Abandon: abandon, Input: func(it outbox.Item) any {
+	return workflows.Route{Workflow: KeepDeadline, IDPrefix: "attempt-", Abandon: abandon, Sleeps: true, Input: func(it outbox.Item) any {
 		return Input{OrgID: it.OrgID, AttemptID: it.SubjectID, Region: it.Region}
 	}}
 }

@@ -185,10 +185,13 @@ CREATE TRIGGER attempt_response_files_attached AFTER INSERT OR UPDATE OF files O
 
 -- An attempt's deadline workflow sleeps for the whole attempt, so its row
 -- stays dispatched and unfinished for hours, thousands at once on exam day.
--- The reconciler looks at those rows at most every 15 minutes, and after
--- every other kind's: a lost grading workflow is not queued behind an
--- exam's timers.
-CREATE OR REPLACE FUNCTION outbox_unfinished(p_quiet_seconds double precision, p_limit integer)
+-- The reconciler names such sleeping kinds (workflows.Route.Sleeps) and
+-- looks at their rows less often (p_sleeper_quiet_seconds) and after every
+-- other kind's: a lost grading workflow is not queued behind an exam's
+-- timers.
+DROP FUNCTION outbox_unfinished(double precision, integer);
+CREATE FUNCTION outbox_unfinished(p_quiet_seconds double precision, p_limit integer,
+                                  p_sleepers text[], p_sleeper_quiet_seconds double precision)
   RETURNS TABLE (kind text, subject_id text, org_id text, region text, attempts integer, restarts integer)
   LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public
   AS $$
@@ -196,7 +199,7 @@ CREATE OR REPLACE FUNCTION outbox_unfinished(p_quiet_seconds double precision, p
       FROM workflow_outbox o
      WHERE o.dispatched_at IS NOT NULL
        AND greatest(o.dispatched_at, o.checked_at) < now() - make_interval(secs =>
-             CASE WHEN o.kind = 'attempt' THEN greatest(p_quiet_seconds, 900) ELSE p_quiet_seconds END)
+             CASE WHEN o.kind = ANY(p_sleepers) THEN p_sleeper_quiet_seconds ELSE p_quiet_seconds END)
        AND outbox_subject_unfinished(o.kind, o.subject_id)
-     ORDER BY o.kind = 'attempt', greatest(o.dispatched_at, o.checked_at) LIMIT p_limit
+     ORDER BY o.kind = ANY(p_sleepers), greatest(o.dispatched_at, o.checked_at) LIMIT p_limit
   $$;
