@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"fmt"
 	"io/fs"
 
@@ -64,4 +66,23 @@ func migrator(ctx context.Context, conn *pgx.Conn) (*migrate.Migrator, error) {
 		return nil, fmt.Errorf("migrate: load: %w", err)
 	}
 	return m, nil
+}
+
+// MigrationsHash names the schema the migrations build: it changes when any
+// migration is added or edited. Tests key their template database by it.
+func MigrationsHash() string {
+	h := sha256.New()
+	_ = fs.WalkDir(migrations, "migrations", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := migrations.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", path, len(b))
+		h.Write(b)
+		return nil
+	})
+	return hex.EncodeToString(h.Sum(nil))[:16]
 }

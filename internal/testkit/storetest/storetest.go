@@ -11,10 +11,7 @@ package storetest
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
-	"net/url"
 	"os"
 	"testing"
 
@@ -48,30 +45,38 @@ func QueryMode() string {
 
 // Create makes a migrated database named prefix_<host>_<pid>_<random> and
 // returns its URL (as the schema owner, in QueryMode) and a function that
-// drops it. The first database a process makes drops those that dead
-// processes of the same host left behind. prefix starts with assessd_.
+// drops it. It is a copy of the template database of the current
+// migrations (template.go). The first database a process makes drops those
+// that dead processes of the same host left behind. prefix starts with
+// assessd_.
 func Create(ctx context.Context, prefix string) (dbURL string, drop func() error, err error) {
-	dbURL, drop, err = CreateEmpty(ctx, prefix)
-	if err == nil {
-		err = store.Migrate(ctx, dbURL)
-	}
-	return dbURL, drop, err
+	return create(ctx, prefix, true)
 }
 
 // CreateEmpty is Create without the migrations: for tests of a migration
 // on the data an earlier schema holds.
 func CreateEmpty(ctx context.Context, prefix string) (dbURL string, drop func() error, err error) {
+	return create(ctx, prefix, false)
+}
+
+func create(ctx context.Context, prefix string, migrated bool) (dbURL string, drop func() error, err error) {
 	admin := ServerURL()
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	name := ownedName(prefix, hex.EncodeToString(b[:]))
+	name := ownedName(prefix, randomSuffix())
 	conn, err := pgx.Connect(ctx, admin)
 	if err != nil {
 		return "", nil, fmt.Errorf("storetest: connect %s: %w", admin, err)
 	}
 	defer conn.Close(ctx)
 	orphansDropped.Do(func() { _, _ = dropOrphans(ctx, conn) })
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+	statement := "CREATE DATABASE " + name
+	if migrated {
+		template, err := templateName(ctx, conn)
+		if err != nil {
+			return "", nil, err
+		}
+		statement += " TEMPLATE " + template
+	}
+	if _, err := conn.Exec(ctx, statement); err != nil {
 		return "", nil, fmt.Errorf("storetest: create database: %w", err)
 	}
 	drop = func() error {
@@ -83,15 +88,7 @@ func CreateEmpty(ctx context.Context, prefix string) (dbURL string, drop func() 
 		_, err = conn.Exec(context.Background(), "DROP DATABASE "+name+" WITH (FORCE)")
 		return err
 	}
-	u, err := url.Parse(admin)
-	if err != nil {
-		return "", drop, err
-	}
-	u.Path = "/" + name
-	q := u.Query()
-	q.Set(store.ExecModeParam, QueryMode())
-	u.RawQuery = q.Encode()
-	return u.String(), drop, nil
+	return databaseURL(admin, name), drop, nil
 }
 
 // NewURL creates a migrated database for t, dropped when t ends.
