@@ -73,9 +73,6 @@ func (c restJSON) MarshalAppendField(base []byte, msg proto.Message, field proto
 }
 
 func (c restJSON) Unmarshal(data []byte, msg proto.Message) error {
-	if pbjson.Unmarshal(data, msg) {
-		return nil
-	}
 	return bodyError(c.JSONCodec.Unmarshal(data, msg))
 }
 
@@ -122,9 +119,6 @@ func (connectJSON) Unmarshal(data []byte, v any) error {
 	msg, ok := v.(proto.Message)
 	if !ok {
 		return fmt.Errorf("unmarshal into %T: not a protobuf message", v)
-	}
-	if pbjson.Unmarshal(data, msg) {
-		return nil
 	}
 	if err := unmarshalJSON.Unmarshal(data, msg); err != nil {
 		text, _ := bodyProblem(err)

@@ -17,7 +17,7 @@ import (
 // TestRecordingAWriteCostsNoRoundTrip: what records an administrative
 // write (its audit entry, webhook event and credential notification) goes
 // with the transaction's COMMIT (decision 0142), so the write costs its own
-// statements and the COMMIT, however much it records, and all of it is
+// statements, the BEGIN and the COMMIT, however much it records, and all of it is
 // there afterwards.
 func TestRecordingAWriteCostsNoRoundTrip(t *testing.T) {
 	ctx, stop := context.WithTimeout(context.Background(), 30*time.Second)
@@ -49,23 +49,23 @@ func TestRecordingAWriteCostsNoRoundTrip(t *testing.T) {
 		}
 	}
 	var u tenancy.User
-	costs("CreateUser (insert)", 2, func() (err error) {
+	costs("CreateUser (insert)", 3, func() (err error) {
 		u, err = s.CreateUser(sys, tenancy.NewUser{Email: "r@x.test", Name: "R", Role: tenancy.RoleTeacher})
 		return err
 	})
 	var keyID string
-	costs("CreateAPIKey (user read, bound, insert)", 4, func() error {
+	costs("CreateAPIKey (user read, bound, insert)", 5, func() error {
 		k, _, err := s.CreateAPIKey(sys, u.ID, "ci")
 		keyID = k.ID
 		return err
 	})
-	costs("RevokeAPIKey (key read, update)", 3, func() error { return s.RevokeAPIKey(sys, keyID) })
+	costs("RevokeAPIKey (key read, update)", 4, func() error { return s.RevokeAPIKey(sys, keyID) })
 	role := tenancy.RoleStudent
-	costs("UpdateUser (read, update)", 3, func() error {
+	costs("UpdateUser (read, update)", 4, func() error {
 		_, err := s.UpdateUser(sys, u.ID, tenancy.UserPatch{Role: &role})
 		return err
 	})
-	costs("DeleteUser (read, delete)", 3, func() error { return s.DeleteUser(sys, u.ID) })
+	costs("DeleteUser (read, delete)", 4, func() error { return s.DeleteUser(sys, u.ID) })
 
 	entries, _, err := s.AuditLogs(sys, audit.Filter{}, paging.Page{Size: 50})
 	if err != nil {

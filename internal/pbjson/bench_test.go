@@ -1,12 +1,9 @@
 package pbjson
 
 import (
-	"fmt"
-	"strings"
 	"testing"
 	"time"
 
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -68,40 +65,4 @@ func BenchmarkJSON(b *testing.B) {
 			}
 		})
 	}
-}
-
-// submission is the body of a submission of ten answers.
-func submission() []byte {
-	var b strings.Builder
-	b.WriteString(`{"userId":"usr_01JDQ4Z9V6S8K2M3N4P5Q6R7S8","answers":[`)
-	for i := range 10 {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		fmt.Fprintf(&b, `{"questionId":"qst_01JDQ4Z9V6S8K2M3N4P5Q6R7%02d","value":%t}`, i, i%2 == 0)
-	}
-	b.WriteString(`]}`)
-	return []byte(b.String())
-}
-
-// BenchmarkJSONDecode compares Unmarshal with protojson (the baseline) on
-// a submission's body.
-func BenchmarkJSONDecode(b *testing.B) {
-	body := submission()
-	b.Run("submission/protojson", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if err := protojson.Unmarshal(body, &v1.SubmitResultRequest{}); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("submission/pbjson", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if !Unmarshal(body, &v1.SubmitResultRequest{}) {
-				b.Fatal("declined")
-			}
-		}
-	})
 }

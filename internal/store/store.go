@@ -224,10 +224,9 @@ func (db *DB) Q(ctx context.Context) Querier {
 
 // Tx runs fn in one transaction scoped to ctx's organization; fn's context
 // carries the transaction, so nested Tx calls and Q join it. The transaction
-// commits when fn returns nil and rolls back otherwise. Its BEGIN and scope
-// travel with its first statement, so a transaction costs one round trip
-// more than its statements: the COMMIT, which carries what SendAtCommit
-// queued.
+// commits when fn returns nil and rolls back otherwise. BEGIN and the scope
+// go as one batch, and the COMMIT carries what SendAtCommit queued: a
+// transaction costs two round trips more than its statements.
 func (db *DB) Tx(ctx context.Context, fn func(ctx context.Context) error) error {
 	if InTx(ctx) {
 		return fn(ctx)
@@ -243,7 +242,16 @@ func (db *DB) Tx(ctx context.Context, fn func(ctx context.Context) error) error 
 	// Release closes, rather than pools, a connection whose transaction
 	// did not end (fn panicked, ROLLBACK failed).
 	defer conn.Release()
-	t := &tx{conn: conn, scope: db.scope, role: db.role, org: org}
+	begin := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, 2)}
+	begin.Queue("BEGIN")
+	begin.Queue(db.scope, db.role, org)
+	if err := conn.SendBatch(ctx, begin).Close(); err != nil {
+		if conn.Conn().PgConn().TxStatus() != 'I' {
+			_, _ = conn.Exec(ctx, "ROLLBACK")
+		}
+		return translate(err)
+	}
+	t := &tx{conn: conn}
 	if err := fn(context.WithValue(ctx, txKey{}, t)); err != nil {
 		t.rollback(ctx)
 		return translate(err)
@@ -251,70 +259,37 @@ func (db *DB) Tx(ctx context.Context, fn func(ctx context.Context) error) error 
 	return translate(t.commit(ctx))
 }
 
-// tx is a transaction of Tx on its connection. It begins with its first
-// statement: BEGIN, the scope and that statement are sent as one batch, so
-// beginning costs no round trip of its own, and a transaction that runs no
-// statement sends nothing.
+// tx is a transaction of Tx on its connection.
 type tx struct {
-	conn      *pgxpool.Conn
-	scope     string
-	role, org string
-	begun     bool
+	conn *pgxpool.Conn
 	// atCommit are the statements SendAtCommit queued to go with the
 	// COMMIT.
 	atCommit []*pgx.QueuedQuery
 }
 
-// first returns b preceded by BEGIN and the scope when nothing was sent
-// yet, and how many statements precede b's.
-func (t *tx) first(b *pgx.Batch) (*pgx.Batch, int) {
-	if t.begun {
-		return b, 0
-	}
-	t.begun = true
-	begin := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(b.QueuedQueries)+2)}
-	begin.Queue("BEGIN")
-	begin.Queue(t.scope, t.role, t.org)
-	begin.QueuedQueries = append(begin.QueuedQueries, b.QueuedQueries...)
-	return begin, 2
-}
-
 func (t *tx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	if t.begun {
-		return t.conn.Exec(ctx, sql, args...)
-	}
-	return execRows(t.Query(ctx, sql, args...))
+	return t.conn.Exec(ctx, sql, args...)
 }
 
 func (t *tx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	if t.begun {
-		return t.conn.Query(ctx, sql, args...)
-	}
-	b, skip := t.first(statement(sql, args))
-	return batchRows(t.conn.SendBatch(ctx, b), skip, nil)
+	return t.conn.Query(ctx, sql, args...)
 }
 
 func (t *tx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	if t.begun {
-		return t.conn.QueryRow(ctx, sql, args...)
-	}
-	return queryRow(t.Query(ctx, sql, args...))
+	return t.conn.QueryRow(ctx, sql, args...)
 }
 
 func (t *tx) sendBatch(ctx context.Context, b *pgx.Batch) error {
-	b, _ = t.first(b)
 	return t.conn.SendBatch(ctx, b).Close()
 }
 
 // commit sends the statements queued for the COMMIT, the context's commit
-// note and the COMMIT in one batch. PostgreSQL answers the COMMIT of a transaction that a failed
-// statement aborted with a rollback, not an error; that is reported as pgx
-// reports it. When a queued statement fails, PostgreSQL skips the COMMIT
-// and the transaction is rolled back here.
+// note and the COMMIT in one batch. PostgreSQL answers the COMMIT of a
+// transaction that a failed statement aborted with a rollback, not an
+// error; that is reported as pgx reports it. When a queued statement
+// fails, PostgreSQL skips the COMMIT and the transaction is rolled back
+// here.
 func (t *tx) commit(ctx context.Context) error {
-	if !t.begun && len(t.atCommit) == 0 {
-		return nil
-	}
 	b := &pgx.Batch{QueuedQueries: t.atCommit}
 	queueCommitNote(ctx, b)
 	b.Queue("COMMIT").Exec(func(tag pgconn.CommandTag) error {
@@ -323,7 +298,6 @@ func (t *tx) commit(ctx context.Context) error {
 		}
 		return nil
 	})
-	b, _ = t.first(b)
 	err := t.conn.SendBatch(ctx, b).Close()
 	if err != nil && t.conn.Conn().PgConn().TxStatus() != 'I' {
 		t.rollback(ctx)
@@ -334,9 +308,7 @@ func (t *tx) commit(ctx context.Context) error {
 // rollback ends what was sent. Should it fail, the connection is left in
 // its transaction and Release closes it, which ends it too.
 func (t *tx) rollback(ctx context.Context) {
-	if t.begun {
-		_, _ = t.conn.Exec(ctx, "ROLLBACK")
-	}
+	_, _ = t.conn.Exec(ctx, "ROLLBACK")
 }
 
 // SendAtCommit queues b's statements to go with the COMMIT of ctx's
@@ -438,13 +410,6 @@ func (s scoped) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, e
 
 func (s scoped) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	return queryRow(s.Query(ctx, sql, args...))
-}
-
-// statement is a batch of one statement.
-func statement(sql string, args []any) *pgx.Batch {
-	b := &pgx.Batch{}
-	b.Queue(sql, args...)
-	return b
 }
 
 // batchRows returns the rows of the statement of br that follows skip

@@ -11,12 +11,12 @@ import (
 	"github.com/assessd/assessd/internal/testkit/storetest"
 )
 
-// TestTxBeginsWithItsFirstStatement: a transaction's BEGIN and tenant scope
-// travel with its first statement, whichever way it is sent, so a
-// transaction costs its statements and the COMMIT; one that sends nothing
-// costs nothing. The scope is a parameter, so an organization id that is
-// not a plain token scopes exactly as well.
-func TestTxBeginsWithItsFirstStatement(t *testing.T) {
+// TestTxCostsItsStatementsAndTwoRoundTrips: a transaction's BEGIN and
+// tenant scope go as one batch, so a transaction costs its statements, that
+// batch and the COMMIT, whichever way its statements are sent. The scope is
+// a parameter, so an organization id that is not a plain token scopes
+// exactly as well.
+func TestTxCostsItsStatementsAndTwoRoundTrips(t *testing.T) {
 	trips := &storetest.RoundTrips{}
 	db := storetest.New(t, store.WithTracer(trips))
 	check := func(name, orgID string, want int64, body func(ctx context.Context) (org, role string, err error)) {
@@ -30,7 +30,7 @@ func TestTxBeginsWithItsFirstStatement(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if want > 0 && (org != orgID || role != store.AppRole) {
+		if name != "nothing" && (org != orgID || role != store.AppRole) {
 			t.Fatalf("%s: scoped to %q as %s, want %q as %s", name, org, role, orgID, store.AppRole)
 		}
 		if n := trips.Count() - before; n != want {
@@ -39,19 +39,19 @@ func TestTxBeginsWithItsFirstStatement(t *testing.T) {
 	}
 	whoAmI := `SELECT app_org_id(), current_user`
 	for _, orgID := range []string{"org_01PLAIN", "org_x'; SET ROLE postgres; --"} {
-		check("QueryRow then Exec in "+orgID, orgID, 3, func(ctx context.Context) (org, role string, err error) {
+		check("QueryRow then Exec in "+orgID, orgID, 4, func(ctx context.Context) (org, role string, err error) {
 			if err = db.Q(ctx).QueryRow(ctx, whoAmI).Scan(&org, &role); err != nil {
 				return
 			}
 			_, err = db.Q(ctx).Exec(ctx, `SELECT 1`)
 			return
 		})
-		check("a batch in "+orgID, orgID, 2, func(ctx context.Context) (org, role string, err error) {
+		check("a batch in "+orgID, orgID, 3, func(ctx context.Context) (org, role string, err error) {
 			b := &pgx.Batch{}
 			b.Queue(whoAmI).QueryRow(func(row pgx.Row) error { return row.Scan(&org, &role) })
 			return org, role, db.SendBatch(ctx, b)
 		})
-		check("Exec in "+orgID, orgID, 3, func(ctx context.Context) (org, role string, err error) {
+		check("Exec in "+orgID, orgID, 4, func(ctx context.Context) (org, role string, err error) {
 			if _, err = db.Q(ctx).Exec(ctx, `SELECT 1`); err != nil {
 				return
 			}
@@ -59,7 +59,7 @@ func TestTxBeginsWithItsFirstStatement(t *testing.T) {
 			return
 		})
 	}
-	check("nothing", "org_01PLAIN", 0, func(context.Context) (string, string, error) { return "", "", nil })
+	check("nothing", "org_01PLAIN", 2, func(context.Context) (string, string, error) { return "", "", nil })
 }
 
 // TestTxRollsBackFromEveryStatement: a transaction whose first or later
@@ -133,7 +133,7 @@ func TestSendAtCommitGoesWithTheCommit(t *testing.T) {
 		first   bool // a statement before the queued one
 		inTx    bool
 		wantRTs int64
-	}{{"after a statement", true, true, 2}, {"alone", false, true, 1}, {"outside a transaction", false, false, 1}} {
+	}{{"after a statement", true, true, 3}, {"alone", false, true, 2}, {"outside a transaction", false, false, 1}} {
 		before := trips.Count()
 		var org, role string
 		var err error
@@ -215,7 +215,7 @@ func TestACommitNoteCommitsWithTheWrites(t *testing.T) {
 				_, err := db.Q(ctx).Exec(ctx, rename)
 				return err
 			})
-		}, true, 2},
+		}, true, 3},
 		{"a transaction that writes and fails", func() error {
 			err := db.Tx(ctx, func(ctx context.Context) error {
 				if _, err := db.Q(ctx).Exec(ctx, rename); err != nil {
@@ -227,13 +227,13 @@ func TestACommitNoteCommitsWithTheWrites(t *testing.T) {
 				return nil
 			}
 			return err
-		}, false, 2},
+		}, false, 3},
 		{"a transaction that reads", func() error {
 			return db.Tx(ctx, func(ctx context.Context) error {
 				_, err := db.Q(ctx).Exec(ctx, read)
 				return err
 			})
-		}, false, 2},
+		}, false, 3},
 		{"a batch that writes", func() error {
 			b := &pgx.Batch{}
 			b.Queue(rename)
