@@ -200,6 +200,29 @@ func (r response) must(t *testing.T, want int) response {
 	return r
 }
 
+// throttled sends until an answer is 429 and returns it. The limit allows
+// burst requests at once, refilled at perMinute: the 429 must come after
+// the burst and no later than the refills the sending took time for allow,
+// however slow the machine (under the race detector on busy cores a
+// request can take a second).
+func throttled(t *testing.T, burst, perMinute int, send func() response) response {
+	t.Helper()
+	start := time.Now()
+	for n := 1; ; n++ {
+		r := send()
+		if r.status == http.StatusTooManyRequests {
+			if n <= burst {
+				t.Fatalf("request %d answered 429, within the burst of %d", n, burst)
+			}
+			return r
+		}
+		took := time.Since(start)
+		if refills := int(took.Minutes() * float64(perMinute)); n > burst+refills {
+			t.Fatalf("request %d answered %d; a burst of %d and the %d refills of %s allow %d", n, r.status, burst, refills, took.Round(time.Millisecond), burst+refills)
+		}
+	}
+}
+
 // TestMain silences the OIDC library's default-logger output.
 func TestMain(m *testing.M) {
 	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
