@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -18,11 +19,17 @@ import (
 // few megabytes of files where running the migrations took the better part
 // of a second. The first process that needs a template builds it; every
 // later process with the same migrations, of this checkout or another,
-// reuses it, and a changed migration names a new one.
+// reuses it, and a changed migration names a new one. Each template says
+// when it was built in its comment; one of other migrations is dropped
+// only when staleAfter has passed since, so checkouts of different
+// migrations side by side (git worktrees) keep theirs.
 
 // templateLock is the advisory lock key under which one process at a time
 // looks for the template and builds it if missing.
 const templateLock = 0x61737364 // "assd"
+
+// staleAfter is how long a template of other migrations is kept.
+const staleAfter = 7 * 24 * time.Hour
 
 var templateOnce struct {
 	sync.Once
@@ -63,26 +70,36 @@ func ensureTemplate(ctx context.Context, conn *pgx.Conn) (string, error) {
 		_, _ = conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+building+" WITH (FORCE)")
 		return "", fmt.Errorf("storetest: migrate template: %w", err)
 	}
+	if _, err := conn.Exec(ctx, "COMMENT ON DATABASE "+building+" IS '"+time.Now().UTC().Format(time.RFC3339)+"'"); err != nil {
+		return "", fmt.Errorf("storetest: date template: %w", err)
+	}
 	if _, err := conn.Exec(ctx, "ALTER DATABASE "+building+" RENAME TO "+name); err != nil {
 		return "", fmt.Errorf("storetest: name template: %w", err)
 	}
 	return name, nil
 }
 
-// dropStaleTemplates drops the templates of other migrations. One still
-// being copied by a process of another checkout stays (DROP without FORCE
-// fails while it is in use); that checkout rebuilds it if it needs it again.
+// dropStaleTemplates drops the templates of other migrations built more
+// than staleAfter ago. One still being copied stays (DROP without FORCE
+// fails while it is in use).
 func dropStaleTemplates(ctx context.Context, conn *pgx.Conn, keep string) {
-	rows, err := conn.Query(ctx, `SELECT datname FROM pg_database WHERE datname LIKE 'assessd\_template\_%' AND datname <> $1`, keep)
+	rows, err := conn.Query(ctx, `SELECT datname, coalesce(shobj_description(oid, 'pg_database'), '')
+		FROM pg_database WHERE datname LIKE 'assessd\_template\_%' AND datname <> $1`, keep)
 	if err != nil {
 		return
 	}
-	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	type template struct{ name, built string }
+	templates, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (tp template, err error) {
+		return tp, row.Scan(&tp.name, &tp.built)
+	})
 	if err != nil {
 		return
 	}
-	for _, stale := range names {
-		_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{stale}.Sanitize())
+	for _, tp := range templates {
+		if built, err := time.Parse(time.RFC3339, tp.built); err == nil && time.Since(built) < staleAfter {
+			continue
+		}
+		_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{tp.name}.Sanitize())
 	}
 }
 

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -56,4 +57,43 @@ func schemaVersion(t *testing.T, dbURL string, migrate bool) (version int32) {
 		t.Fatal(err)
 	}
 	return version
+}
+
+// TestTemplatesOfOtherMigrationsAreKeptAWeek: a template of other
+// migrations (another checkout's) stays while it is recent, and goes once
+// staleAfter has passed since it was built, or when it says nothing of
+// when it was built.
+func TestTemplatesOfOtherMigrationsAreKeptAWeek(t *testing.T) {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, ServerURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	built := map[string]string{
+		"assessd_template_testrecent":  time.Now().Add(-time.Hour).UTC().Format(time.RFC3339),
+		"assessd_template_teststale":   time.Now().Add(-staleAfter - time.Hour).UTC().Format(time.RFC3339),
+		"assessd_template_testundated": "",
+	}
+	for name, at := range built {
+		if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _, _ = conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name) })
+		if at != "" {
+			if _, err := conn.Exec(ctx, "COMMENT ON DATABASE "+name+" IS '"+at+"'"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	dropStaleTemplates(ctx, conn, "assessd_template_"+store.MigrationsHash())
+	for name, wantKept := range map[string]bool{"assessd_template_testrecent": true, "assessd_template_teststale": false, "assessd_template_testundated": false} {
+		var kept bool
+		if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&kept); err != nil {
+			t.Fatal(err)
+		}
+		if kept != wantKept {
+			t.Errorf("%s kept = %v, want %v", name, kept, wantKept)
+		}
+	}
 }
