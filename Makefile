@@ -98,6 +98,7 @@ bench: $(BIN)/temporal
 	$(GO) run ./cmd/benchexchange
 	$(GO) run ./cmd/benchwebhooks
 	$(GO) run ./cmd/benchdeadlines
+	$(GO) run ./cmd/benchexamday
 	$(GO) test ./internal/pbjson -run '^$$' -bench JSON -benchtime 2s
 	$(GO) test ./internal/assessment/expr -run '^$$' -bench ScoringRules -benchtime 2s
 
