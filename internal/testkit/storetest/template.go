@@ -31,19 +31,27 @@ const templateLock = 0x61737364 // "assd"
 // staleAfter is how long a template of other migrations is kept.
 const staleAfter = 7 * 24 * time.Hour
 
-var templateOnce struct {
-	sync.Once
+var template struct {
+	sync.Mutex
 	name string
-	err  error
 }
 
 // templateName returns the name of the migrated template database,
-// building it once per process if no process built it before.
-func templateName(ctx context.Context, conn *pgx.Conn) (string, error) {
-	templateOnce.Do(func() {
-		templateOnce.name, templateOnce.err = ensureTemplate(ctx, conn)
-	})
-	return templateOnce.name, templateOnce.err
+// building it if no process built it before. A process asks the server
+// once; again only when rebuild says the template it was told of is gone
+// (dropped by hand, or as stale by a checkout of other migrations).
+func templateName(ctx context.Context, conn *pgx.Conn, rebuild bool) (string, error) {
+	template.Lock()
+	defer template.Unlock()
+	if template.name != "" && !rebuild {
+		return template.name, nil
+	}
+	name, err := ensureTemplate(ctx, conn)
+	if err != nil {
+		return "", err
+	}
+	template.name = name
+	return name, nil
 }
 
 func ensureTemplate(ctx context.Context, conn *pgx.Conn) (string, error) {

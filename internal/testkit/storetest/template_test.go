@@ -97,3 +97,21 @@ func TestTemplatesOfOtherMigrationsAreKeptAWeek(t *testing.T) {
 		}
 	}
 }
+
+// TestATemplateGoneIsBuiltAgain: a process told of a template that has
+// since been dropped (as a checkout of other migrations may) finds or
+// builds the current one and goes on.
+func TestATemplateGoneIsBuiltAgain(t *testing.T) {
+	NewURL(t)
+	template.Lock()
+	template.name = "assessd_template_gone"
+	template.Unlock()
+	if got := schemaVersion(t, NewURL(t), false); got == 0 {
+		t.Fatal("the database made after the template went is not migrated")
+	}
+	template.Lock()
+	defer template.Unlock()
+	if want := "assessd_template_" + store.MigrationsHash(); template.name != want {
+		t.Fatalf("template %q, want %q", template.name, want)
+	}
+}
