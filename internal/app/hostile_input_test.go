@@ -26,10 +26,14 @@ import (
 )
 
 // hostileRounds is how many mutated requests each operation gets. The
-// default keeps `make test` fast; ASSESSD_HOSTILE_ROUNDS raises it for a
-// longer hunt (the seed stays fixed unless ASSESSD_HOSTILE_SEED is set).
+// default keeps `make test` fast, -short takes a tenth of it;
+// ASSESSD_HOSTILE_ROUNDS raises it for a longer hunt (the seed stays fixed
+// unless ASSESSD_HOSTILE_SEED is set).
 func hostileRounds(t *testing.T) (rounds int, seed uint64) {
 	rounds, seed = 120, 20261123
+	if testing.Short() {
+		rounds = 12
+	}
 	if s := os.Getenv("ASSESSD_HOSTILE_ROUNDS"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {

@@ -18,6 +18,9 @@ func TestTypeScriptSDK(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(sdk, "dist", "esm", "index.js")); err != nil {
 		t.Skip("the SDK is not built: run make sdk")
 	}
+	if testing.Short() {
+		t.Skip("runs Node")
+	}
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Skip("node is not installed")

@@ -21,9 +21,12 @@ import (
 )
 
 // NewChrome starts a headless Chromium for t, closed when t ends; it skips
-// t when Chromium is not installed.
+// t when Chromium is not installed, and in -short mode.
 func NewChrome(t testing.TB) context.Context {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("starts Chromium")
+	}
 	path, err := exec.LookPath("chromium")
 	if err != nil {
 		t.Skip("chromium is not installed (apt-get install chromium)")

@@ -24,18 +24,18 @@ import (
 // server of dbURL, with at most serverConns server connections per
 // database, and returns dbURL rewritten to go through it, in the exec
 // query mode (PgBouncer 1.18 has no prepared statements). PgBouncer stops
-// when t ends. Without the pgbouncer binary the test fails, or is skipped
-// in -short mode.
+// when t ends. Without the pgbouncer binary the test fails; in -short mode
+// it is skipped.
 func PgBouncer(t testing.TB, dbURL string, serverConns int) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("starts PgBouncer")
+	}
 	bin, err := exec.LookPath("pgbouncer")
 	if err != nil {
 		bin, err = exec.LookPath("/usr/sbin/pgbouncer")
 	}
 	if err != nil {
-		if testing.Short() {
-			t.Skip("storetest: pgbouncer is not installed (apt-get install pgbouncer); skipped in -short mode")
-		}
 		t.Fatal("storetest: pgbouncer is not installed (apt-get install pgbouncer)")
 	}
 	target, err := url.Parse(dbURL)
