@@ -80,7 +80,7 @@ lint: $(BIN)/golangci-lint $(BIN)/workflowcheck
 SQL_PACKAGES := ./internal/store/... ./tenancy/... ./internal/assessment/... ./internal/identity/... \
 	./internal/webhooks/... ./internal/outbox/... ./internal/media/... ./internal/audit/... \
 	./internal/generation/... ./internal/regeneration/... ./internal/scanning/... ./internal/idempotency/... \
-	./activities/...
+	./internal/classes/... ./internal/delivery/... ./activities/...
 
 # QTI_CHECK=1: the QTI export is also scored by the independent player.
 # internal/app's end-to-end tests run in parallel and take 3-5 minutes under
