@@ -288,6 +288,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 		Ready:   readiness(db, cfg.Temporal),
 		OpenAPI: openapi.Document,
 		Route:   api.RouteOf(),
+		FieldOf: api.FieldOf,
 	})
 	now := cfg.Now
 	if now == nil {

@@ -1,4 +1,4 @@
-package api_test
+package apihttp_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 
-	"github.com/assessd/assessd/api"
+	"github.com/assessd/assessd/internal/platform/apihttp"
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/internal/testkit/storetest"
 )
@@ -48,7 +48,7 @@ func TestUnhandledDatabaseRefusalsAnswerWhatTheyMean(t *testing.T) {
 		{"deadlock", deadlock(t, db, ctx), connect.CodeAlreadyExists, "CONCURRENT_UPDATE"},
 	}
 	for _, c := range cases {
-		got := api.ToConnect(ctx, c.err)
+		got := apihttp.ToConnect(ctx, c.err)
 		if got.Code() != c.code || reason(got) != c.reason {
 			t.Errorf("%s (%v): %v %q, want %v %q", c.name, c.err, got.Code(), reason(got), c.code, c.reason)
 		}
@@ -74,7 +74,7 @@ func TestUnhandledDatabaseRefusalsAnswerWhatTheyMean(t *testing.T) {
 	if !errors.Is(rls, store.ErrPermissionDenied) {
 		t.Fatalf("a row of another organization: %v, want a permission refusal", rls)
 	}
-	if got := api.ToConnect(ctx, rls); got.Code() != connect.CodeInternal {
+	if got := apihttp.ToConnect(ctx, rls); got.Code() != connect.CodeInternal {
 		t.Errorf("a row-level security refusal answers %v, want internal", got.Code())
 	}
 }
