@@ -9,6 +9,7 @@ import (
 	v1 "github.com/assessd/assessd/api/gen/assessd/v1"
 	"github.com/assessd/assessd/api/gen/assessd/v1/assessdv1connect"
 	"github.com/assessd/assessd/internal/identity"
+	"github.com/assessd/assessd/internal/platform/apihttp"
 	"github.com/assessd/assessd/internal/platform/paging"
 )
 
@@ -27,11 +28,11 @@ var _ assessdv1connect.AllowedClientServiceHandler = allowedClientServer{}
 func (s allowedClientServer) ListAllowedClients(ctx context.Context, req *connect.Request[v1.ListAllowedClientsRequest]) (*connect.Response[v1.ListAllowedClientsResponse], error) {
 	p, err := paging.Parse(req.Msg.PageSize, req.Msg.PageToken)
 	if err != nil {
-		return nil, ToConnect(ctx, err)
+		return nil, apihttp.ToConnect(ctx, err)
 	}
 	list, next, err := s.svc.AllowedClients(ctx, p)
 	if err != nil {
-		return nil, ToConnect(ctx, err)
+		return nil, apihttp.ToConnect(ctx, err)
 	}
 	out := &v1.ListAllowedClientsResponse{AllowedClients: make([]*v1.AllowedClient, len(list)), NextPageToken: next}
 	for i, a := range list {
@@ -47,7 +48,7 @@ func (s allowedClientServer) AllowClient(ctx context.Context, req *connect.Reque
 
 func (s allowedClientServer) RemoveAllowedClient(ctx context.Context, req *connect.Request[v1.RemoveAllowedClientRequest]) (*connect.Response[emptypb.Empty], error) {
 	if err := s.svc.RemoveAllowedClient(ctx, req.Msg.ClientId); err != nil {
-		return nil, ToConnect(ctx, err)
+		return nil, apihttp.ToConnect(ctx, err)
 	}
 	return connect.NewResponse(&emptypb.Empty{}), nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/assessd/assessd/api/gen/assessd/v1/assessdv1connect"
 	"github.com/assessd/assessd/internal/answersheet"
 	"github.com/assessd/assessd/internal/assessment"
+	"github.com/assessd/assessd/internal/platform/apihttp"
 	"github.com/assessd/assessd/internal/platform/errs"
 	"github.com/assessd/assessd/internal/scanning"
 )
@@ -89,12 +90,12 @@ func ScanUploads(scans *scanning.Service) http.Handler {
 		ctx := r.Context()
 		files, status, err := readUploads(w, r)
 		if err != nil {
-			WriteErrorStatus(w, status, err)
+			apihttp.WriteErrorStatus(w, status, err)
 			return
 		}
 		sc, derr := scans.Create(ctx, r.PathValue("examId"), files)
 		if derr != nil {
-			WriteError(w, r, ToConnect(ctx, derr))
+			apihttp.WriteError(w, r, apihttp.ToConnect(ctx, derr))
 			return
 		}
 		writeProtoJSON(w, r, scanToProto(sc))
@@ -106,7 +107,7 @@ func ScanUploads(scans *scanning.Service) http.Handler {
 func writeProtoJSON(w http.ResponseWriter, r *http.Request, m proto.Message) {
 	body, err := marshalCompact(m)
 	if err != nil {
-		WriteError(w, r, ToConnect(r.Context(), err))
+		apihttp.WriteError(w, r, apihttp.ToConnect(r.Context(), err))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -118,10 +119,10 @@ func writeProtoJSON(w http.ResponseWriter, r *http.Request, m proto.Message) {
 func readUploads(w http.ResponseWriter, r *http.Request) ([]scanning.File, int, *connect.Error) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxUploadRequest)
 	invalid := func(field, format string, args ...any) (int, *connect.Error) {
-		return http.StatusBadRequest, ToConnect(r.Context(), errs.Invalid(field, format, args...))
+		return http.StatusBadRequest, apihttp.ToConnect(r.Context(), errs.Invalid(field, format, args...))
 	}
 	tooLarge := func(message string) (int, *connect.Error) {
-		return http.StatusRequestEntityTooLarge, NewError(connect.CodeResourceExhausted, "FILE_TOO_LARGE", message, "file", nil)
+		return http.StatusRequestEntityTooLarge, apihttp.NewError(connect.CodeResourceExhausted, "FILE_TOO_LARGE", message, "file", nil)
 	}
 	mr, err := r.MultipartReader()
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	v1 "github.com/assessd/assessd/api/gen/assessd/v1"
 	"github.com/assessd/assessd/api/gen/assessd/v1/assessdv1connect"
 	"github.com/assessd/assessd/internal/assessment"
+	"github.com/assessd/assessd/internal/platform/apihttp"
 	"github.com/assessd/assessd/internal/platform/paging"
 )
 
@@ -17,11 +18,11 @@ import (
 func list[T, P any](ctx context.Context, size int32, token string, fetch func(paging.Page) ([]T, string, error), conv func(T) P) ([]P, string, error) {
 	p, err := paging.Parse(size, token)
 	if err != nil {
-		return nil, "", ToConnect(ctx, err)
+		return nil, "", apihttp.ToConnect(ctx, err)
 	}
 	items, next, err := fetch(p)
 	if err != nil {
-		return nil, "", ToConnect(ctx, err)
+		return nil, "", apihttp.ToConnect(ctx, err)
 	}
 	out := make([]P, len(items))
 	for i, it := range items {
@@ -32,7 +33,7 @@ func list[T, P any](ctx context.Context, size int32, token string, fetch func(pa
 
 func empty(ctx context.Context, err error) (*connect.Response[emptypb.Empty], error) {
 	if err != nil {
-		return nil, ToConnect(ctx, err)
+		return nil, apihttp.ToConnect(ctx, err)
 	}
 	return connect.NewResponse(&emptypb.Empty{}), nil
 }
@@ -139,7 +140,7 @@ func (s questionServer) CreateQuestion(ctx context.Context, req *connect.Request
 func (s questionServer) ReorderQuestions(ctx context.Context, req *connect.Request[v1.ReorderQuestionsRequest]) (*connect.Response[v1.ListQuestionsResponse], error) {
 	qs, err := s.svc.ReorderQuestions(ctx, req.Msg.ExamId, req.Msg.QuestionIds)
 	if err != nil {
-		return nil, ToConnect(ctx, err)
+		return nil, apihttp.ToConnect(ctx, err)
 	}
 	out := &v1.ListQuestionsResponse{Questions: make([]*v1.Question, len(qs))}
 	for i, q := range qs {

@@ -8,6 +8,7 @@ import (
 	v1 "github.com/assessd/assessd/api/gen/assessd/v1"
 	"github.com/assessd/assessd/api/gen/assessd/v1/assessdv1connect"
 	"github.com/assessd/assessd/internal/audit"
+	"github.com/assessd/assessd/internal/platform/apihttp"
 	"github.com/assessd/assessd/internal/platform/paging"
 	"github.com/assessd/assessd/tenancy"
 )
@@ -20,7 +21,7 @@ func (s auditServer) ListAuditLogs(ctx context.Context, req *connect.Request[v1.
 	m := req.Msg
 	p, err := paging.Parse(m.PageSize, m.PageToken)
 	if err != nil {
-		return nil, ToConnect(ctx, err)
+		return nil, apihttp.ToConnect(ctx, err)
 	}
 	f := audit.Filter{Action: m.Action, ActorID: m.ActorId, TargetType: m.TargetType, TargetID: m.TargetId}
 	if m.Since != nil {
@@ -31,7 +32,7 @@ func (s auditServer) ListAuditLogs(ctx context.Context, req *connect.Request[v1.
 	}
 	entries, next, err := s.svc.AuditLogs(ctx, f, p)
 	if err != nil {
-		return nil, ToConnect(ctx, err)
+		return nil, apihttp.ToConnect(ctx, err)
 	}
 	out := &v1.ListAuditLogsResponse{AuditLogs: make([]*v1.AuditLogEntry, len(entries)), NextPageToken: next}
 	for i, e := range entries {

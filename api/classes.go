@@ -9,6 +9,7 @@ import (
 	v1 "github.com/assessd/assessd/api/gen/assessd/v1"
 	"github.com/assessd/assessd/api/gen/assessd/v1/assessdv1connect"
 	"github.com/assessd/assessd/internal/classes"
+	"github.com/assessd/assessd/internal/platform/apihttp"
 	"github.com/assessd/assessd/internal/platform/paging"
 )
 
@@ -19,11 +20,11 @@ var _ assessdv1connect.ClassServiceHandler = classServer{}
 func (s classServer) ListClasses(ctx context.Context, req *connect.Request[v1.ListClassesRequest]) (*connect.Response[v1.ListClassesResponse], error) {
 	p, err := paging.Parse(req.Msg.PageSize, req.Msg.PageToken)
 	if err != nil {
-		return nil, ToConnect(ctx, err)
+		return nil, apihttp.ToConnect(ctx, err)
 	}
 	list, next, err := s.svc.List(ctx, classes.Filter{ExternalID: req.Msg.ExternalId}, p)
 	if err != nil {
-		return nil, ToConnect(ctx, err)
+		return nil, apihttp.ToConnect(ctx, err)
 	}
 	out := &v1.ListClassesResponse{Classes: make([]*v1.Class, len(list)), NextPageToken: next}
 	for i, c := range list {
@@ -50,7 +51,7 @@ func (s classServer) UpdateClass(ctx context.Context, req *connect.Request[v1.Up
 
 func (s classServer) DeleteClass(ctx context.Context, req *connect.Request[v1.DeleteClassRequest]) (*connect.Response[emptypb.Empty], error) {
 	if err := s.svc.Delete(ctx, req.Msg.Id); err != nil {
-		return nil, ToConnect(ctx, err)
+		return nil, apihttp.ToConnect(ctx, err)
 	}
 	return connect.NewResponse(&emptypb.Empty{}), nil
 }
@@ -58,11 +59,11 @@ func (s classServer) DeleteClass(ctx context.Context, req *connect.Request[v1.De
 func (s classServer) ListClassMembers(ctx context.Context, req *connect.Request[v1.ListClassMembersRequest]) (*connect.Response[v1.ListClassMembersResponse], error) {
 	p, err := paging.Parse(req.Msg.PageSize, req.Msg.PageToken)
 	if err != nil {
-		return nil, ToConnect(ctx, err)
+		return nil, apihttp.ToConnect(ctx, err)
 	}
 	list, next, err := s.svc.Members(ctx, req.Msg.ClassId, classes.MemberFilter{Role: classes.Role(req.Msg.Role)}, p)
 	if err != nil {
-		return nil, ToConnect(ctx, err)
+		return nil, apihttp.ToConnect(ctx, err)
 	}
 	out := &v1.ListClassMembersResponse{Members: make([]*v1.ClassMember, len(list)), NextPageToken: next}
 	for i, m := range list {
@@ -79,7 +80,7 @@ func (s classServer) AddClassMember(ctx context.Context, req *connect.Request[v1
 
 func (s classServer) RemoveClassMember(ctx context.Context, req *connect.Request[v1.RemoveClassMemberRequest]) (*connect.Response[emptypb.Empty], error) {
 	if err := s.svc.RemoveMember(ctx, req.Msg.ClassId, req.Msg.UserId); err != nil {
-		return nil, ToConnect(ctx, err)
+		return nil, apihttp.ToConnect(ctx, err)
 	}
 	return connect.NewResponse(&emptypb.Empty{}), nil
 }

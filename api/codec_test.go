@@ -3,12 +3,15 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	v1 "github.com/assessd/assessd/api/gen/assessd/v1"
+	"github.com/assessd/assessd/internal/platform/apihttp"
 )
 
 // spacedResult is a result with nested messages, lists, JSON values and
@@ -48,25 +51,7 @@ func TestMarshalCompactIsJSONCompact(t *testing.T) {
 	}
 }
 
-// TestAppendCompactDropsSpacesOutsideStrings: the spaces a spacing build
-// writes after commas go, those in strings stay, after base.
-func TestAppendCompactDropsSpacesOutsideStrings(t *testing.T) {
-	in := `{"a":1, "b":[true, "c, \"d\", e\\", "\\"], "f":{"g":null, "h":" , "}}`
-	var want bytes.Buffer
-	want.WriteString("x")
-	if err := json.Compact(&want, []byte(in)); err != nil {
-		t.Fatal(err)
-	}
-	got, err := appendCompact([]byte("x"), []byte(in), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(got) != want.String() {
-		t.Errorf("appendCompact = %s, want %s", got, want.String())
-	}
-}
-
-// BenchmarkCompact: appendCompact against json.Compact on a result's
+// BenchmarkCompact: apihttp.AppendCompact against json.Compact on a result's
 // encoding with protojson's spaces.
 func BenchmarkCompact(b *testing.B) {
 	raw, err := marshalJSON.Marshal(spacedResult(b))
@@ -83,10 +68,25 @@ func BenchmarkCompact(b *testing.B) {
 			}
 		}
 	})
-	b.Run("appendCompact", func(b *testing.B) {
+	b.Run("AppendCompact", func(b *testing.B) {
 		var buf []byte
 		for b.Loop() {
-			buf, _ = appendCompact(buf[:0], spaced, nil)
+			buf, _ = apihttp.AppendCompact(buf[:0], spaced, nil)
 		}
 	})
+}
+
+// TestPlainHandlersWriteCompactJSON: the bodies of plain handlers are
+// compact, like the transcoder's, whatever spacing protojson chooses in
+// this build.
+func TestPlainHandlersWriteCompactJSON(t *testing.T) {
+	rec := httptest.NewRecorder()
+	writeProtoJSON(rec, httptest.NewRequest(http.MethodPost, "/exam-imports", nil), &v1.ExamImport{Id: "imp_1", ExamId: "exm_1"})
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, rec.Body.Bytes()); err != nil {
+		t.Fatalf("%v in %s", err, rec.Body)
+	}
+	if compact.String() != rec.Body.String() {
+		t.Errorf("body %s is not compact JSON", rec.Body)
+	}
 }

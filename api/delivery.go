@@ -14,6 +14,7 @@ import (
 	"github.com/assessd/assessd/api/gen/assessd/v1/assessdv1connect"
 	"github.com/assessd/assessd/internal/assessment"
 	"github.com/assessd/assessd/internal/delivery"
+	"github.com/assessd/assessd/internal/platform/apihttp"
 	"github.com/assessd/assessd/internal/platform/errs"
 	"github.com/assessd/assessd/internal/platform/paging"
 )
@@ -62,10 +63,10 @@ func (s assignmentServer) UpdateAssignment(ctx context.Context, req *connect.Req
 	}
 	var err error
 	if patch.ClassIDs, err = idList("classIds", m.ClassIds); err != nil {
-		return nil, ToConnect(ctx, err)
+		return nil, apihttp.ToConnect(ctx, err)
 	}
 	if patch.UserIDs, err = idList("userIds", m.UserIds); err != nil {
-		return nil, ToConnect(ctx, err)
+		return nil, apihttp.ToConnect(ctx, err)
 	}
 	a, err := s.svc.UpdateAssignment(ctx, m.Id, patch)
 	return reply(ctx, a, err, assignmentToProto)
@@ -81,7 +82,7 @@ func (s assignmentServer) SetAccommodation(ctx context.Context, req *connect.Req
 		ExtraMinutes: int(m.ExtraMinutes), ClosesAt: timeOf(m.ClosesAt)}
 	if m.MaxAttempts != nil {
 		if *m.MaxAttempts < 1 {
-			return nil, ToConnect(ctx, errs.Invalid("maxAttempts", "must be between 1 and %d", delivery.MaxAttempts))
+			return nil, apihttp.ToConnect(ctx, errs.Invalid("maxAttempts", "must be between 1 and %d", delivery.MaxAttempts))
 		}
 		in.MaxAttempts = int(*m.MaxAttempts)
 	}

@@ -8,6 +8,7 @@ import (
 	v1 "github.com/assessd/assessd/api/gen/assessd/v1"
 	"github.com/assessd/assessd/api/gen/assessd/v1/assessdv1connect"
 	"github.com/assessd/assessd/internal/embedflow"
+	"github.com/assessd/assessd/internal/platform/apihttp"
 )
 
 type embedServer struct{ svc *embedflow.Service }
@@ -28,7 +29,7 @@ func (s embedServer) CreateEmbedSession(ctx context.Context, req *connect.Reques
 	}
 	sess, err := s.svc.Create(ctx, in)
 	if err != nil {
-		return nil, ToConnect(ctx, err)
+		return nil, apihttp.ToConnect(ctx, err)
 	}
 	return connect.NewResponse(&v1.EmbedSession{Id: sess.ID, Url: s.svc.URL(sess), ExpiresAt: ts(sess.ExpiresAt)}), nil
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/assessd/assessd/internal/delivery"
 	"github.com/assessd/assessd/internal/embedflow"
 	"github.com/assessd/assessd/internal/generation"
+	"github.com/assessd/assessd/internal/platform/apihttp"
 	"github.com/assessd/assessd/internal/regeneration"
 	"github.com/assessd/assessd/internal/scanning"
 	"github.com/assessd/assessd/internal/transfer"
@@ -31,10 +32,6 @@ import (
 	"github.com/assessd/assessd/observability"
 	"github.com/assessd/assessd/tenancy"
 )
-
-// MaxBodyBytes is the largest request body the API accepts (API.md: 413
-// beyond 1 MiB).
-const MaxBodyBytes = 1 << 20
 
 // Services are the domain services the API exposes.
 type Services struct {
@@ -152,7 +149,7 @@ func handlerOptions(c codecs, extra ...connect.HandlerOption) []connect.HandlerO
 	pkg := v1.File_assessd_v1_users_proto.Package()
 	return append([]connect.HandlerOption{
 		connect.WithInterceptors(routeInterceptor(routeTemplates(pkg)), textInterceptor()),
-		connect.WithReadMaxBytes(MaxBodyBytes),
+		connect.WithReadMaxBytes(apihttp.MaxBodyBytes),
 		// Small responses are not worth compressing.
 		connect.WithCompressMinBytes(4 << 10),
 		connect.WithCodec(c.connect),
@@ -182,7 +179,7 @@ func newTranscoder(services []*vanguard.Service, c codecs) (*vanguard.Transcoder
 }
 
 func notFound(w http.ResponseWriter, r *http.Request) {
-	WriteError(w, r, NewError(connect.CodeNotFound, "ROUTE_NOT_FOUND", fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path), "", nil))
+	apihttp.WriteError(w, r, apihttp.NewError(connect.CodeNotFound, "ROUTE_NOT_FOUND", fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path), "", nil))
 }
 
 // routeInterceptor records the route template of the procedure being

@@ -9,6 +9,8 @@ import (
 	"connectrpc.com/connect"
 	"connectrpc.com/vanguard"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/assessd/assessd/internal/platform/apihttp"
 )
 
 // The transcoder decodes what RPC clients send in protobuf and inflates
@@ -31,14 +33,14 @@ func (c protoCodec) Unmarshal(data []byte, msg proto.Message) error {
 	return nil
 }
 
-// inflatedTooLarge refuses a message that inflates beyond MaxBodyBytes,
-// the bound of an uncompressed body.
+// inflatedTooLarge refuses a message that inflates beyond
+// apihttp.MaxBodyBytes, the bound of an uncompressed body.
 func inflatedTooLarge() error {
-	return connect.NewError(connect.CodeResourceExhausted, fmt.Errorf("request message exceeds %d bytes once decompressed", MaxBodyBytes))
+	return connect.NewError(connect.CodeResourceExhausted, fmt.Errorf("request message exceeds %d bytes once decompressed", apihttp.MaxBodyBytes))
 }
 
 // boundedGunzip is the transcoder's gzip decompressor: it reads at most
-// MaxBodyBytes of inflated data per message.
+// apihttp.MaxBodyBytes of inflated data per message.
 type boundedGunzip struct {
 	gz   gzip.Reader
 	left int64
@@ -47,7 +49,7 @@ type boundedGunzip struct {
 func newBoundedGunzip() connect.Decompressor { return &boundedGunzip{} }
 
 func (d *boundedGunzip) Reset(r io.Reader) error {
-	d.left = MaxBodyBytes
+	d.left = apihttp.MaxBodyBytes
 	if err := d.gz.Reset(r); err != nil {
 		return invalidGzip(err)
 	}

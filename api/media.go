@@ -12,6 +12,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/assessd/assessd/internal/media"
+	"github.com/assessd/assessd/internal/platform/apihttp"
 	"github.com/assessd/assessd/internal/platform/errs"
 )
 
@@ -23,7 +24,7 @@ func MediaUploads(files *media.Files) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
 		if mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "multipart/form-data" || params["boundary"] == "" {
-			WriteErrorStatus(w, http.StatusUnsupportedMediaType, NewError(connect.CodeInvalidArgument, "UNSUPPORTED_MEDIA_TYPE",
+			apihttp.WriteErrorStatus(w, http.StatusUnsupportedMediaType, apihttp.NewError(connect.CodeInvalidArgument, "UNSUPPORTED_MEDIA_TYPE",
 				"send the file as multipart/form-data, in one part named file", "", nil))
 			return
 		}
@@ -32,23 +33,23 @@ func MediaUploads(files *media.Files) http.Handler {
 		part, header, err := r.FormFile("file")
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			WriteErrorStatus(w, http.StatusRequestEntityTooLarge, NewError(connect.CodeResourceExhausted, "FILE_TOO_LARGE",
+			apihttp.WriteErrorStatus(w, http.StatusRequestEntityTooLarge, apihttp.NewError(connect.CodeResourceExhausted, "FILE_TOO_LARGE",
 				fmt.Sprintf("the file may be at most %s", media.Size(files.MaxBytes())), "file", nil))
 			return
 		}
 		if err != nil {
-			WriteError(w, r, ToConnect(ctx, errs.Invalid("file", "send one file in a multipart part named file")))
+			apihttp.WriteError(w, r, apihttp.ToConnect(ctx, errs.Invalid("file", "send one file in a multipart part named file")))
 			return
 		}
 		defer func() { _ = part.Close() }()
 		data, err := io.ReadAll(part)
 		if err != nil {
-			WriteError(w, r, ToConnect(ctx, errs.Invalid("file", "cannot be read: %v", err)))
+			apihttp.WriteError(w, r, apihttp.ToConnect(ctx, errs.Invalid("file", "cannot be read: %v", err)))
 			return
 		}
 		url, err := files.Put(ctx, "file", header.Filename, data)
 		if err != nil {
-			WriteError(w, r, ToConnect(ctx, err))
+			apihttp.WriteError(w, r, apihttp.ToConnect(ctx, err))
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -65,7 +66,7 @@ func MediaFiles(files *media.Files) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f, err := files.Open(r.Context(), r.PathValue("id"), r.PathValue("name"))
 		if err != nil {
-			WriteError(w, r, ToConnect(r.Context(), err))
+			apihttp.WriteError(w, r, apihttp.ToConnect(r.Context(), err))
 			return
 		}
 		disposition := "attachment"

@@ -2,12 +2,28 @@ package api
 
 import (
 	"strings"
+	"sync"
 
 	"google.golang.org/genproto/googleapis/api/annotations"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	v1 "github.com/assessd/assessd/api/gen/assessd/v1"
 	"github.com/assessd/assessd/internal/platform/textcheck"
 )
+
+// apiRoutes is the route index of the API's package, built once.
+var apiRoutes = sync.OnceValue(func() *routeIndex {
+	return newRouteIndex(v1.File_assessd_v1_users_proto.Package())
+})
+
+// FieldOf names the request field of a REST route's path or query
+// parameter (apihttp.FieldOf), from the API's google.api.http rules: the
+// middleware shapes the transcoder's errors about undecodable values with
+// it.
+func FieldOf(method, path, param string) (string, protoreflect.FieldDescriptor) {
+	rt := apiRoutes().match(method, path)
+	return rt.publicName(param), rt.field(param)
+}
 
 // routeIndex finds the REST route of a request by its literal path
 // segments, so errors about path and query values can name the public

@@ -17,6 +17,7 @@ import (
 	v1 "github.com/assessd/assessd/api/gen/assessd/v1"
 	"github.com/assessd/assessd/api/gen/assessd/v1/assessdv1connect"
 	"github.com/assessd/assessd/internal/exchange"
+	"github.com/assessd/assessd/internal/platform/apihttp"
 	"github.com/assessd/assessd/internal/platform/errs"
 	"github.com/assessd/assessd/internal/transfer"
 )
@@ -31,7 +32,7 @@ func ExamExport(svc *transfer.Service) http.Handler {
 		examID := r.PathValue("examId")
 		doc, err := svc.Export(ctx, examID, format)
 		if err != nil {
-			WriteError(w, r, ToConnect(ctx, err))
+			apihttp.WriteError(w, r, apihttp.ToConnect(ctx, err))
 			return
 		}
 		if err := transfer.ServeExport(w, examID, format, doc); err != nil {
@@ -55,12 +56,12 @@ func ExamImports(svc *transfer.Service) http.Handler {
 				return
 			}
 		}
-		ce := ToConnect(ctx, err)
-		status := httpStatus[ce.Code()]
+		ce := apihttp.ToConnect(ctx, err)
+		status := apihttp.HTTPStatus(ce.Code())
 		if e, ok := errs.As(err); ok && e.Reason == exchange.ReasonTooLarge {
 			status = http.StatusRequestEntityTooLarge
 		}
-		WriteErrorStatus(w, status, ce)
+		apihttp.WriteErrorStatus(w, status, ce)
 	})
 }
 
@@ -105,12 +106,12 @@ func (s exchangeServer) ExportExam(ctx context.Context, req *connect.Request[v1.
 	format := cmp.Or(req.Msg.Format, transfer.FormatQTI3)
 	doc, err := s.transfers.Export(ctx, req.Msg.ExamId, format)
 	if err != nil {
-		return nil, ToConnect(ctx, err)
+		return nil, apihttp.ToConnect(ctx, err)
 	}
 	var buf bytes.Buffer
 	write, ctype, _ := transfer.Writer(format)
 	if err := write(&buf, doc); err != nil {
-		return nil, ToConnect(ctx, err)
+		return nil, apihttp.ToConnect(ctx, err)
 	}
 	return connect.NewResponse(&httpbody.HttpBody{ContentType: ctype, Data: buf.Bytes()}), nil
 }

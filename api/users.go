@@ -8,6 +8,7 @@ import (
 
 	v1 "github.com/assessd/assessd/api/gen/assessd/v1"
 	"github.com/assessd/assessd/api/gen/assessd/v1/assessdv1connect"
+	"github.com/assessd/assessd/internal/platform/apihttp"
 	"github.com/assessd/assessd/internal/platform/paging"
 	"github.com/assessd/assessd/tenancy"
 )
@@ -29,11 +30,11 @@ func (s userServer) UpdateMe(ctx context.Context, req *connect.Request[v1.Update
 func (s userServer) ListUsers(ctx context.Context, req *connect.Request[v1.ListUsersRequest]) (*connect.Response[v1.ListUsersResponse], error) {
 	p, err := paging.Parse(req.Msg.PageSize, req.Msg.PageToken)
 	if err != nil {
-		return nil, ToConnect(ctx, err)
+		return nil, apihttp.ToConnect(ctx, err)
 	}
 	users, next, err := s.svc.ListUsers(ctx, tenancy.UserFilter{Role: tenancy.Role(req.Msg.Role), Email: req.Msg.Email}, p)
 	if err != nil {
-		return nil, ToConnect(ctx, err)
+		return nil, apihttp.ToConnect(ctx, err)
 	}
 	out := &v1.ListUsersResponse{Users: make([]*v1.User, len(users)), NextPageToken: next}
 	for i, u := range users {
@@ -69,7 +70,7 @@ func (s userServer) UpdateUser(ctx context.Context, req *connect.Request[v1.Upda
 
 func (s userServer) DeleteUser(ctx context.Context, req *connect.Request[v1.DeleteUserRequest]) (*connect.Response[emptypb.Empty], error) {
 	if err := s.svc.DeleteUser(ctx, req.Msg.Id); err != nil {
-		return nil, ToConnect(ctx, err)
+		return nil, apihttp.ToConnect(ctx, err)
 	}
 	return connect.NewResponse(&emptypb.Empty{}), nil
 }
@@ -77,7 +78,7 @@ func (s userServer) DeleteUser(ctx context.Context, req *connect.Request[v1.Dele
 // reply converts a domain result to a response, or maps its error.
 func reply[T any, P any](ctx context.Context, v T, err error, conv func(T) *P) (*connect.Response[P], error) {
 	if err != nil {
-		return nil, ToConnect(ctx, err)
+		return nil, apihttp.ToConnect(ctx, err)
 	}
 	return connect.NewResponse(conv(v)), nil
 }

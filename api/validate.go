@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/assessd/assessd/internal/platform/apihttp"
 	"github.com/assessd/assessd/internal/platform/textcheck"
 )
 
@@ -38,7 +39,7 @@ func textInterceptor() connect.UnaryInterceptorFunc {
 }
 
 func invalidField(field, problem string) *connect.Error {
-	return NewError(connect.CodeInvalidArgument, "INVALID_ARGUMENT", field+": "+problem, field, nil)
+	return apihttp.NewError(connect.CodeInvalidArgument, "INVALID_ARGUMENT", field+": "+problem, field, nil)
 }
 
 // requestProblem returns the first field of a request that breaks the
@@ -182,7 +183,7 @@ func checkURL(next http.Handler, routes *routeIndex) http.Handler {
 				if name := rt.variable(i); name != "" {
 					field = name
 				}
-				WriteError(w, r, invalidField(field, p))
+				apihttp.WriteError(w, r, invalidField(field, p))
 				return
 			}
 		}
@@ -192,18 +193,18 @@ func checkURL(next http.Handler, routes *routeIndex) http.Handler {
 		}
 		query, err := url.ParseQuery(r.URL.RawQuery)
 		if err != nil {
-			WriteError(w, r, NewError(connect.CodeInvalidArgument, "INVALID_QUERY", "the query string is not valid URL encoding", "", nil))
+			apihttp.WriteError(w, r, apihttp.NewError(connect.CodeInvalidArgument, "INVALID_QUERY", "the query string is not valid URL encoding", "", nil))
 			return
 		}
 		delete(query, "")
 		for name, values := range query {
 			if p := textcheck.Problem(name); p != "" {
-				WriteError(w, r, NewError(connect.CodeInvalidArgument, "INVALID_QUERY", "query parameter names "+p, "", nil))
+				apihttp.WriteError(w, r, apihttp.NewError(connect.CodeInvalidArgument, "INVALID_QUERY", "query parameter names "+p, "", nil))
 				return
 			}
 			for _, v := range values {
 				if p := textcheck.Problem(v); p != "" {
-					WriteError(w, r, invalidField(rt.publicName(name), p))
+					apihttp.WriteError(w, r, invalidField(rt.publicName(name), p))
 					return
 				}
 			}

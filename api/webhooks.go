@@ -8,6 +8,7 @@ import (
 
 	v1 "github.com/assessd/assessd/api/gen/assessd/v1"
 	"github.com/assessd/assessd/api/gen/assessd/v1/assessdv1connect"
+	"github.com/assessd/assessd/internal/platform/apihttp"
 	"github.com/assessd/assessd/internal/platform/paging"
 	"github.com/assessd/assessd/internal/webhooks"
 )
@@ -19,11 +20,11 @@ var _ assessdv1connect.WebhookEndpointServiceHandler = webhookServer{}
 func (s webhookServer) ListWebhookEndpoints(ctx context.Context, req *connect.Request[v1.ListWebhookEndpointsRequest]) (*connect.Response[v1.ListWebhookEndpointsResponse], error) {
 	p, err := paging.Parse(req.Msg.PageSize, req.Msg.PageToken)
 	if err != nil {
-		return nil, ToConnect(ctx, err)
+		return nil, apihttp.ToConnect(ctx, err)
 	}
 	list, next, err := s.svc.ListEndpoints(ctx, p)
 	if err != nil {
-		return nil, ToConnect(ctx, err)
+		return nil, apihttp.ToConnect(ctx, err)
 	}
 	out := &v1.ListWebhookEndpointsResponse{WebhookEndpoints: make([]*v1.WebhookEndpoint, len(list)), NextPageToken: next}
 	for i, e := range list {
@@ -55,7 +56,7 @@ func (s webhookServer) UpdateWebhookEndpoint(ctx context.Context, req *connect.R
 
 func (s webhookServer) DeleteWebhookEndpoint(ctx context.Context, req *connect.Request[v1.DeleteWebhookEndpointRequest]) (*connect.Response[emptypb.Empty], error) {
 	if err := s.svc.DeleteEndpoint(ctx, req.Msg.Id); err != nil {
-		return nil, ToConnect(ctx, err)
+		return nil, apihttp.ToConnect(ctx, err)
 	}
 	return connect.NewResponse(&emptypb.Empty{}), nil
 }
@@ -68,11 +69,11 @@ func (s webhookServer) RotateWebhookSecret(ctx context.Context, req *connect.Req
 func (s webhookServer) ListWebhookDeliveries(ctx context.Context, req *connect.Request[v1.ListWebhookDeliveriesRequest]) (*connect.Response[v1.ListWebhookDeliveriesResponse], error) {
 	p, err := paging.Parse(req.Msg.PageSize, req.Msg.PageToken)
 	if err != nil {
-		return nil, ToConnect(ctx, err)
+		return nil, apihttp.ToConnect(ctx, err)
 	}
 	list, next, err := s.svc.Deliveries(ctx, req.Msg.EndpointId, p)
 	if err != nil {
-		return nil, ToConnect(ctx, err)
+		return nil, apihttp.ToConnect(ctx, err)
 	}
 	out := &v1.ListWebhookDeliveriesResponse{WebhookDeliveries: make([]*v1.WebhookDelivery, len(list)), NextPageToken: next}
 	for i, d := range list {
@@ -83,7 +84,7 @@ func (s webhookServer) ListWebhookDeliveries(ctx context.Context, req *connect.R
 
 func (s webhookServer) RedeliverWebhook(ctx context.Context, req *connect.Request[v1.RedeliverWebhookRequest]) (*connect.Response[emptypb.Empty], error) {
 	if err := s.svc.Redeliver(ctx, req.Msg.EndpointId, req.Msg.DeliveryId); err != nil {
-		return nil, ToConnect(ctx, err)
+		return nil, apihttp.ToConnect(ctx, err)
 	}
 	return connect.NewResponse(&emptypb.Empty{}), nil
 }

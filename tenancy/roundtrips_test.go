@@ -25,7 +25,7 @@ func TestRecordingAWriteCostsNoRoundTrip(t *testing.T) {
 	trips := &storetest.RoundTrips{}
 	db := storetest.New(t, store.WithTracer(trips))
 	s := tenancy.NewService(db)
-	s.Events = event.NewRecorder(func(resource any) (json.RawMessage, error) { return json.Marshal(resource) })
+	s.UserEvents = event.NewRecorder(func(resource any) (json.RawMessage, error) { return json.Marshal(resource) }).Users(db)
 	org, err := s.CreateOrg(ctx, tenancy.NewOrg{Name: "X", Country: "US"})
 	if err != nil {
 		t.Fatal(err)

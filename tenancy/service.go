@@ -1,13 +1,13 @@
 package tenancy
 
 import (
+	"context"
 	"errors"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/assessd/assessd/internal/audit"
 	"github.com/assessd/assessd/internal/store"
-	"github.com/assessd/assessd/internal/webhooks/event"
 )
 
 // Service implements organizations, users, API keys and the audit log API
@@ -16,8 +16,35 @@ type Service struct {
 	db    *store.DB
 	creds *credentialCache
 	uses  keyUses
-	// Events records the user.* webhook events; nil records none.
-	Events *event.Recorder
+	// UserEvents records what integrators hear of each change to a user
+	// (the webhooks' user.* events, wired in by internal/app); nil records
+	// nothing.
+	UserEvents UserEvents
+}
+
+// UserChange is what happened to a user.
+type UserChange string
+
+// The changes UserEvents hears of.
+const (
+	UserCreated UserChange = "created"
+	UserUpdated UserChange = "updated"
+	UserDeleted UserChange = "deleted"
+)
+
+// UserEvents is called inside the transaction of a change to a user (ctx
+// is the transaction's), after the change and its audit entry, with the
+// user as it now is (as it last was, once deleted). What it writes commits
+// or rolls back with the change, and its error rolls the change back.
+// Tenancy declares it so that it imports no feature package.
+type UserEvents func(ctx context.Context, change UserChange, u User) error
+
+// userChanged hands a change to UserEvents, if any.
+func (s *Service) userChanged(ctx context.Context, change UserChange, u User) error {
+	if s.UserEvents == nil {
+		return nil
+	}
+	return s.UserEvents(ctx, change, u)
 }
 
 // NewService returns a Service using db.

@@ -16,7 +16,6 @@ import (
 	"github.com/assessd/assessd/internal/platform/ids"
 	"github.com/assessd/assessd/internal/platform/paging"
 	"github.com/assessd/assessd/internal/store"
-	"github.com/assessd/assessd/internal/webhooks/event"
 )
 
 // User is a person in one organization.
@@ -199,7 +198,7 @@ func (s *Service) CreateUser(ctx context.Context, in NewUser) (User, error) {
 		}); err != nil {
 			return err
 		}
-		return s.Events.Record(ctx, s.db, event.UserCreated, u)
+		return s.userChanged(ctx, UserCreated, u)
 	})
 	return u, err
 }
@@ -276,7 +275,7 @@ func (s *Service) updateUser(ctx context.Context, caller *Caller, id string, p U
 		}); err != nil {
 			return err
 		}
-		return s.Events.Record(ctx, s.db, event.UserUpdated, u)
+		return s.userChanged(ctx, UserUpdated, u)
 	})
 	if err == nil && roleChanged {
 		s.creds.purge() // a role change alters what the user's keys may do
@@ -317,7 +316,7 @@ func (s *Service) DeleteUser(ctx context.Context, id string) error {
 			return err
 		}
 		// The deleted user as it last was.
-		return s.Events.Record(ctx, s.db, event.UserDeleted, u)
+		return s.userChanged(ctx, UserDeleted, u)
 	})
 	if err == nil {
 		s.creds.purge()

@@ -186,7 +186,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	metrics.RegisterPool(db)
 	metrics.RegisterOrgInfo(OrgInfoLookup(db))
 	ten := tenancy.NewService(db)
-	ten.Events = event.NewRecorder(api.WebhookData)
+	ten.UserEvents = event.NewRecorder(api.WebhookData).Users(db)
 	prefix, perMinute := cfg.RateLimitPrefix, cfg.RequestsPerMinute
 	if prefix == "" {
 		prefix = "assessd:rl:"
@@ -288,6 +288,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 		Ready:   readiness(db, cfg.Temporal),
 		OpenAPI: openapi.Document,
 		Route:   api.RouteOf(),
+		FieldOf: api.FieldOf,
 	})
 	now := cfg.Now
 	if now == nil {

@@ -87,7 +87,7 @@ func TestConcurrentWritesOverSharedRows(t *testing.T) {
 	}
 }
 
-// untranslated are the reasons of api.ToConnect's fallback: the answer is
+// untranslated are the reasons of apihttp.ToConnect's fallback: the answer is
 // a 4xx, but the site that met the refusal should have said what it means.
 var untranslated = map[string]bool{"REFERENCE_GONE": true, "ALREADY_EXISTS": true, "VALUE_NOT_STORABLE": true, "CONCURRENT_UPDATE": true}
 

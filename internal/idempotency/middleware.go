@@ -10,7 +10,7 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/assessd/assessd/api"
+	"github.com/assessd/assessd/internal/platform/apihttp"
 	"github.com/assessd/assessd/tenancy"
 )
 
@@ -59,7 +59,7 @@ func (k *Keys) Middleware(next http.Handler) http.Handler {
 		fresh, s, err := k.reserve(r.Context(), u)
 		switch {
 		case err != nil:
-			api.WriteError(w, r, api.ToConnect(r.Context(), err))
+			apihttp.WriteError(w, r, apihttp.ToConnect(r.Context(), err))
 		case fresh:
 			k.count(caller.OrgID, outcomeRun)
 			k.run(w, r, u, next)
@@ -163,7 +163,7 @@ func validKey(key string) bool {
 // refuse answers the key's refusal; field names the header when the key
 // itself is at fault.
 func refuse(w http.ResponseWriter, status int, code connect.Code, reason, field, message string) {
-	api.WriteErrorStatus(w, status, api.NewError(code, reason, Header+": "+message, field, nil))
+	apihttp.WriteErrorStatus(w, status, apihttp.NewError(code, reason, Header+": "+message, field, nil))
 }
 
 // hashingBody hashes a request body as the handler reads it.

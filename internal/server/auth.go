@@ -8,7 +8,7 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/assessd/assessd/api"
+	"github.com/assessd/assessd/internal/platform/apihttp"
 	"github.com/assessd/assessd/internal/platform/clientaddr"
 	"github.com/assessd/assessd/internal/platform/errs"
 	"github.com/assessd/assessd/internal/platform/ratelimit"
@@ -47,7 +47,7 @@ func (a *authenticator) middleware(next http.Handler) http.Handler {
 		if blocked, retry := a.failures.Blocked(ctx, client, subjectOf(cred, token)); blocked {
 			w.Header().Set("Retry-After", strconv.Itoa(ratelimit.RetryAfterSeconds(retry)))
 			a.metrics.AuthFailures.WithLabelValues("rate_limited").Inc()
-			api.WriteError(w, r, api.NewError(connect.CodeResourceExhausted, "TOO_MANY_FAILED_AUTHENTICATIONS",
+			apihttp.WriteError(w, r, apihttp.NewError(connect.CodeResourceExhausted, "TOO_MANY_FAILED_AUTHENTICATIONS",
 				"too many failed authentication attempts; retry later", "", nil))
 			return
 		}
@@ -62,7 +62,7 @@ func (a *authenticator) middleware(next http.Handler) http.Handler {
 			if errs.Is(err, errs.KindUnauthenticated) {
 				a.failures.Fail(ctx, client, subjectOf(cred, token))
 			}
-			api.WriteError(w, r, api.ToConnect(ctx, err))
+			apihttp.WriteError(w, r, apihttp.ToConnect(ctx, err))
 			return
 		}
 		observability.Info(ctx).OrgID = caller.OrgID
@@ -70,7 +70,7 @@ func (a *authenticator) middleware(next http.Handler) http.Handler {
 			d := quotas.TakeFor(ctx, caller.OrgID, subject)
 			d.SetHeaders(w.Header())
 			if !d.Allowed {
-				api.WriteError(w, r, api.NewError(connect.CodeResourceExhausted, "RATE_LIMITED",
+				apihttp.WriteError(w, r, apihttp.NewError(connect.CodeResourceExhausted, "RATE_LIMITED",
 					fmt.Sprintf("%s request quota (%d requests per %s) is used up; retry after %d seconds",
 						whose, d.Limit.Rate, d.Limit.Period, ratelimit.RetryAfterSeconds(d.RetryAfter)), "", nil))
 				return

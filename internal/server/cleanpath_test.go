@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/assessd/assessd/api"
 	"github.com/assessd/assessd/observability"
 )
 
@@ -25,7 +24,6 @@ func TestUncleanPathsAreNotFound(t *testing.T) {
 		Metrics: observability.NewMetrics(),
 		API:     http.NotFoundHandler(),
 		Pages:   map[string]http.Handler{"/embed/": pages},
-		Route:   api.RouteOf(),
 	}))
 	defer srv.Close()
 	client := srv.Client()

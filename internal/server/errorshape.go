@@ -6,18 +6,18 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/assessd/assessd/api"
+	"github.com/assessd/assessd/internal/platform/apihttp"
 )
 
 // jsonErrors gives every error of the REST surface the API's
 // google.rpc.Status shape: it holds back error responses and lets
-// api.ShapeError rewrite those that lack it (plain-text routing errors such
-// as 405 and 415, and the transcoder's errors for undecodable path and
-// query values). Connect and gRPC calls keep their protocol's errors.
-// Headers such as Allow are kept.
-func jsonErrors(next http.Handler) http.Handler {
+// apihttp.ShapeError rewrite those that lack it (plain-text routing errors
+// such as 405 and 415, and the transcoder's errors for undecodable path and
+// query values, whose fields fieldOf names). Connect and gRPC calls keep
+// their protocol's errors. Headers such as Allow are kept.
+func jsonErrors(fieldOf apihttp.FieldOf, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if api.IsRPC(r) {
+		if apihttp.IsRPC(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -27,7 +27,7 @@ func jsonErrors(next http.Handler) http.Handler {
 		if jw.status == 0 {
 			return
 		}
-		ce := api.ShapeError(r.Context(), method, path, jw.status, w.Header().Get("Content-Type"), jw.body.Bytes())
+		ce := apihttp.ShapeError(r.Context(), fieldOf, method, path, jw.status, w.Header().Get("Content-Type"), jw.body.Bytes())
 		if ce == nil {
 			w.WriteHeader(jw.status)
 			_, _ = w.Write(jw.body.Bytes())
@@ -36,7 +36,7 @@ func jsonErrors(next http.Handler) http.Handler {
 		// The new body is plain JSON, whatever the held-back one declared.
 		w.Header().Del("Content-Length")
 		w.Header().Del("Content-Encoding")
-		api.WriteErrorStatus(w, jw.status, ce)
+		apihttp.WriteErrorStatus(w, jw.status, ce)
 	})
 }
 

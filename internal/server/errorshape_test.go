@@ -11,7 +11,7 @@ import (
 // unary, so it still goes out whole, with its Content-Length, not chunked.
 func TestRESTResponsesAreSentWithTheirLength(t *testing.T) {
 	const body = `{"id":"usr_1","name":"Ada"}`
-	srv := httptest.NewServer(jsonErrors(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	srv := httptest.NewServer(jsonErrors(nil, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, body)
 		w.(http.Flusher).Flush()

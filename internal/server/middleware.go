@@ -17,7 +17,7 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/assessd/assessd/api"
+	"github.com/assessd/assessd/internal/platform/apihttp"
 	"github.com/assessd/assessd/internal/platform/clientaddr"
 	"github.com/assessd/assessd/observability"
 )
@@ -51,7 +51,7 @@ func recoverer(log *slog.Logger, next http.Handler) http.Handler {
 					panic(v) //nolint:forbidigo // see above
 				}
 				log.ErrorContext(r.Context(), "panic serving request", "panic", fmt.Sprint(v), "path", r.URL.Path)
-				api.WriteError(w, r, api.NewError(connect.CodeInternal, "INTERNAL", "internal error", "", nil))
+				apihttp.WriteError(w, r, apihttp.NewError(connect.CodeInternal, "INTERNAL", "internal error", "", nil))
 			}
 		}()
 		next.ServeHTTP(w, r)
@@ -149,7 +149,7 @@ func statusClass(code int) string {
 	return strconv.Itoa(code/100) + "xx"
 }
 
-// limitPageBody bounds a page's request body by api.MaxBodyBytes. A form
+// limitPageBody bounds a page's request body by apihttp.MaxBodyBytes. A form
 // is read by its handler (net/http's own bound on a form is 10 MiB, and a
 // multipart form's files beyond 32 MiB go to disk without any bound); a
 // body declared larger gets 413 before it is read, and one that turns out
@@ -171,57 +171,57 @@ func limitFormEndpointBody(next http.Handler) http.Handler {
 	})
 }
 
-// boundPageBody bounds r's body by api.MaxBodyBytes for next, and leaves a
+// boundPageBody bounds r's body by apihttp.MaxBodyBytes for next, and leaves a
 // body declared larger to declared.
 func boundPageBody(next http.Handler, declared http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength > api.MaxBodyBytes {
+		if r.ContentLength > apihttp.MaxBodyBytes {
 			declared(w, r)
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, api.MaxBodyBytes)
+		r.Body = http.MaxBytesReader(w, r.Body, apihttp.MaxBodyBytes)
 		next.ServeHTTP(w, r)
 	})
 }
 
-// oversizedBody is a body declared larger than api.MaxBodyBytes, left
+// oversizedBody is a body declared larger than apihttp.MaxBodyBytes, left
 // unread: its first read fails as http.MaxBytesReader's does at the bound.
 type oversizedBody struct{ io.ReadCloser }
 
 func (oversizedBody) Read([]byte) (int, error) {
-	return 0, &http.MaxBytesError{Limit: api.MaxBodyBytes}
+	return 0, &http.MaxBytesError{Limit: apihttp.MaxBodyBytes}
 }
 
 // limitBody reads the body up front, the one read of it, bounded by
-// api.MaxBodyBytes: larger bodies get 413, and a body on a request that
+// apihttp.MaxBodyBytes: larger bodies get 413, and a body on a request that
 // takes none gets 400, both in the API's error shape (the transcoder would
 // report them as 500s). An empty REST body becomes an empty object, so
 // whichever side of the transcoder decodes it, the domain names the
 // missing fields.
 func limitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength > api.MaxBodyBytes {
+		if r.ContentLength > apihttp.MaxBodyBytes {
 			tooLarge(w, r)
 			return
 		}
 		var body []byte
 		if r.Body != nil && r.Body != http.NoBody {
 			var err error
-			body, err = io.ReadAll(io.LimitReader(r.Body, api.MaxBodyBytes+1))
+			body, err = io.ReadAll(io.LimitReader(r.Body, apihttp.MaxBodyBytes+1))
 			if err != nil {
-				api.WriteError(w, r, api.NewError(connect.CodeInvalidArgument, "INVALID_BODY", "could not read the request body", "", nil))
+				apihttp.WriteError(w, r, apihttp.NewError(connect.CodeInvalidArgument, "INVALID_BODY", "could not read the request body", "", nil))
 				return
 			}
-			if len(body) > api.MaxBodyBytes {
+			if len(body) > apihttp.MaxBodyBytes {
 				tooLarge(w, r)
 				return
 			}
 			if len(body) > 0 && (r.Method == http.MethodGet || r.Method == http.MethodDelete) {
-				api.WriteError(w, r, api.NewError(connect.CodeInvalidArgument, "UNEXPECTED_BODY", r.Method+" requests take no body", "", nil))
+				apihttp.WriteError(w, r, apihttp.NewError(connect.CodeInvalidArgument, "UNEXPECTED_BODY", r.Method+" requests take no body", "", nil))
 				return
 			}
 			if len(body) > 0 && !jsonOrRPC(r) {
-				api.WriteErrorStatus(w, http.StatusUnsupportedMediaType, api.NewError(connect.CodeInvalidArgument, "UNSUPPORTED_MEDIA_TYPE",
+				apihttp.WriteErrorStatus(w, http.StatusUnsupportedMediaType, apihttp.NewError(connect.CodeInvalidArgument, "UNSUPPORTED_MEDIA_TYPE",
 					"request bodies must be JSON: send Content-Type: application/json", "", nil))
 				return
 			}
@@ -230,7 +230,7 @@ func limitBody(next http.Handler) http.Handler {
 				return
 			}
 		}
-		if takesBody(r.Method) && !api.IsRPC(r) && len(bytes.TrimSpace(body)) == 0 {
+		if takesBody(r.Method) && !apihttp.IsRPC(r) && len(bytes.TrimSpace(body)) == 0 {
 			body = []byte("{}")
 			r.Header.Set("Content-Type", "application/json")
 		}
@@ -251,19 +251,19 @@ func inflate(w http.ResponseWriter, r *http.Request, body []byte) ([]byte, bool)
 		r.Header.Del("Content-Encoding")
 		return body, true
 	case enc != "gzip":
-		api.WriteErrorStatus(w, http.StatusUnsupportedMediaType, api.NewError(connect.CodeInvalidArgument, "UNSUPPORTED_MEDIA_TYPE",
+		apihttp.WriteErrorStatus(w, http.StatusUnsupportedMediaType, apihttp.NewError(connect.CodeInvalidArgument, "UNSUPPORTED_MEDIA_TYPE",
 			fmt.Sprintf("Content-Encoding %q is not supported: send the body as is or with gzip", enc), "", nil))
 		return nil, false
 	}
 	zr, err := gzip.NewReader(bytes.NewReader(body))
 	if err == nil {
-		body, err = io.ReadAll(io.LimitReader(zr, api.MaxBodyBytes+1))
+		body, err = io.ReadAll(io.LimitReader(zr, apihttp.MaxBodyBytes+1))
 	}
 	if err != nil {
-		api.WriteError(w, r, api.NewError(connect.CodeInvalidArgument, "INVALID_BODY", "the body is not valid gzip", "", nil))
+		apihttp.WriteError(w, r, apihttp.NewError(connect.CodeInvalidArgument, "INVALID_BODY", "the body is not valid gzip", "", nil))
 		return nil, false
 	}
-	if len(body) > api.MaxBodyBytes {
+	if len(body) > apihttp.MaxBodyBytes {
 		tooLarge(w, r)
 		return nil, false
 	}
@@ -289,6 +289,6 @@ func jsonOrRPC(r *http.Request) bool {
 }
 
 func tooLarge(w http.ResponseWriter, r *http.Request) {
-	api.WriteErrorStatus(w, http.StatusRequestEntityTooLarge, api.NewError(connect.CodeResourceExhausted, "BODY_TOO_LARGE",
-		fmt.Sprintf("request body exceeds %d bytes", api.MaxBodyBytes), "", nil))
+	apihttp.WriteErrorStatus(w, http.StatusRequestEntityTooLarge, apihttp.NewError(connect.CodeResourceExhausted, "BODY_TOO_LARGE",
+		fmt.Sprintf("request body exceeds %d bytes", apihttp.MaxBodyBytes), "", nil))
 }

@@ -13,7 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/assessd/assessd/api"
+	"github.com/assessd/assessd/internal/platform/apihttp"
 	"github.com/assessd/assessd/observability"
 )
 
@@ -78,12 +78,11 @@ func TestPanicsBecomeAPIErrors(t *testing.T) {
 		Metrics: observability.NewMetrics(),
 		API:     http.NotFoundHandler(),
 		Pages:   map[string]http.Handler{"/boom/": pages, "/fine": pages},
-		Route:   api.RouteOf(),
 	}))
 	defer srv.Close()
 
 	internal := errorBody{Code: 13, Message: "internal error",
-		Details: []errorDetail{{"type.googleapis.com/google.rpc.ErrorInfo", "INTERNAL", api.ErrorDomain}}}
+		Details: []errorDetail{{"type.googleapis.com/google.rpc.ErrorInfo", "INTERNAL", apihttp.ErrorDomain}}}
 
 	var wantLogged [][2]string
 	for _, tc := range []struct {

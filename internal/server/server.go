@@ -17,7 +17,7 @@ import (
 	"connectrpc.com/connect"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/assessd/assessd/api"
+	"github.com/assessd/assessd/internal/platform/apihttp"
 	"github.com/assessd/assessd/internal/platform/clientaddr"
 	"github.com/assessd/assessd/internal/platform/ratelimit"
 	"github.com/assessd/assessd/observability"
@@ -47,7 +47,7 @@ type Config struct {
 	Credentials []Credential
 	// Pages are the non-API routes (OAuth endpoints, login, account and
 	// embed pages), by ServeMux pattern; they authenticate themselves. A
-	// page's request body is bounded by api.MaxBodyBytes, as the API's is.
+	// page's request body is bounded by apihttp.MaxBodyBytes, as the API's is.
 	Pages map[string]http.Handler
 	// FormEndpoints are pages with an error shape of their own for a body
 	// they cannot read (the OAuth token, revocation and introspection
@@ -57,7 +57,7 @@ type Config struct {
 	// larger does at the bound (decision 0185).
 	FormEndpoints map[string]http.Handler
 	// PageUploads are pages that take a file, by ServeMux pattern: they
-	// bound their request body themselves, above api.MaxBodyBytes.
+	// bound their request body themselves, above apihttp.MaxBodyBytes.
 	PageUploads map[string]http.Handler
 	// Uploads take multipart/form-data requests to an API route, by
 	// ServeMux pattern: authenticated and counted against the quota like
@@ -93,6 +93,10 @@ type Config struct {
 	// (refused before it, e.g. unauthenticated), so its metrics and logs
 	// carry the route rather than "unmatched"; "" when none matches.
 	Route func(*http.Request) string
+	// FieldOf names the request field of an API route's path or query
+	// parameter, for the errors about values the transcoder cannot decode;
+	// nil names the parameter as sent.
+	FieldOf apihttp.FieldOf
 }
 
 // New returns the root handler.
@@ -127,7 +131,7 @@ func New(cfg Config) http.Handler {
 	for pattern, h := range cfg.PageUploads {
 		mux.Handle(pattern, named(pattern, h))
 	}
-	apiChain := limitBody(authenticated(jsonErrors(cfg.API)))
+	apiChain := limitBody(authenticated(jsonErrors(cfg.FieldOf, cfg.API)))
 	for pattern, h := range cfg.Uploads {
 		mux.Handle(pattern, named(pattern, multipartOr(authenticated(h), apiChain)))
 	}
@@ -150,7 +154,7 @@ func cleanPathsOnly(next http.Handler) http.Handler {
 			clean += "/"
 		}
 		if p != "" && clean != p {
-			api.WriteErrorStatus(w, http.StatusNotFound, api.NewError(connect.CodeNotFound, "NOT_FOUND", "no resource has this path", "", nil))
+			apihttp.WriteErrorStatus(w, http.StatusNotFound, apihttp.NewError(connect.CodeNotFound, "NOT_FOUND", "no resource has this path", "", nil))
 			return
 		}
 		next.ServeHTTP(w, r)

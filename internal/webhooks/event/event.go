@@ -16,6 +16,7 @@ import (
 
 	"github.com/assessd/assessd/internal/platform/ids"
 	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/tenancy"
 )
 
 // Type is an event type of API.md.
@@ -107,6 +108,25 @@ func (r *Recorder) Queue(b *pgx.Batch, t Type, resource any) error {
 	}
 	b.Queue(addSQL, id, string(t), body)
 	return nil
+}
+
+// userEvents are the event types of tenancy's user changes.
+var userEvents = map[tenancy.UserChange]Type{
+	tenancy.UserCreated: UserCreated,
+	tenancy.UserUpdated: UserUpdated,
+	tenancy.UserDeleted: UserDeleted,
+}
+
+// Users records tenancy's user changes (tenancy.Service.UserEvents) as
+// their user.* events, each with its change's transaction as Record does.
+func (r *Recorder) Users(db *store.DB) tenancy.UserEvents {
+	return func(ctx context.Context, change tenancy.UserChange, u tenancy.User) error {
+		t, ok := userEvents[change]
+		if !ok {
+			return fmt.Errorf("no webhook event for a user %s", change)
+		}
+		return r.Record(ctx, db, t, u)
+	}
 }
 
 // Subscriptions are the event types an organization's enabled endpoints

@@ -1,6 +1,7 @@
-package api
+package apihttp
 
 import (
+	"bytes"
 	"net/http"
 	"strconv"
 
@@ -30,12 +31,15 @@ var httpStatus = map[connect.Code]int{
 	connect.CodeUnauthenticated:    http.StatusUnauthorized,
 }
 
+// HTTPStatus is the REST status of a Connect code.
+func HTTPStatus(code connect.Code) int { return httpStatus[code] }
+
 // WriteError writes ce as the REST transcoder does: its HTTP status, its
 // metadata as headers, and a google.rpc.Status JSON body. Middleware that
 // answers before the transcoder (authentication, body limits) uses it so
 // every error has one shape.
 func WriteError(w http.ResponseWriter, _ *http.Request, ce *connect.Error) {
-	WriteErrorStatus(w, httpStatus[ce.Code()], ce)
+	WriteErrorStatus(w, HTTPStatus(ce.Code()), ce)
 }
 
 // WriteErrorStatus is WriteError with an explicit HTTP status, for the
@@ -46,7 +50,7 @@ func WriteErrorStatus(w http.ResponseWriter, code int, ce *connect.Error) {
 		st.Details = append(st.Details, &anypb.Any{TypeUrl: "type.googleapis.com/" + d.Type(), Value: d.Bytes()})
 	}
 	data, err := protojson.Marshal(st)
-	body, err := appendCompact(nil, data, err)
+	body, err := AppendCompact(nil, data, err)
 	if err != nil {
 		body = []byte(`{"code":13,"message":"internal error"}`)
 	}
@@ -59,4 +63,47 @@ func WriteErrorStatus(w http.ResponseWriter, code int, ce *connect.Error) {
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(code)
 	_, _ = w.Write(body)
+}
+
+// AppendCompact appends protojson's data to base without the space that
+// protojson writes after each comma in some builds (chosen by a hash of the
+// executable, so that nobody relies on its bytes). On a single line that
+// space is the only whitespace outside strings, so one pass that skips it
+// does what json.Compact does, at a fraction of its cost: compacting every
+// body with json.Compact took 2-4% of a request's CPU.
+func AppendCompact(base, data []byte, err error) ([]byte, error) {
+	if err != nil {
+		return base, err
+	}
+	from := 0
+	for i := 0; i < len(data); i++ {
+		switch data[i] {
+		case ' ':
+			base = append(base, data[from:i]...)
+			from = i + 1
+		case '"':
+			i = closingQuote(data, i)
+		}
+	}
+	return append(base, data[from:]...), nil
+}
+
+// closingQuote is the index of the quote that ends the string opening at
+// data[open]: the next quote after an even number of backslashes.
+func closingQuote(data []byte, open int) int {
+	for i := open + 1; i < len(data); i++ {
+		j := bytes.IndexByte(data[i:], '"')
+		if j < 0 {
+			break
+		}
+		i += j
+		backslashes := 0
+		for data[i-1-backslashes] == '\\' {
+			backslashes++
+		}
+		if backslashes%2 == 0 {
+			return i
+		}
+	}
+	return len(data)
 }

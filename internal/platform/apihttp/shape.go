@@ -1,4 +1,4 @@
-package api
+package apihttp
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 
 	"connectrpc.com/connect"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -15,25 +14,21 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
-	v1 "github.com/assessd/assessd/api/gen/assessd/v1"
 	"github.com/assessd/assessd/internal/platform/paging"
+	"github.com/assessd/assessd/internal/platform/textcheck"
 )
 
-// apiRoutes is the route index of the API's package, built once.
-var apiRoutes = sync.OnceValue(func() *routeIndex {
-	return newRouteIndex(v1.File_assessd_v1_users_proto.Package())
-})
+// FieldOf finds the request field that the path or query parameter param
+// (as the transcoder spells it: "page_size", "filter.actor_id") of the REST
+// route of method and path sets: its public lowerCamelCase name and its
+// descriptor, or param sanitized and nil when the route has no such field.
+// Package api provides it from the google.api.http rules (api.FieldOf).
+type FieldOf func(method, path, param string) (name string, fd protoreflect.FieldDescriptor)
 
 // invalidParameter matches the transcoder's errors for path and query
 // values it cannot decode: `invalid parameter "page_size" value for type
 // "int32": abc` and `invalid parameter "page_size": <cause>`.
 var invalidParameter = regexp.MustCompile(`^invalid parameter "([^"]+)"`)
-
-// IsRPC reports whether r is a Connect or gRPC call (their errors have
-// their own protocol's shape), rather than a REST request.
-func IsRPC(r *http.Request) bool {
-	return strings.HasPrefix(r.URL.Path, "/"+string(v1.File_assessd_v1_users_proto.Package())+".")
-}
 
 // ShapeError is the one place that turns an error response of the REST
 // surface which lacks the API's shape into one that has it: an ErrorInfo
@@ -43,9 +38,10 @@ func IsRPC(r *http.Request) bool {
 // writes plain-text ones (405, 415). It returns
 // nil when the response is already shaped. method and path are the
 // request's as the client sent them (the transcoder rewrites the path);
-// contentType and body are the original response's. Server errors never
-// pass their text on.
-func ShapeError(ctx context.Context, method, path string, code int, contentType string, body []byte) *connect.Error {
+// contentType and body are the original response's; fieldOf names the
+// parameters of the route (nil names none). Server errors never pass their
+// text on.
+func ShapeError(ctx context.Context, fieldOf FieldOf, method, path string, code int, contentType string, body []byte) *connect.Error {
 	st := &status.Status{}
 	if strings.Contains(contentType, "json") && protojson.Unmarshal(body, st) == nil {
 		for _, d := range st.Details {
@@ -66,7 +62,7 @@ func ShapeError(ctx context.Context, method, path string, code int, contentType 
 		return NewError(connect.CodeInvalidArgument, "INVALID_BODY", body, problemField(body), nil)
 	}
 	if m := invalidParameter.FindStringSubmatch(st.Message); m != nil {
-		return parameterError(apiRoutes().match(method, path), m[1])
+		return parameterError(fieldOf, method, path, m[1])
 	}
 	text := http.StatusText(code)
 	if text == "" {
@@ -118,9 +114,12 @@ func leaksInternals(msg string) bool {
 }
 
 // parameterError describes a path or query value of the wrong type.
-func parameterError(rt *route, param string) *connect.Error {
-	field := rt.publicName(param)
-	reason, expected := "INVALID_ARGUMENT", expectation(rt.field(param))
+func parameterError(fieldOf FieldOf, method, path, param string) *connect.Error {
+	field, fd := textcheck.Sanitize(param, 64), protoreflect.FieldDescriptor(nil)
+	if fieldOf != nil {
+		field, fd = fieldOf(method, path, param)
+	}
+	reason, expected := "INVALID_ARGUMENT", expectation(fd)
 	switch field {
 	case "pageSize":
 		// The same words as paging.Parse uses for an out-of-range size.
@@ -158,4 +157,49 @@ func expectation(fd protoreflect.FieldDescriptor) string {
 		}
 	}
 	return "has an invalid value"
+}
+
+var (
+	protojsonPosition = regexp.MustCompile(`^proto:\s*(syntax error\s*)?(\(line \d+:\d+\):\s*)?`)
+	protojsonField    = regexp.MustCompile(`field "?([A-Za-z_][A-Za-z0-9_.]*)"?`)
+	// protojsonTypes names the protobuf types protojson mentions, with the
+	// words a client understands.
+	protojsonTypes = strings.NewReplacer(
+		"google.protobuf.Value", "JSON value",
+		"google.protobuf.Struct", "JSON object",
+		"google.protobuf.ListValue", "JSON array",
+		"google.protobuf.Timestamp", "RFC 3339 time",
+		"google.protobuf.Duration", "duration",
+	)
+	internalName = regexp.MustCompile(`(assessd\.v1|google\.protobuf)\.[A-Za-z0-9_.]+`)
+)
+
+// BodyError rewrites a protojson error ("proto: (line 1:2): unknown field
+// "x"") into a client-facing InvalidArgument naming the field; nil stays
+// nil.
+func BodyError(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg, field := BodyProblem(err)
+	return NewError(connect.CodeInvalidArgument, "INVALID_BODY", msg, field, nil)
+}
+
+// invalidBody starts the message of every body decoding error.
+const invalidBody = "invalid request body: "
+
+// BodyProblem says what is wrong with a body protojson could not decode,
+// in a client's words, and names the field when there is one.
+func BodyProblem(err error) (msg, field string) {
+	msg = protojsonPosition.ReplaceAllString(strings.ReplaceAll(err.Error(), "\u00a0", " "), "")
+	msg = internalName.ReplaceAllString(protojsonTypes.Replace(msg), "value")
+	return invalidBody + msg, problemField(msg)
+}
+
+// problemField returns the field a decoding error message names, or "".
+func problemField(msg string) string {
+	if m := protojsonField.FindStringSubmatch(msg); m != nil {
+		return m[1]
+	}
+	return ""
 }
