@@ -11,11 +11,13 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/assessd/assessd/internal/store"
 )
@@ -68,15 +70,7 @@ func create(ctx context.Context, prefix string, migrated bool) (dbURL string, dr
 	}
 	defer conn.Close(ctx)
 	orphansDropped.Do(func() { _, _ = dropOrphans(ctx, conn) })
-	statement := "CREATE DATABASE " + name
-	if migrated {
-		template, err := templateName(ctx, conn)
-		if err != nil {
-			return "", nil, err
-		}
-		statement += " TEMPLATE " + template
-	}
-	if _, err := conn.Exec(ctx, statement); err != nil {
+	if err := createDatabase(ctx, conn, name, migrated); err != nil {
 		return "", nil, fmt.Errorf("storetest: create database: %w", err)
 	}
 	drop = func() error {
@@ -89,6 +83,28 @@ func create(ctx context.Context, prefix string, migrated bool) (dbURL string, dr
 		return err
 	}
 	return databaseURL(admin, name), drop, nil
+}
+
+// createDatabase creates database name, a copy of the template when
+// migrated. A template dropped since this process found it (by a checkout
+// with other migrations) is built again.
+func createDatabase(ctx context.Context, conn *pgx.Conn, name string, migrated bool) error {
+	if !migrated {
+		_, err := conn.Exec(ctx, "CREATE DATABASE "+name)
+		return err
+	}
+	for retried := false; ; retried = true {
+		template, err := templateName(ctx, conn)
+		if err != nil {
+			return err
+		}
+		_, err = conn.Exec(ctx, "CREATE DATABASE "+name+" TEMPLATE "+template)
+		var pgErr *pgconn.PgError
+		if retried || !errors.As(err, &pgErr) || pgErr.Code != "3D000" { // invalid_catalog_name
+			return err
+		}
+		forgetTemplate()
+	}
 }
 
 // NewURL creates a migrated database for t, dropped when t ends.

@@ -24,19 +24,33 @@ import (
 // looks for the template and builds it if missing.
 const templateLock = 0x61737364 // "assd"
 
-var templateOnce struct {
-	sync.Once
+var built struct {
+	sync.Mutex
 	name string
-	err  error
 }
 
 // templateName returns the name of the migrated template database,
-// building it once per process if no process built it before.
+// building it if no process built it before. It looks once per process,
+// and again after forgetTemplate.
 func templateName(ctx context.Context, conn *pgx.Conn) (string, error) {
-	templateOnce.Do(func() {
-		templateOnce.name, templateOnce.err = ensureTemplate(ctx, conn)
-	})
-	return templateOnce.name, templateOnce.err
+	built.Lock()
+	defer built.Unlock()
+	if built.name == "" {
+		name, err := ensureTemplate(ctx, conn)
+		if err != nil {
+			return "", err
+		}
+		built.name = name
+	}
+	return built.name, nil
+}
+
+// forgetTemplate makes the next templateName look for the template again:
+// a checkout with other migrations may have dropped it.
+func forgetTemplate() {
+	built.Lock()
+	defer built.Unlock()
+	built.name = ""
 }
 
 func ensureTemplate(ctx context.Context, conn *pgx.Conn) (string, error) {
@@ -69,11 +83,17 @@ func ensureTemplate(ctx context.Context, conn *pgx.Conn) (string, error) {
 	return name, nil
 }
 
-// dropStaleTemplates drops the templates of other migrations. One still
-// being copied by a process of another checkout stays (DROP without FORCE
-// fails while it is in use); that checkout rebuilds it if it needs it again.
+// keptTemplates is how many templates of other migrations stay: those of
+// the other checkouts whose tests run at the same time.
+const keptTemplates = 4
+
+// dropStaleTemplates drops the templates of other migrations but the
+// newest keptTemplates. One still being copied by a process of another
+// checkout stays (DROP without FORCE fails while it is in use); a
+// checkout whose template is gone builds it again (create).
 func dropStaleTemplates(ctx context.Context, conn *pgx.Conn, keep string) {
-	rows, err := conn.Query(ctx, `SELECT datname FROM pg_database WHERE datname LIKE 'assessd\_template\_%' AND datname <> $1`, keep)
+	rows, err := conn.Query(ctx, `SELECT datname FROM pg_database WHERE datname LIKE 'assessd\_template\_%' AND datname <> $1
+		ORDER BY oid DESC OFFSET $2`, keep, keptTemplates)
 	if err != nil {
 		return
 	}
