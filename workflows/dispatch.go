@@ -29,15 +29,27 @@ type Route struct {
 	IDPrefix string
 	// Input is the workflow's input for an outbox row.
 	Input func(it outbox.Item) any
-	// Abandon finishes the subject as failed, with reason, when its
-	// workflow cannot be run (ctx is scoped to the subject's organization).
-	// It must do nothing to a subject that is already finished.
-	Abandon func(ctx context.Context, subjectID, reason string) error
+	Subjects
 	// Sleeps says the workflow runs for its subject's whole life, mostly
 	// asleep (an attempt's deadline timer): the reconciler looks at its
 	// rows every DispatchOptions.SleeperQuiet, and after every other
 	// kind's.
 	Sleeps bool
+}
+
+// Subjects is what the dispatcher asks a kind's feature about the kind's
+// subjects, with ctx scoped to their organization (store.WithOrg), so
+// another organization's are not found. It is the one place that knows
+// when a subject is finished (decision 0198).
+type Subjects struct {
+	// Unfinished returns those of subjectIDs whose subjects still await
+	// their workflow: the reconciler looks after their workflows and
+	// deletes the rows of the others. Nil counts every subject unfinished.
+	Unfinished func(ctx context.Context, subjectIDs []string) ([]string, error)
+	// Abandon finishes the subject as failed, with reason, when its
+	// workflow cannot be run. It must do nothing to a subject that is
+	// already finished.
+	Abandon func(ctx context.Context, subjectID, reason string) error
 }
 
 // WorkflowID is the workflow id of the route's subject.
@@ -384,43 +396,154 @@ func (d *Dispatcher) reconcileLoop(ctx context.Context) {
 	}
 }
 
-// Reconcile checks dispatched subjects that are still unfinished and have
-// been quiet for DispatchOptions.Quiet: a workflow that Temporal no longer
-// knows (lost with its history) or that ended without finishing its subject
-// is started again, up to MaxRestarts times; then the subject is abandoned
-// (finished as failed with a reason). Rows of finished subjects are pruned.
+// reconcileLimit bounds the workflows one reconciliation asks Temporal
+// about; it reads rows reconcilePage at a time, so that the routes are
+// asked about many subjects of an organization at once.
+const (
+	reconcileLimit = 100
+	reconcilePage  = 1000
+)
+
+// Reconcile checks the dispatched rows that nobody checked for
+// DispatchOptions.Quiet (SleeperQuiet for the routes that Sleep, after the
+// others). The rows of subjects their route finds finished are deleted; of
+// the unfinished ones, up to reconcileLimit, a workflow that Temporal no
+// longer knows (lost with its history) or that ended without finishing its
+// subject is started again, up to MaxRestarts times; then the subject is
+// abandoned (finished as failed with a reason). Rows are read
+// reconcilePage at a time until they run out, the limit is reached or a
+// step fails: each read row leaves the unchecked ones (deleted, checked or
+// re-armed) unless a step failed or the limit was reached, so the reads
+// end.
 func (d *Dispatcher) Reconcile(ctx context.Context) {
-	_, err := d.store.Prune(ctx)
-	var items []outbox.Item
-	if err == nil {
-		items, err = d.store.Unfinished(ctx, d.quiet(), 100)
-	}
-	if ctx.Err() == nil {
-		d.reconciles.Record(ctx, err)
-	}
-	if err != nil {
-		return
-	}
-	for _, it := range items {
-		route, ok := d.routes[it.Kind]
-		if !ok {
-			continue
+	for judged := 0; judged < reconcileLimit; {
+		items, err := d.store.Unchecked(ctx, d.quiet(), reconcilePage)
+		if ctx.Err() == nil {
+			d.reconciles.Record(ctx, err)
 		}
-		alive, why, err := d.alive(ctx, route, it)
 		if err != nil {
-			// The workflow engine does not answer: nothing can be judged.
-			slog.WarnContext(ctx, "reconcile: workflow engine unavailable", "err", err)
 			return
 		}
-		if alive {
-			err = d.store.Checked(ctx, it)
-		} else {
-			err = d.restartOrAbandon(ctx, route, it, why)
+		open, ok := d.unfinished(ctx, items)
+		for _, it := range open[:min(len(open), reconcileLimit-judged)] {
+			judged++
+			if !d.judge(ctx, it) {
+				return
+			}
 		}
-		if err != nil {
-			slog.ErrorContext(ctx, "reconcile", "kind", it.Kind, "subject", it.SubjectID, "err", err)
+		if !ok || len(items) < reconcilePage {
+			return
 		}
 	}
+}
+
+// What the reconciler learns of a row's subject from its route.
+type verdict int
+
+const (
+	subjectFinished verdict = iota
+	subjectUnfinished
+	subjectUnanswered // the route failed
+	kindUnrouted      // written by another release
+)
+
+// unfinished returns the items whose subjects their route finds
+// unfinished, in their order, and deletes the rows of the finished ones;
+// ok is false when a route or the store failed (those rows wait for the
+// next reconciliation). The rows of a kind without a route are marked
+// checked, so they do not hold up the others.
+func (d *Dispatcher) unfinished(ctx context.Context, items []outbox.Item) (open []outbox.Item, ok bool) {
+	verdicts := d.verdicts(ctx, items)
+	ok = true
+	var done []outbox.Item
+	for _, it := range items {
+		switch verdicts[subject{it.Kind, it.SubjectID}] {
+		case subjectFinished:
+			done = append(done, it)
+		case subjectUnfinished:
+			open = append(open, it)
+		case subjectUnanswered:
+			ok = false
+		case kindUnrouted:
+			slog.WarnContext(ctx, "reconcile: no route for the row's kind", "kind", it.Kind, "subject", it.SubjectID)
+			if err := d.store.Checked(ctx, it); err != nil {
+				slog.ErrorContext(ctx, "reconcile", "kind", it.Kind, "subject", it.SubjectID, "err", err)
+				ok = false
+			}
+		}
+	}
+	if len(done) > 0 {
+		if err := d.store.Forget(ctx, done...); err != nil {
+			slog.ErrorContext(ctx, "reconcile: forget finished subjects", "rows", len(done), "err", err)
+			ok = false
+		}
+	}
+	return open, ok
+}
+
+// subject names an outbox row.
+type subject struct {
+	kind outbox.Kind
+	id   string
+}
+
+// verdicts asks each route about its items' subjects, one call per
+// organization.
+func (d *Dispatcher) verdicts(ctx context.Context, items []outbox.Item) map[subject]verdict {
+	type group struct {
+		kind outbox.Kind
+		org  string
+	}
+	ids := map[group][]string{}
+	for _, it := range items {
+		g := group{it.Kind, it.OrgID}
+		ids[g] = append(ids[g], it.SubjectID)
+	}
+	out := make(map[subject]verdict, len(items))
+	mark := func(kind outbox.Kind, ids []string, v verdict) {
+		for _, id := range ids {
+			out[subject{kind, id}] = v
+		}
+	}
+	for g, subjects := range ids {
+		route, routed := d.routes[g.kind]
+		if !routed {
+			mark(g.kind, subjects, kindUnrouted)
+			continue
+		}
+		found := subjects
+		if route.Unfinished != nil {
+			var err error
+			if found, err = route.Unfinished(store.WithOrg(ctx, g.org), subjects); err != nil {
+				slog.ErrorContext(ctx, "reconcile: unfinished subjects", "kind", g.kind, "org", g.org, "err", err)
+				mark(g.kind, subjects, subjectUnanswered)
+				continue
+			}
+		}
+		mark(g.kind, found, subjectUnfinished)
+	}
+	return out
+}
+
+// judge asks Temporal about an unfinished subject's workflow and checks,
+// restarts or abandons it; false means Temporal does not answer, and
+// nothing more can be judged.
+func (d *Dispatcher) judge(ctx context.Context, it outbox.Item) bool {
+	route := d.routes[it.Kind]
+	alive, why, err := d.alive(ctx, route, it)
+	if err != nil {
+		slog.WarnContext(ctx, "reconcile: workflow engine unavailable", "err", err)
+		return false
+	}
+	if alive {
+		err = d.store.Checked(ctx, it)
+	} else {
+		err = d.restartOrAbandon(ctx, route, it, why)
+	}
+	if err != nil {
+		slog.ErrorContext(ctx, "reconcile", "kind", it.Kind, "subject", it.SubjectID, "err", err)
+	}
+	return true
 }
 
 // quiet is how long the reconciler leaves each kind's rows unchecked.

@@ -190,3 +190,83 @@ func TestRegionalDispatchStartsOnTheRegionsWorker(t *testing.T) {
 		t.Fatal("the global workflow started eagerly on the EU worker's client")
 	}
 }
+
+// TestTheRouteDecidesWhatIsReconciled: the reconciler asks each kind's
+// route which subjects are unfinished, in their organization's scope. A
+// finished subject's row is deleted and its workflow never started again;
+// an unfinished subject whose workflow Temporal does not know is started
+// again. The 1,100 finished rows before it take more than one page of
+// the reconciler's reads, within one reconciliation. A row of a kind with
+// no route is left to the release that knows it.
+func TestTheRouteDecidesWhatIsReconciled(t *testing.T) {
+	tc := devenvtest.Temporal(t)
+	db := storetest.New(t)
+	org, err := tenancy.NewService(db).CreateOrg(t.Context(), tenancy.NewOrg{Name: "Reconciled", Country: "US"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	octx := store.WithOrg(t.Context(), org.ID)
+	rows := outbox.NewStore(db)
+	// dispatch adds rows and marks them dispatched without a start:
+	// Temporal knows none of their workflows.
+	dispatch := func(add func(ctx context.Context, q store.Querier) error) {
+		t.Helper()
+		if err := db.Tx(octx, func(ctx context.Context) error { return add(ctx, db.Q(ctx)) }); err != nil {
+			t.Fatal(err)
+		}
+		items, err := rows.Claim(t.Context(), outbox.Filter{}, 2000, time.Minute)
+		if err == nil {
+			err = rows.Dispatched(t.Context(), items...)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	dispatch(func(ctx context.Context, q store.Querier) error {
+		for i := range 1100 {
+			if err := outbox.Add(ctx, q, outbox.KindGrading, fmt.Sprintf("res_done%04d", i), "global"); err != nil {
+				return err
+			}
+		}
+		return outbox.Add(ctx, q, outbox.KindGeneration, "gen_unrouted", "global")
+	})
+	// Dispatched last, the lost row is read after the others.
+	dispatch(func(ctx context.Context, q store.Querier) error {
+		return outbox.Add(ctx, q, outbox.KindGrading, "res_lost", "global")
+	})
+
+	var mu sync.Mutex
+	asked := map[string]string{} // subject: the organization of its question
+	unfinished := func(ctx context.Context, ids []string) ([]string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		org, _ := store.OrgID(ctx)
+		var out []string
+		for _, id := range ids {
+			asked[id] = org
+			if id == "res_lost" {
+				out = append(out, id)
+			}
+		}
+		return out, nil
+	}
+	route := workflows.Route{Workflow: nothing, IDPrefix: "test-", Input: func(it outbox.Item) any { return it.SubjectID },
+		Subjects: workflows.Subjects{Unfinished: unfinished}}
+	d := workflows.NewDispatcher(tc, rows, map[outbox.Kind]workflows.Route{outbox.KindGrading: route},
+		prometheus.NewRegistry(), workflows.DispatchOptions{Quiet: time.Millisecond})
+	d.Reconcile(t.Context())
+
+	if len(asked) != 1101 || asked["res_lost"] != org.ID || asked["res_done1099"] != org.ID {
+		t.Fatalf("the route was asked about %d subjects (res_lost in %q), want 1,101 in %s", len(asked), asked["res_lost"], org.ID)
+	}
+	items, err := rows.Claim(t.Context(), outbox.Filter{}, 10, time.Minute)
+	if err != nil || len(items) != 1 || items[0].SubjectID != "res_lost" || items[0].Restarts != 1 {
+		t.Fatalf("due after the reconciliation: %+v, %v; want res_lost restarted", items, err)
+	}
+	time.Sleep(10 * time.Millisecond)
+	left, err := rows.Unchecked(t.Context(), outbox.Quiet{Rows: time.Millisecond}, 2000)
+	if err != nil || len(left) != 1 || left[0].SubjectID != "gen_unrouted" {
+		t.Fatalf("dispatched rows left: %+v, %v; want only the unrouted one", left, err)
+	}
+}

@@ -301,7 +301,7 @@ func (s *school) startAttempts(closes time.Time, clients int) ([]string, error) 
 		if err := s.call(http.MethodPost, "/assignments/"+asg.ID+"/attempts", map[string]any{"userId": s.students[i]}, &at); err != nil {
 			return err
 		}
-		ids[i] = attemptworkflow.Route(nil).WorkflowID(at.ID)
+		ids[i] = attemptworkflow.Route(workflows.Subjects{}).WorkflowID(at.ID)
 		for j, q := range s.questions {
 			if err := s.call(http.MethodPut, "/attempts/"+at.ID+"/responses/"+q, map[string]any{"value": answers[j]}, nil); err != nil {
 				return err

@@ -234,7 +234,7 @@ func dispatchDelays(ctx context.Context, tc client.Client, db *store.DB, orgID s
 	if err != nil {
 		return nil, err
 	}
-	route := grading.Route(nil)
+	route := grading.Route(workflows.Subjects{})
 	delays := make([]time.Duration, len(results))
 	for i, r := range results {
 		desc, err := tc.DescribeWorkflowExecution(ctx, route.WorkflowID(r.ID), "")

@@ -274,7 +274,7 @@ func (r room) workflowResult(id string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var status string
-	if err := r.d.temporal.GetWorkflow(ctx, attemptworkflow.Route(nil).WorkflowID(id), "").Get(ctx, &status); err != nil {
+	if err := r.d.temporal.GetWorkflow(ctx, attemptworkflow.Route(workflows.Subjects{}).WorkflowID(id), "").Get(ctx, &status); err != nil {
 		r.t.Fatal(err)
 	}
 	return status
@@ -283,7 +283,7 @@ func (r room) workflowResult(id string) string {
 // timers counts the timers the attempt's workflow started: one per
 // sleep; an error while the workflow is not started yet.
 func (r room) timers(id string) (int, error) {
-	iter := r.d.temporal.GetWorkflowHistory(context.Background(), attemptworkflow.Route(nil).WorkflowID(id), "", false,
+	iter := r.d.temporal.GetWorkflowHistory(context.Background(), attemptworkflow.Route(workflows.Subjects{}).WorkflowID(id), "", false,
 		enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	n := 0
 	for iter.HasNext() {
@@ -468,7 +468,7 @@ func TestAbandonedAttemptIsClosedByTheReconciler(t *testing.T) {
 	// before it, on a busy machine.
 	id := r.start(r.assign(time.Now().Add(15*time.Second), 0, "autosubmit"))
 	ctx := context.Background()
-	workflowID := attemptworkflow.Route(nil).WorkflowID(id)
+	workflowID := attemptworkflow.Route(workflows.Subjects{}).WorkflowID(id)
 	// The workflow ends without closing the attempt, is restarted once and
 	// ends again.
 	var run string

@@ -22,5 +22,6 @@ func registerRegeneration(w worker.Worker, db *store.DB, content *assessment.Ser
 
 // regenerationRoute is the outbox route of regenerations.
 func regenerationRoute(db *store.DB, content *assessment.Service) workflows.Route {
-	return regenerationworkflow.Route(regeneration.NewService(db, content).Abandon)
+	regenerations := regeneration.NewService(db, content)
+	return regenerationworkflow.Route(workflows.Subjects{Unfinished: regenerations.Unfinished, Abandon: regenerations.Abandon})
 }

@@ -128,24 +128,32 @@ func newContent(db *store.DB) *assessment.Service {
 }
 
 // NewDispatcher returns the outbox dispatcher, the one starter of the
-// grading, generation and scanning workflows, with c; its metrics go to
-// reg.
+// workflows of outbox.Kinds, with c; its metrics go to reg.
 func NewDispatcher(c client.Client, db *store.DB, reg prometheus.Registerer, opts workflows.DispatchOptions) *workflows.Dispatcher {
 	return newDispatcher(c, db, reg, opts, webhookworkflow.DefaultRetry)
 }
 
 // newDispatcher is NewDispatcher with the webhook retry schedule.
 func newDispatcher(c client.Client, db *store.DB, reg prometheus.Registerer, opts workflows.DispatchOptions, retry webhookworkflow.Retry) *workflows.Dispatcher {
+	return workflows.NewDispatcher(c, outbox.NewStore(db), routes(db, retry), reg, opts)
+}
+
+// routes are the workflow routes of outbox.Kinds, each with its feature's
+// answers about its subjects: the one place a kind is wired (decision
+// 0198).
+func routes(db *store.DB, retry webhookworkflow.Retry) map[outbox.Kind]workflows.Route {
 	content := newContent(db)
 	gen := generation.NewService(db, content)
-	return workflows.NewDispatcher(c, outbox.NewStore(db), map[outbox.Kind]workflows.Route{
-		outbox.KindGrading:      gradingworkflow.Route(content.FailGrading),
-		outbox.KindGeneration:   generationworkflow.Route(gen.Abandon),
+	scans := scanning.NewService(db, content, tenancy.NewService(db), nil)
+	attempts := newDelivery(db, content, nil, nil)
+	return map[outbox.Kind]workflows.Route{
+		outbox.KindGrading:      gradingworkflow.Route(workflows.Subjects{Unfinished: content.UnfinishedGrading, Abandon: content.FailGrading}),
+		outbox.KindGeneration:   generationworkflow.Route(workflows.Subjects{Unfinished: gen.Unfinished, Abandon: gen.Abandon}),
 		outbox.KindRegeneration: regenerationRoute(db, content),
-		outbox.KindScanning:     scanningworkflow.Route(scanning.NewService(db, content, tenancy.NewService(db), nil).Fail),
-		outbox.KindWebhook:      webhookworkflow.Route(retry, webhooks.Abandon(db)),
-		outbox.KindAttempt:      attemptworkflow.Route(closeIfDue(newDelivery(db, content, nil, nil))),
-	}, reg, opts)
+		outbox.KindScanning:     scanningworkflow.Route(workflows.Subjects{Unfinished: scans.Unfinished, Abandon: scans.Fail}),
+		outbox.KindWebhook:      webhookworkflow.Route(retry, workflows.Subjects{Unfinished: webhooks.Unfinished(db), Abandon: webhooks.Abandon(db)}),
+		outbox.KindAttempt:      attemptworkflow.Route(workflows.Subjects{Unfinished: attempts.Unfinished, Abandon: closeIfDue(attempts)}),
+	}
 }
 
 // closeIfDue closes an attempt whose deadline workflow cannot run, if its

@@ -192,6 +192,13 @@ func (s *Service) FinishResult(ctx context.Context, resultID string, failures ma
 	return r, err
 }
 
+// UnfinishedGrading returns those of resultIDs still grading, the grading
+// outbox route's unfinished subjects.
+func (s *Service) UnfinishedGrading(ctx context.Context, resultIDs []string) ([]string, error) {
+	return store.Strings(ctx, s.db.Q(ctx), `
+		SELECT id FROM results WHERE org_id = app_org_id() AND id = ANY($1) AND status = 'grading'`, resultIDs)
+}
+
 // FailGrading finishes a result whose grading cannot run at all: every
 // answer still pending fails with reason. A finished result is left as it
 // is.

@@ -478,7 +478,9 @@ func (s *Service) insertResult(ctx context.Context, caller *tenancy.Caller, r *R
 	entries := []audit.Entry{{Action: "result.submitted", Actor: tenancy.ActorOf(caller), Target: audit.Target{Type: "result", ID: r.ID},
 		After: map[string]any{"examId": r.ExamID, "userId": r.UserID, "status": r.Status}}}
 	if r.Status == StatusGrading {
-		outbox.Queue(b, outbox.KindGrading, r.ID, r.Region)
+		if err := outbox.Queue(b, outbox.KindGrading, r.ID, r.Region); err != nil {
+			return err
+		}
 	} else {
 		entries = append(entries, gradedEntry(*r))
 		if t := gradedEvent(*r); sub.webhooks.Has(t) {

@@ -565,6 +565,13 @@ type Closing struct {
 	Until time.Time
 }
 
+// Unfinished returns those of ids still in progress, the outbox route's
+// unfinished subjects (ctx is scoped to their organization).
+func (s *Service) Unfinished(ctx context.Context, ids []string) ([]string, error) {
+	return store.Strings(ctx, s.db.Q(ctx), `
+		SELECT id FROM attempts WHERE org_id = app_org_id() AND id = ANY($1) AND status = 'in_progress'`, ids)
+}
+
 // Close is the deadline workflow's step (ctx is scoped to the attempt's
 // organization): an attempt still in progress after deadline + grace is
 // submitted by the system with what was saved, or discarded, as its

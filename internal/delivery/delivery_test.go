@@ -13,7 +13,6 @@ import (
 
 	"github.com/assessd/assessd/internal/assessment"
 	"github.com/assessd/assessd/internal/delivery"
-	"github.com/assessd/assessd/internal/outbox"
 	"github.com/assessd/assessd/internal/platform/errs"
 	"github.com/assessd/assessd/internal/platform/ids"
 	"github.com/assessd/assessd/internal/platform/paging"
@@ -507,41 +506,5 @@ func TestResponseFilesAreAttached(t *testing.T) {
 	var attached bool
 	if err := s.db.Q(s.staff).QueryRow(s.staff, `SELECT attached FROM media_files WHERE id = $1`, file).Scan(&attached); err != nil || !attached {
 		t.Errorf("the file a response names: attached %v, %v", attached, err)
-	}
-}
-
-// The reconciler looks at attempts' rows, which stay unfinished for the
-// whole attempt, after its sleepers' quiet and after any other kind's, so
-// a lost grading workflow is not queued behind an exam's timers.
-func TestReconcilerLooksAtAttemptsLast(t *testing.T) {
-	url, db := open(t)
-	s := newSchool(t, url, db, "reconcile")
-	a, err := s.svc.StartAttempt(s.as(s.students[0]), s.assign(delivery.NewAssignment{}).ID, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	grading := ids.New(ids.Result)
-	s.sql(`INSERT INTO results (id, org_id, exam_id, user_id, status, max_score, region) VALUES ($1, $2, $3, $4, 'grading', 1, 'global')`,
-		grading, s.org.ID, s.exam.ID, s.students[1].ID)
-	s.sql(`INSERT INTO workflow_outbox (kind, subject_id, org_id, region) VALUES ('grading', $1, $2, 'global')`, grading, s.org.ID)
-	quietFor := func(kind, subject string, d time.Duration) {
-		s.sql(`UPDATE workflow_outbox SET dispatched_at = now() - $3::interval, checked_at = NULL WHERE kind = $1 AND subject_id = $2`,
-			kind, subject, d.String())
-	}
-	quietFor("attempt", a.ID, 10*time.Minute)
-	quietFor("grading", grading, 3*time.Minute)
-	rows := outbox.NewStore(db)
-	quiet := outbox.Quiet{Rows: 2 * time.Minute, Sleepers: 15 * time.Minute, SleeperKinds: []outbox.Kind{outbox.KindAttempt}}
-	items, err := rows.Unfinished(context.Background(), quiet, 10)
-	if err != nil || len(items) != 1 || items[0].SubjectID != grading {
-		t.Fatalf("unfinished after 10 minutes of the attempt's quiet: %+v, %v; want only the grading row", items, err)
-	}
-	quietFor("attempt", a.ID, 20*time.Minute)
-	items, err = rows.Unfinished(context.Background(), quiet, 1)
-	if err != nil || len(items) != 1 || items[0].SubjectID != grading {
-		t.Fatalf("the first unfinished row: %+v, %v; want the grading row, quieter for less", items, err)
-	}
-	if items, err = rows.Unfinished(context.Background(), quiet, 10); err != nil || len(items) != 2 {
-		t.Fatalf("unfinished after 20 minutes: %+v, %v; want both", items, err)
 	}
 }

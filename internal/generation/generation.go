@@ -306,6 +306,13 @@ func (s *Service) Finish(ctx context.Context, id, failure string) (status string
 	return status, nil
 }
 
+// Unfinished returns those of ids still running, the outbox route's
+// unfinished subjects.
+func (s *Service) Unfinished(ctx context.Context, ids []string) ([]string, error) {
+	return store.Strings(ctx, s.db.Q(ctx), `
+		SELECT id FROM exam_generations WHERE org_id = app_org_id() AND id = ANY($1) AND status = 'running'`, ids)
+}
+
 // Abandon fails a generation whose workflow cannot run (the outbox
 // route's abandon).
 func (s *Service) Abandon(ctx context.Context, id, reason string) error {

@@ -7,14 +7,18 @@
 //
 // Domain code only calls Add, inside its tenant transaction. Everything the
 // dispatcher does spans tenants and goes through the narrow SECURITY
-// DEFINER functions of migration 006; the application role never bypasses
-// row-level security. This package does not know Temporal.
+// DEFINER functions of migrations 005 to 039; the application role never
+// bypasses row-level security. This package knows neither Temporal nor
+// the subjects of its rows: when a subject is finished is its feature's
+// answer, asked through the kind's workflows.Route (decision 0198).
 package outbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -39,6 +43,22 @@ const (
 	KindAttempt Kind = "attempt"
 )
 
+// Kinds are the kinds the outbox carries, each routed to its workflow in
+// internal/app; Add refuses any other.
+func Kinds() []Kind {
+	return []Kind{KindGrading, KindGeneration, KindRegeneration, KindScanning, KindWebhook, KindAttempt}
+}
+
+// ErrUnknownKind is the error of a row of none of Kinds.
+var ErrUnknownKind = errors.New("outbox: unknown kind")
+
+func (k Kind) check() error {
+	if !slices.Contains(Kinds(), k) {
+		return fmt.Errorf("%w %q", ErrUnknownKind, string(k))
+	}
+	return nil
+}
+
 // Channel is notified on commit of every new or re-armed row, so
 // dispatchers wake at once instead of at their next sweep.
 const Channel = "assessd_outbox"
@@ -54,6 +74,9 @@ type Item struct {
 	Attempts int
 	// Restarts counts how often the reconciler re-armed the row.
 	Restarts int
+	// Dispatched is when the row's workflow was last started, for a row
+	// read by Unchecked.
+	Dispatched time.Time
 	// Answers are, for a claimed grading row, the question ids of the
 	// result's answers awaiting AI grading, in exam order, read with the
 	// claim (decision 0138); nil for other kinds and unclaimed rows.
@@ -63,7 +86,8 @@ type Item struct {
 // Add writes the outbox row of subjectID in q, which must be the caller's
 // tenant transaction: the row commits or rolls back with the subject. It
 // also notifies Channel (delivered on commit). Adding the same subject
-// twice keeps the first row.
+// twice keeps the first row. A kind that is none of Kinds is
+// ErrUnknownKind, before anything is written.
 func Add(ctx context.Context, q store.Querier, kind Kind, subjectID, region string) error {
 	return add(ctx, q, kind, subjectID, region, false)
 }
@@ -77,6 +101,9 @@ func Again(ctx context.Context, q store.Querier, kind Kind, subjectID, region st
 }
 
 func add(ctx context.Context, q store.Querier, kind Kind, subjectID, region string, again bool) error {
+	if err := kind.check(); err != nil {
+		return err
+	}
 	if _, err := q.Exec(ctx, addSQL, string(kind), subjectID, region, again); err != nil {
 		return fmt.Errorf("outbox: add %s %s: %w", kind, subjectID, err)
 	}
@@ -85,8 +112,12 @@ func add(ctx context.Context, q store.Querier, kind Kind, subjectID, region stri
 
 // Queue is Add as a statement of b, sent with the writes it belongs to
 // (store.DB.SendBatch).
-func Queue(b *pgx.Batch, kind Kind, subjectID, region string) {
+func Queue(b *pgx.Batch, kind Kind, subjectID, region string) error {
+	if err := kind.check(); err != nil {
+		return err
+	}
 	b.Queue(addSQL, string(kind), subjectID, region, false)
+	return nil
 }
 
 const addSQL = `SELECT outbox_add($1, $2, $3, $4)`
@@ -117,7 +148,7 @@ func (s *Store) Claim(ctx context.Context, f Filter, limit int, lease time.Durat
 	}
 	rows, err := s.db.Unscoped().Query(ctx, `SELECT kind, subject_id, org_id, region, attempts, restarts, answers FROM outbox_claim($1, $2, $3, $4)`,
 		limit, lease.Seconds(), region, f.Grace.Seconds())
-	return collectItems(rows, err, true)
+	return collectItems(rows, err, func(it *Item) []any { return []any{&it.Answers} })
 }
 
 // Dispatched records that the items' workflows were started or joined, in
@@ -135,10 +166,10 @@ func (s *Store) Retry(ctx context.Context, it Item, reason string, delay time.Du
 	return s.exec(ctx, `SELECT outbox_retry($1, $2, $3, $4)`, string(it.Kind), it.SubjectID, reason, delay.Seconds())
 }
 
-// Quiet says how long a dispatched row of an unfinished subject goes
-// unchecked: Rows for most kinds, Sleepers for the kinds whose workflow
-// sleeps for its subject's whole life (an attempt's deadline timer), which
-// are also listed after the others.
+// Quiet says how long a dispatched row goes unchecked: Rows for most
+// kinds, Sleepers for the kinds whose workflow sleeps for its subject's
+// whole life (an attempt's deadline timer), which are also listed after
+// the others.
 type Quiet struct {
 	Rows     time.Duration
 	Sleepers time.Duration
@@ -146,15 +177,17 @@ type Quiet struct {
 	SleeperKinds []Kind
 }
 
-// Unfinished lists up to limit dispatched rows whose subject is not
-// finished and which nobody checked for as long as q says.
-func (s *Store) Unfinished(ctx context.Context, q Quiet, limit int) ([]Item, error) {
+// Unchecked lists up to limit dispatched rows which nobody checked for as
+// long as q says, the longest unchecked first, the sleepers' after all
+// others. Whether their subjects are finished is for the caller to ask.
+func (s *Store) Unchecked(ctx context.Context, q Quiet, limit int) ([]Item, error) {
 	sleepers := make([]string, len(q.SleeperKinds))
 	for i, k := range q.SleeperKinds {
 		sleepers[i] = string(k)
 	}
-	return s.items(ctx, `SELECT kind, subject_id, org_id, region, attempts, restarts FROM outbox_unfinished($1, $2, $3, $4)`,
+	rows, err := s.db.Unscoped().Query(ctx, `SELECT kind, subject_id, org_id, region, attempts, restarts, dispatched_at FROM outbox_unchecked($1, $2, $3, $4)`,
 		q.Rows.Seconds(), limit, sleepers, q.Sleepers.Seconds())
+	return collectItems(rows, err, func(it *Item) []any { return []any{&it.Dispatched} })
 }
 
 // Checked notes that its workflow is alive.
@@ -167,11 +200,16 @@ func (s *Store) Rearm(ctx context.Context, it Item, reason string) error {
 	return s.exec(ctx, `SELECT outbox_rearm($1, $2, $3)`, string(it.Kind), it.SubjectID, reason)
 }
 
-// Prune deletes the rows of finished subjects and returns how many.
-func (s *Store) Prune(ctx context.Context) (int64, error) {
-	var n int64
-	err := s.db.Unscoped().QueryRow(ctx, `SELECT outbox_prune()`).Scan(&n)
-	return n, err
+// Forget deletes the rows of items, read by Unchecked, whose subjects are
+// finished, in one statement. A row re-armed or dispatched again since it
+// was read (its subject must be processed again) is kept.
+func (s *Store) Forget(ctx context.Context, items ...Item) error {
+	kinds, subjects := make([]string, len(items)), make([]string, len(items))
+	dispatched := make([]time.Time, len(items))
+	for i, it := range items {
+		kinds[i], subjects[i], dispatched[i] = string(it.Kind), it.SubjectID, it.Dispatched
+	}
+	return s.exec(ctx, `SELECT outbox_forget($1::text[], $2::text[], $3::timestamptz[])`, kinds, subjects, dispatched)
 }
 
 // Backlog is the pending part of the outbox for one kind.
@@ -209,25 +247,16 @@ func (s *Store) Listen(ctx context.Context, wake func()) {
 		Down: func(err error) { slog.WarnContext(ctx, "outbox listener interrupted; retrying", "err", err) }})
 }
 
-func (s *Store) items(ctx context.Context, sql string, args ...any) ([]Item, error) {
-	rows, err := s.db.Unscoped().Query(ctx, sql, args...)
-	return collectItems(rows, err, false)
-}
-
 // collectItems scans rows of kind, subject_id, org_id, region, attempts
-// and restarts, and answers when withAnswers is set.
-func collectItems(rows pgx.Rows, err error, withAnswers bool) ([]Item, error) {
+// and restarts, then the columns of more.
+func collectItems(rows pgx.Rows, err error, more func(*Item) []any) ([]Item, error) {
 	if err != nil {
 		return nil, fmt.Errorf("outbox: %w", err)
 	}
 	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Item, error) {
 		var it Item
 		var kind string
-		dest := []any{&kind, &it.SubjectID, &it.OrgID, &it.Region, &it.Attempts, &it.Restarts}
-		if withAnswers {
-			dest = append(dest, &it.Answers)
-		}
-		err := r.Scan(dest...)
+		err := r.Scan(append([]any{&kind, &it.SubjectID, &it.OrgID, &it.Region, &it.Attempts, &it.Restarts}, more(&it)...)...)
 		it.Kind = Kind(kind)
 		return it, err
 	})

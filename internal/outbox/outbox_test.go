@@ -2,7 +2,9 @@ package outbox_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -188,6 +190,108 @@ func TestClaimByRegionAndGrace(t *testing.T) {
 	items, err = s.Claim(ctx, outbox.Filter{Grace: 20 * time.Millisecond}, 10, time.Minute)
 	if err != nil || len(items) != 1 || items[0].SubjectID != "res_global" {
 		t.Fatalf("fallback claim after the grace: %v, %v", items, err)
+	}
+}
+
+// A kind is checked in Go, where rows are added (decision 0198): an
+// unknown one is refused before anything is written, and the table itself
+// no longer lists kinds.
+func TestAnUnknownKindIsRefused(t *testing.T) {
+	ctx := context.Background()
+	db := storetest.New(t)
+	org, err := tenancy.NewService(db).CreateOrg(ctx, tenancy.NewOrg{Name: "X", Country: "US"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scoped := store.WithOrg(ctx, org.ID)
+	err = db.Tx(scoped, func(ctx context.Context) error { return outbox.Add(ctx, db.Q(ctx), "grading_v2", "res_1", "global") })
+	if !errors.Is(err, outbox.ErrUnknownKind) || !strings.Contains(err.Error(), `"grading_v2"`) {
+		t.Fatalf("add of an unknown kind: %v, want ErrUnknownKind naming it", err)
+	}
+	if err := outbox.Queue(&pgx.Batch{}, "", "res_1", "global"); !errors.Is(err, outbox.ErrUnknownKind) {
+		t.Fatalf("queue of an empty kind: %v, want ErrUnknownKind", err)
+	}
+	backlog, err := outbox.NewStore(db).Backlog(ctx)
+	if err != nil || len(backlog) != 0 {
+		t.Fatalf("backlog after refused adds: %+v, %v", backlog, err)
+	}
+	for _, kind := range outbox.Kinds() {
+		add(t, db, org.ID, kind, "subject_1", "global")
+	}
+	if backlog, err = outbox.NewStore(db).Backlog(ctx); err != nil || len(backlog) != len(outbox.Kinds()) {
+		t.Fatalf("backlog after a row of each kind: %+v, %v", backlog, err)
+	}
+}
+
+// The reconciler reads the rows nobody checked for their quiet: a
+// sleeping kind's after its longer quiet and after any other kind's, so a
+// lost grading workflow is not queued behind an exam's timers. It deletes
+// the rows of finished subjects, but not one re-armed since it read it.
+func TestUncheckedListsSleepersLastAndForgetKeepsRearmedRows(t *testing.T) {
+	ctx := context.Background()
+	url := storetest.NewURL(t)
+	db, err := store.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	org, err := tenancy.NewService(db).CreateOrg(ctx, tenancy.NewOrg{Name: "X", Country: "US"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Close(ctx)
+	quietFor := func(kind outbox.Kind, subject string, d time.Duration) {
+		t.Helper()
+		if _, err := owner.Exec(ctx, `INSERT INTO workflow_outbox (kind, subject_id, org_id, region, dispatched_at) VALUES ($1, $2, $3, 'global', now() - $4::interval)
+			ON CONFLICT (kind, subject_id) DO UPDATE SET dispatched_at = excluded.dispatched_at, checked_at = NULL`, kind, subject, org.ID, d.String()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	subjects := func(items []outbox.Item) []string {
+		var out []string
+		for _, it := range items {
+			out = append(out, it.SubjectID)
+		}
+		return out
+	}
+	quietFor(outbox.KindAttempt, "att_1", 10*time.Minute)
+	quietFor(outbox.KindGrading, "res_1", 3*time.Minute)
+	quietFor(outbox.KindGrading, "res_2", time.Minute)
+	s := outbox.NewStore(db)
+	quiet := outbox.Quiet{Rows: 2 * time.Minute, Sleepers: 15 * time.Minute, SleeperKinds: []outbox.Kind{outbox.KindAttempt}}
+	items, err := s.Unchecked(ctx, quiet, 10)
+	if got := subjects(items); err != nil || len(got) != 1 || got[0] != "res_1" {
+		t.Fatalf("unchecked after 10 minutes of the attempt's quiet: %v, %v; want only res_1", got, err)
+	}
+	quietFor(outbox.KindAttempt, "att_1", 20*time.Minute)
+	if items, err = s.Unchecked(ctx, quiet, 1); err != nil || len(items) != 1 || items[0].SubjectID != "res_1" {
+		t.Fatalf("the first unchecked row: %v, %v; want res_1, quieter for less", subjects(items), err)
+	}
+	if items, err = s.Unchecked(ctx, quiet, 10); err != nil || len(items) != 2 || items[1].SubjectID != "att_1" {
+		t.Fatalf("unchecked after 20 minutes: %v, %v; want res_1 then att_1", subjects(items), err)
+	}
+
+	// res_1's result is graded again after the read: its row is re-armed
+	// and kept; att_1's is deleted.
+	again := func(ctx context.Context) error {
+		return outbox.Again(ctx, db.Q(ctx), outbox.KindGrading, "res_1", "global")
+	}
+	if err := db.Tx(store.WithOrg(ctx, org.ID), again); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Forget(ctx, items...); err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	if err := owner.QueryRow(ctx, `SELECT array_agg(subject_id ORDER BY subject_id) FROM workflow_outbox`).Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(left) != "[res_1 res_2]" {
+		t.Fatalf("rows after forgetting res_1 and att_1, res_1 re-armed meanwhile: %v", left)
 	}
 }
 

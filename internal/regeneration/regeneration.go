@@ -297,6 +297,13 @@ func (s *Service) Fail(ctx context.Context, id, reason string) (Outcome, error) 
 	return s.finish(ctx, id, nil, reason)
 }
 
+// Unfinished returns those of ids still running, the outbox route's
+// unfinished subjects.
+func (s *Service) Unfinished(ctx context.Context, ids []string) ([]string, error) {
+	return store.Strings(ctx, s.db.Q(ctx), `
+		SELECT id FROM question_regenerations WHERE org_id = app_org_id() AND id = ANY($1) AND status = 'running'`, ids)
+}
+
 // Abandon fails a regeneration whose workflow cannot run (the outbox
 // route's abandon).
 func (s *Service) Abandon(ctx context.Context, id, reason string) error {

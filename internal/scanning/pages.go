@@ -431,6 +431,13 @@ func (s *Service) submit(ctx context.Context, scanID, examID string, st *student
 	return err
 }
 
+// Unfinished returns those of scanIDs still running, the outbox route's
+// unfinished subjects.
+func (s *Service) Unfinished(ctx context.Context, scanIDs []string) ([]string, error) {
+	return store.Strings(ctx, s.db.Q(ctx), `
+		SELECT id FROM answer_sheet_scans WHERE org_id = app_org_id() AND id = ANY($1) AND status = 'running'`, scanIDs)
+}
+
 // Fail finishes a running scan as failed with a reason the client may see.
 func (s *Service) Fail(ctx context.Context, scanID, reason string) error {
 	return s.db.Tx(ctx, func(ctx context.Context) error {

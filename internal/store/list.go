@@ -25,3 +25,13 @@ func ListPage[T any](ctx context.Context, q Querier, p paging.Page, scan func(pg
 	items, next := paging.Trim(p, items, cursorOf)
 	return items, next, nil
 }
+
+// Strings runs sql, a query of one text column, on q and returns its
+// values.
+func Strings(ctx context.Context, q Querier, sql string, args ...any) ([]string, error) {
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}

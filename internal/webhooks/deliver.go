@@ -277,6 +277,16 @@ func (d *Deliverer) GiveUp(ctx context.Context, eventID, endpointID, reason stri
 	})
 }
 
+// Unfinished returns the outbox's unfinished function of webhook events:
+// an event is unfinished while a delivery of it is pending.
+func Unfinished(db *store.DB) func(ctx context.Context, eventIDs []string) ([]string, error) {
+	return func(ctx context.Context, eventIDs []string) ([]string, error) {
+		return store.Strings(ctx, db.Q(ctx), `
+			SELECT DISTINCT event_id FROM webhook_targets
+			 WHERE org_id = app_org_id() AND event_id = ANY($1) AND status = 'pending'`, eventIDs)
+	}
+}
+
 // Abandon returns the outbox's abandon function of webhook events: when
 // an event's workflow cannot run, its pending deliveries end as failed.
 func Abandon(db *store.DB) func(ctx context.Context, eventID, reason string) error {

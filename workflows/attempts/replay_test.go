@@ -9,6 +9,7 @@ import (
 
 	"github.com/assessd/assessd/internal/outbox"
 	"github.com/assessd/assessd/internal/testkit/replaytest"
+	"github.com/assessd/assessd/workflows"
 )
 
 // historyFile is a recorded KeepDeadline history of an attempt open for a
@@ -44,7 +45,7 @@ func TestRecordKeepDeadlineHistory(t *testing.T) {
 		}
 		return Closing{Until: time.Now().Add(time.Second)}, nil
 	}
-	replaytest.Record(t, historyFile, Route(nil),
+	replaytest.Record(t, historyFile, Route(workflows.Subjects{}),
 		outbox.Item{Kind: outbox.KindAttempt, OrgID: "org_1", SubjectID: "att_recorded", Region: "eu"},
 		map[string]any{ActivityCloseAttempt: closeAttempt})
 }

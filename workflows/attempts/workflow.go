@@ -14,7 +14,6 @@
 package attempts
 
 import (
-	"context"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
@@ -47,10 +46,11 @@ type Closing struct {
 }
 
 // Route is how an outbox attempt row becomes a KeepDeadline workflow, with
-// id "attempt-<attempt id>" so a second start joins the first; abandon
-// closes an attempt whose workflow cannot run, if its time is up.
-func Route(abandon func(ctx context.Context, attemptID, reason string) error) workflows.Route {
-	return workflows.Route{Workflow: KeepDeadline, IDPrefix: "attempt-", Abandon: abandon, Sleeps: true, Input: func(it outbox.Item) any {
+// id "attempt-<attempt id>" so a second start joins the first; an attempt
+// is unfinished while in progress, and abandoning it closes it if its
+// time is up.
+func Route(attempts workflows.Subjects) workflows.Route {
+	return workflows.Route{Workflow: KeepDeadline, IDPrefix: "attempt-", Subjects: attempts, Sleeps: true, Input: func(it outbox.Item) any {
 		return Input{OrgID: it.OrgID, AttemptID: it.SubjectID, Region: it.Region}
 	}}
 }

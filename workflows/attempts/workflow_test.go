@@ -50,7 +50,7 @@ func run(t *testing.T, answers ...func() (Closing, error)) (*fakeClose, string, 
 	f := &fakeClose{env: env, answers: answers}
 	env.RegisterWorkflow(KeepDeadline)
 	env.RegisterActivityWithOptions(f.CloseAttempt, activity.RegisterOptions{Name: ActivityCloseAttempt})
-	in := Route(nil).Input(outbox.Item{Kind: outbox.KindAttempt, OrgID: "org_1", SubjectID: "att_1", Region: "eu"})
+	in := Route(workflows.Subjects{}).Input(outbox.Item{Kind: outbox.KindAttempt, OrgID: "org_1", SubjectID: "att_1", Region: "eu"})
 	env.ExecuteWorkflow(KeepDeadline, in)
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("workflow did not complete")

@@ -12,6 +12,7 @@ import (
 	"github.com/assessd/assessd/internal/ai"
 	"github.com/assessd/assessd/internal/outbox"
 	"github.com/assessd/assessd/internal/testkit/replaytest"
+	"github.com/assessd/assessd/workflows"
 )
 
 // historyFile is a recorded GenerateExam history: questions generated on
@@ -50,7 +51,7 @@ func TestRecordGenerateExamHistory(t *testing.T) {
 	}
 	create := func(context.Context, Input, []ai.GeneratedQuestion) (string, error) { return "exm_recorded", nil }
 	finish := func(context.Context, FinishInput) error { return nil }
-	replaytest.Record(t, historyFile, Route(nil),
+	replaytest.Record(t, historyFile, Route(workflows.Subjects{}),
 		outbox.Item{Kind: outbox.KindGeneration, OrgID: "org_1", SubjectID: "gen_recorded", Region: "eu"},
 		map[string]any{ActivityGenerateQuestions: generate, ActivityCreateExam: create, ActivityFinishGeneration: finish})
 }

@@ -10,7 +10,6 @@
 package generation
 
 import (
-	"context"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
@@ -46,10 +45,10 @@ type FinishInput struct {
 }
 
 // Route is how an outbox generation row becomes a GenerateExam workflow, with id
-// "generate-<subject id>" so a second start joins the first; abandon fails
-// a generation cannot run.
-func Route(abandon func(ctx context.Context, generationID, reason string) error) workflows.Route {
-	return workflows.Route{Workflow: GenerateExam, IDPrefix: "generate-", Abandon: abandon, Input: func(it outbox.Item) any {
+// "generate-<subject id>" so a second start joins the first; a generation
+// is unfinished while running, and abandoning it fails it.
+func Route(generations workflows.Subjects) workflows.Route {
+	return workflows.Route{Workflow: GenerateExam, IDPrefix: "generate-", Subjects: generations, Input: func(it outbox.Item) any {
 		return Input{OrgID: it.OrgID, GenerationID: it.SubjectID, Region: it.Region}
 	}}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/assessd/assessd/internal/outbox"
 	"github.com/assessd/assessd/internal/testkit/replaytest"
+	"github.com/assessd/assessd/workflows"
 )
 
 // histories are recorded GradeResult histories (three answers, one retried
@@ -121,7 +122,7 @@ var recordedAnswers = []string{"a1", "a2", "a3"}
 
 func TestRecordGradeResultHistory(t *testing.T) {
 	f := &fakeGrading{pending: recordedAnswers, failOnce: map[string]bool{"a2": true}, invalid: map[string]bool{"a3": true}}
-	replaytest.Record(t, histories[len(histories)-1].file, Route(nil),
+	replaytest.Record(t, histories[len(histories)-1].file, Route(workflows.Subjects{}),
 		outbox.Item{Kind: outbox.KindGrading, OrgID: "org_1", SubjectID: "res_recorded", Region: "eu", Answers: recordedAnswers},
 		map[string]any{ActivityPendingAnswers: f.PendingAnswers, ActivityGradeAnswer: f.GradeAnswer, ActivityFinishResult: f.FinishResult})
 }

@@ -40,27 +40,27 @@ func TestStartGradingTwiceGradesOnce(t *testing.T) {
 		defer w.Stop()
 	}
 
-	route := Route(nil)
+	route := Route(workflows.Subjects{})
 	it := outbox.Item{Kind: outbox.KindGrading, OrgID: "org_1", SubjectID: "res_twice", Region: "eu", Answers: []string{"a1"}}
 	for range 2 {
 		if err := workflows.Start(ctx, c, route, it); err != nil {
 			t.Fatal(err)
 		}
 	}
-	run := c.GetWorkflow(ctx, Route(nil).WorkflowID(it.SubjectID), "")
+	run := c.GetWorkflow(ctx, Route(workflows.Subjects{}).WorkflowID(it.SubjectID), "")
 	var out Outcome
 	waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := run.Get(waitCtx, &out); err != nil {
 		t.Fatal(err)
 	}
-	completed := latestRun(t, c, Route(nil).WorkflowID(it.SubjectID))
+	completed := latestRun(t, c, Route(workflows.Subjects{}).WorkflowID(it.SubjectID))
 	if err := workflows.Start(ctx, c, route, it); err != nil {
 		t.Fatalf("start after completion: %v", err)
 	}
 	// The start after completion must not have opened a new run: the
 	// latest run of the id is still the completed first one.
-	if latest := latestRun(t, c, Route(nil).WorkflowID(it.SubjectID)); latest != completed {
+	if latest := latestRun(t, c, Route(workflows.Subjects{}).WorkflowID(it.SubjectID)); latest != completed {
 		t.Fatalf("a start after completion opened run %s besides %s", latest, completed)
 	}
 	if got := eu.calls.Load(); got != 1 {
@@ -72,10 +72,10 @@ func TestStartGradingTwiceGradesOnce(t *testing.T) {
 	if err := workflows.Start(ctx, c, route, again); err != nil {
 		t.Fatalf("restarted start: %v", err)
 	}
-	if err := c.GetWorkflow(ctx, Route(nil).WorkflowID(it.SubjectID), "").Get(waitCtx, &out); err != nil {
+	if err := c.GetWorkflow(ctx, Route(workflows.Subjects{}).WorkflowID(it.SubjectID), "").Get(waitCtx, &out); err != nil {
 		t.Fatal(err)
 	}
-	if latestRun(t, c, Route(nil).WorkflowID(it.SubjectID)) == completed {
+	if latestRun(t, c, Route(workflows.Subjects{}).WorkflowID(it.SubjectID)) == completed {
 		t.Fatal("a restarted row joined the completed run")
 	}
 	if got := eu.calls.Load(); got != 2 {

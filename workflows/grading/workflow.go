@@ -12,7 +12,6 @@
 package grading
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -83,10 +82,10 @@ type Outcome struct {
 }
 
 // Route is how an outbox grading row becomes a GradeResult workflow, with id
-// "grade-<subject id>" so a second start joins the first; abandon fails
-// a result whose grading cannot run.
-func Route(abandon func(ctx context.Context, resultID, reason string) error) workflows.Route {
-	return workflows.Route{Workflow: GradeResult, IDPrefix: "grade-", Abandon: abandon, Input: func(it outbox.Item) any {
+// "grade-<subject id>" so a second start joins the first; a result is
+// unfinished while grading, and abandoning it fails its pending answers.
+func Route(results workflows.Subjects) workflows.Route {
+	return workflows.Route{Workflow: GradeResult, IDPrefix: "grade-", Subjects: results, Input: func(it outbox.Item) any {
 		return Input{OrgID: it.OrgID, ResultID: it.SubjectID, Region: it.Region, Version: answersInInput, Answers: it.Answers}
 	}}
 }

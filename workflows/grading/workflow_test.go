@@ -64,7 +64,7 @@ func (f *fakeGrading) FinishResult(_ context.Context, in FinishInput) (Outcome, 
 // makes of the claimed row, which carries the answers.
 func run(t *testing.T, f *fakeGrading) (Outcome, error) {
 	t.Helper()
-	return runWith(t, f, Route(nil).Input(outbox.Item{Kind: outbox.KindGrading, OrgID: "org_1", SubjectID: "res_1", Region: "eu", Answers: f.pending}).(Input))
+	return runWith(t, f, Route(workflows.Subjects{}).Input(outbox.Item{Kind: outbox.KindGrading, OrgID: "org_1", SubjectID: "res_1", Region: "eu", Answers: f.pending}).(Input))
 }
 
 func runWith(t *testing.T, f *fakeGrading, in Input) (Outcome, error) {

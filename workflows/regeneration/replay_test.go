@@ -48,7 +48,7 @@ func TestRecordRegenerateQuestionHistory(t *testing.T) {
 	}
 	record := func(context.Context, RecordInput) (string, error) { return "ready", nil }
 	fail := func(context.Context, FailInput) error { return nil }
-	replaytest.Record(t, historyFile, Route(nil),
+	replaytest.Record(t, historyFile, Route(workflows.Subjects{}),
 		outbox.Item{Kind: outbox.KindRegeneration, OrgID: "org_1", SubjectID: "rgn_recorded", Region: "eu"},
 		map[string]any{ActivityProposeQuestion: propose, ActivityRecordProposal: record, ActivityFailRegeneration: fail})
 }

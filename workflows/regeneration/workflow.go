@@ -12,7 +12,6 @@
 package regeneration
 
 import (
-	"context"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
@@ -51,10 +50,10 @@ type FailInput struct {
 }
 
 // Route is how an outbox regeneration row becomes a RegenerateQuestion workflow, with id
-// "regenerate-<subject id>" so a second start joins the first; abandon fails
-// a regeneration cannot run.
-func Route(abandon func(ctx context.Context, regenerationID, reason string) error) workflows.Route {
-	return workflows.Route{Workflow: RegenerateQuestion, IDPrefix: "regenerate-", Abandon: abandon, Input: func(it outbox.Item) any {
+// "regenerate-<subject id>" so a second start joins the first; a
+// regeneration is unfinished while running, and abandoning it fails it.
+func Route(regenerations workflows.Subjects) workflows.Route {
+	return workflows.Route{Workflow: RegenerateQuestion, IDPrefix: "regenerate-", Subjects: regenerations, Input: func(it outbox.Item) any {
 		return Input{OrgID: it.OrgID, RegenerationID: it.SubjectID, Region: it.Region}
 	}}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/assessd/assessd/internal/outbox"
 	"github.com/assessd/assessd/internal/testkit/replaytest"
+	"github.com/assessd/assessd/workflows"
 )
 
 // historyFile is a recorded ScanSheets history: three pages, the second
@@ -40,7 +41,7 @@ func TestReplayScanSheets(t *testing.T) {
 
 func TestRecordScanSheetsHistory(t *testing.T) {
 	f := &fakeScanning{pages: []int{1, 2, 3}, failOnce: map[int]bool{2: true}, invalid: map[int]bool{3: true}}
-	replaytest.Record(t, historyFile, Route(nil),
+	replaytest.Record(t, historyFile, Route(workflows.Subjects{}),
 		outbox.Item{Kind: outbox.KindScanning, OrgID: "org_1", SubjectID: "scn_recorded", Region: "eu"},
 		map[string]any{ActivitySplitScan: f.SplitScan, ActivityReadPage: f.ReadPage, ActivityFinishScan: f.FinishScan, ActivityFailScan: f.FailScan})
 }

@@ -12,7 +12,6 @@
 package scanning
 
 import (
-	"context"
 	"slices"
 	"time"
 
@@ -80,10 +79,10 @@ type Outcome struct {
 }
 
 // Route is how an outbox scanning row becomes a ScanSheets workflow, with id
-// "scan-<subject id>" so a second start joins the first; abandon fails
-// a scan cannot run.
-func Route(abandon func(ctx context.Context, scanID, reason string) error) workflows.Route {
-	return workflows.Route{Workflow: ScanSheets, IDPrefix: "scan-", Abandon: abandon, Input: func(it outbox.Item) any {
+// "scan-<subject id>" so a second start joins the first; a scan is
+// unfinished while running, and abandoning it fails it.
+func Route(scans workflows.Subjects) workflows.Route {
+	return workflows.Route{Workflow: ScanSheets, IDPrefix: "scan-", Subjects: scans, Input: func(it outbox.Item) any {
 		return Input{OrgID: it.OrgID, ScanID: it.SubjectID, Region: it.Region}
 	}}
 }

@@ -58,7 +58,7 @@ func TestRecordDeliverEventHistory(t *testing.T) {
 		return nil
 	}
 	giveUp := func(context.Context, GiveUpInput) error { return nil }
-	replaytest.Record(t, historyFile, Route(recordedRetry, nil),
+	replaytest.Record(t, historyFile, Route(recordedRetry, workflows.Subjects{}),
 		outbox.Item{Kind: outbox.KindWebhook, OrgID: "org_1", SubjectID: "msg_recorded", Region: "eu"},
 		map[string]any{ActivityPendingTargets: targets, ActivityDeliver: deliver, ActivityGiveUp: giveUp})
 }

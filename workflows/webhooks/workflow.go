@@ -7,7 +7,6 @@
 package webhooks
 
 import (
-	"context"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -59,10 +58,10 @@ type GiveUpInput struct {
 }
 
 // Route is how an outbox webhook row becomes a DeliverEvent workflow, with
-// id "webhook-<event id>"; abandon ends the event's pending deliveries
-// when its workflow cannot run.
-func Route(retry Retry, abandon func(ctx context.Context, eventID, reason string) error) workflows.Route {
-	return workflows.Route{Workflow: DeliverEvent, IDPrefix: "webhook-", Abandon: abandon, Input: func(it outbox.Item) any {
+// id "webhook-<event id>"; an event is unfinished while an endpoint's
+// delivery is pending, and abandoning it ends those deliveries.
+func Route(retry Retry, events workflows.Subjects) workflows.Route {
+	return workflows.Route{Workflow: DeliverEvent, IDPrefix: "webhook-", Subjects: events, Input: func(it outbox.Item) any {
 		return Input{OrgID: it.OrgID, EventID: it.SubjectID, Region: it.Region, Retry: retry}
 	}}
 }
