@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,6 +35,8 @@ func TestStarvedPoolAnswers503(t *testing.T) {
 
 	ctx := store.WithOrg(context.Background(), tn.org.ID)
 	release := make(chan struct{})
+	free := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(free) // before db.Close, which waits for the held connections
 	held, done := make(chan struct{}, 2), make(chan error, 2)
 	for range 2 {
 		go func() {
@@ -57,7 +60,7 @@ func TestStarvedPoolAnswers503(t *testing.T) {
 	start := time.Now()
 	r := e.do(http.MethodGet, path, key, nil)
 	took := time.Since(start)
-	close(release)
+	free()
 	if r.status != http.StatusServiceUnavailable || r.reason() != "DATABASE_UNAVAILABLE" || r.header.Get("Retry-After") != "1" {
 		t.Fatalf("starved: %d %s (Retry-After %q), want 503 DATABASE_UNAVAILABLE with Retry-After 1", r.status, r.raw, r.header.Get("Retry-After"))
 	}
