@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"net/http"
 	"regexp"
 	"strings"
@@ -25,11 +26,11 @@ var pathVariable = regexp.MustCompile(`\{[^}]+\}`)
 // is refused with 403 naming exactly that scope.
 func TestEveryMethodDocumentsItsAccess(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	tn := e.newTenant("US", "pro")
-	a := e.newOAuthApp(tn, tenancy.RoleOwner, identity.ClientInput{})
-	a.conf.Scopes = []string{"openid"} // a token with no API scope
-	token := e.token(a).AccessToken
+	e := apptest.New(t)
+	tn := e.NewTenant("US", "pro")
+	a := e.NewOAuthApp(tn, tenancy.RoleOwner, identity.ClientInput{})
+	a.Conf.Scopes = []string{"openid"} // a token with no API scope
+	token := e.Token(a).AccessToken
 
 	methods := 0
 	protoregistry.GlobalFiles.RangeFilesByPackage(v1.File_assessd_v1_users_proto.Package(), func(f protoreflect.FileDescriptor) bool {
@@ -52,9 +53,9 @@ func TestEveryMethodDocumentsItsAccess(t *testing.T) {
 				if rule.Body != "" {
 					body = "{}"
 				}
-				r := e.do(method, pathVariable.ReplaceAllString(path, "x_01ARZ3NDEKTSV4RRFFQ69G5FAV"), token, body)
-				if r.status != http.StatusForbidden || !strings.Contains(r.header.Get("WWW-Authenticate"), `scope="`+access.Scope+`"`) {
-					t.Errorf("%s %s without %s: %d, WWW-Authenticate %q", method, path, access.Scope, r.status, r.header.Get("WWW-Authenticate"))
+				r := e.Do(method, pathVariable.ReplaceAllString(path, "x_01ARZ3NDEKTSV4RRFFQ69G5FAV"), token, body)
+				if r.Status != http.StatusForbidden || !strings.Contains(r.Header.Get("WWW-Authenticate"), `scope="`+access.Scope+`"`) {
+					t.Errorf("%s %s without %s: %d, WWW-Authenticate %q", method, path, access.Scope, r.Status, r.Header.Get("WWW-Authenticate"))
 				}
 			}
 		}

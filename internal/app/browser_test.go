@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -19,26 +20,26 @@ import (
 
 func TestLoginAndConsentInABrowser(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	tn := e.newTenant("DE", "pro")
+	e := apptest.New(t)
+	tn := e.NewTenant("DE", "pro")
 	callback := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte("<!doctype html><title>back in the app</title><p id=\"received\">code received</p>"))
 	}))
 	defer callback.Close()
-	a := e.newOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{
+	a := e.NewOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{
 		Name: "Gradebook Sync", Description: "Copies grades into your school's gradebook", RedirectURIs: []string{callback.URL + "/cb"},
 	})
-	a.conf.RedirectURL = callback.URL + "/cb"
-	a.conf.Scopes = []string{"openid", "profile", "users:read"}
+	a.Conf.RedirectURL = callback.URL + "/cb"
+	a.Conf.Scopes = []string{"openid", "profile", "users:read"}
 	ctx := browsertest.NewChrome(t)
 
 	var consentText, finalURL string
 	var shot []byte
 	err := chromedp.Run(ctx,
-		chromedp.Navigate(a.conf.AuthCodeURL("browser-state", oauth2.S256ChallengeOption(oauth2.GenerateVerifier()))),
+		chromedp.Navigate(a.Conf.AuthCodeURL("browser-state", oauth2.S256ChallengeOption(oauth2.GenerateVerifier()))),
 		chromedp.WaitVisible(`#email`, chromedp.ByQuery),
-		chromedp.SendKeys(`#email`, a.email, chromedp.ByQuery),
-		chromedp.SendKeys(`#password`, a.password, chromedp.ByQuery),
+		chromedp.SendKeys(`#email`, a.Email, chromedp.ByQuery),
+		chromedp.SendKeys(`#password`, a.Password, chromedp.ByQuery),
 		chromedp.Click(`button[type=submit]`, chromedp.ByQuery),
 		chromedp.WaitVisible(`button[value=approve]`, chromedp.ByQuery),
 		chromedp.Text(`main`, &consentText, chromedp.ByQuery),
@@ -63,7 +64,7 @@ func TestLoginAndConsentInABrowser(t *testing.T) {
 
 func TestAPIReferenceInABrowser(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := apptest.New(t)
 	ctx := browsertest.NewChrome(t)
 	// Redoc's bundle links its badge image from its CDN; the page's
 	// Content-Security-Policy must stop that (and anything else) before it
@@ -76,7 +77,7 @@ func TestAPIReferenceInABrowser(t *testing.T) {
 		switch ev := ev.(type) {
 		case *network.EventRequestWillBeSent:
 			u := ev.Request.URL
-			if !strings.HasPrefix(u, e.srv.URL) && !strings.HasPrefix(u, "data:") && !strings.HasPrefix(u, "blob:") {
+			if !strings.HasPrefix(u, e.Srv.URL) && !strings.HasPrefix(u, "data:") && !strings.HasPrefix(u, "blob:") {
 				outside[ev.RequestID] = u
 			}
 		case *network.EventLoadingFailed:
@@ -88,7 +89,7 @@ func TestAPIReferenceInABrowser(t *testing.T) {
 	var text string
 	var shot []byte
 	err := chromedp.Run(ctx, network.Enable(),
-		chromedp.Navigate(e.srv.URL+"/docs"),
+		chromedp.Navigate(e.Srv.URL+"/docs"),
 		chromedp.WaitVisible(`.api-content h2`, chromedp.ByQuery),
 		chromedp.Sleep(300*time.Millisecond), // let late resource requests settle
 		chromedp.Text(`body`, &text, chromedp.ByQuery),

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"net/http"
 	"slices"
 	"strings"
@@ -16,20 +17,20 @@ import (
 // 400 naming the field, duplicates a 409, and every change is audited.
 func TestClassesAPI(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	tn := e.newTenant("US", tenancy.PlanPro)
-	other := e.newTenant("FR", tenancy.PlanPro)
-	owner, teacher, student := tn.keys[tenancy.RoleOwner], tn.keys[tenancy.RoleTeacher], tn.keys[tenancy.RoleStudent]
-	teacherID, studentID := tn.users[tenancy.RoleTeacher].ID, tn.users[tenancy.RoleStudent].ID
-	teacher2, teacher2ID := e.newUserKey(tn, "teacher2", tenancy.RoleTeacher)
+	e := apptest.New(t)
+	tn := e.NewTenant("US", tenancy.PlanPro)
+	other := e.NewTenant("FR", tenancy.PlanPro)
+	owner, teacher, student := tn.Keys[tenancy.RoleOwner], tn.Keys[tenancy.RoleTeacher], tn.Keys[tenancy.RoleStudent]
+	teacherID, studentID := tn.Users[tenancy.RoleTeacher].ID, tn.Users[tenancy.RoleStudent].ID
+	teacher2, teacher2ID := newUserKey(e, tn, "teacher2", tenancy.RoleTeacher)
 
-	created := e.do("POST", "/classes", teacher, map[string]any{"name": "7B Maths", "externalId": "sis-7b"}).must(t, http.StatusOK).body
-	id := str(created, "id")
-	if !strings.HasPrefix(id, "cls_") || created["name"] != "7B Maths" || created["externalId"] != "sis-7b" || num(created, "memberCount") != 1 ||
-		str(created, "createdAt") == "" || str(created, "updatedAt") == "" {
+	created := e.Do("POST", "/classes", teacher, map[string]any{"name": "7B Maths", "externalId": "sis-7b"}).Must(t, http.StatusOK).Body
+	id := apptest.Str(created, "id")
+	if !strings.HasPrefix(id, "cls_") || created["name"] != "7B Maths" || created["externalId"] != "sis-7b" || apptest.Num(created, "memberCount") != 1 ||
+		apptest.Str(created, "createdAt") == "" || apptest.Str(created, "updatedAt") == "" {
 		t.Fatalf("created %v", created)
 	}
-	e.do("POST", "/classes", owner, map[string]any{"name": "7C"}).must(t, http.StatusOK)
+	e.Do("POST", "/classes", owner, map[string]any{"name": "7C"}).Must(t, http.StatusOK)
 
 	// Bad input and duplicates.
 	for _, bad := range []struct {
@@ -44,89 +45,89 @@ func TestClassesAPI(t *testing.T) {
 		{map[string]any{"name": "x", "teacherId": teacherID}, "teacherId"},
 		{map[string]any{"name": 7}, "name"},
 	} {
-		if r := e.do("POST", "/classes", owner, bad.body).must(t, http.StatusBadRequest); r.field() != bad.field {
-			t.Errorf("POST /classes %v: field %q, want %q: %s", bad.body, r.field(), bad.field, r.raw)
+		if r := e.Do("POST", "/classes", owner, bad.body).Must(t, http.StatusBadRequest); r.Field() != bad.field {
+			t.Errorf("POST /classes %v: field %q, want %q: %s", bad.body, r.Field(), bad.field, r.Raw)
 		}
 	}
-	if r := e.do("PATCH", "/classes/"+id, owner, map[string]any{"name": ""}).must(t, http.StatusBadRequest); r.field() != "name" {
-		t.Errorf("PATCH to an empty name: field %q", r.field())
+	if r := e.Do("PATCH", "/classes/"+id, owner, map[string]any{"name": ""}).Must(t, http.StatusBadRequest); r.Field() != "name" {
+		t.Errorf("PATCH to an empty name: field %q", r.Field())
 	}
-	if r := e.do("POST", "/classes", owner, map[string]any{"name": "Again", "externalId": "sis-7b"}).must(t, http.StatusConflict); r.reason() != "EXTERNAL_ID_TAKEN" ||
-		!strings.Contains(str(r.body, "message"), "externalId") {
-		t.Errorf("a duplicate externalId: %s", r.raw)
+	if r := e.Do("POST", "/classes", owner, map[string]any{"name": "Again", "externalId": "sis-7b"}).Must(t, http.StatusConflict); r.Reason() != "EXTERNAL_ID_TAKEN" ||
+		!strings.Contains(apptest.Str(r.Body, "message"), "externalId") {
+		t.Errorf("a duplicate externalId: %s", r.Raw)
 	}
 
 	// Hosts look classes up by their own key.
-	if list := items(e.do("GET", "/classes?externalId=sis-7b", owner, nil).must(t, http.StatusOK).body, "classes"); len(list) != 1 || list[0]["id"] != id {
+	if list := apptest.Items(e.Do("GET", "/classes?externalId=sis-7b", owner, nil).Must(t, http.StatusOK).Body, "classes"); len(list) != 1 || list[0]["id"] != id {
 		t.Fatalf("by externalId: %v", list)
 	}
-	if list := items(e.do("GET", "/classes?externalId=nope", owner, nil).must(t, http.StatusOK).body, "classes"); len(list) != 0 {
+	if list := apptest.Items(e.Do("GET", "/classes?externalId=nope", owner, nil).Must(t, http.StatusOK).Body, "classes"); len(list) != 0 {
 		t.Fatalf("by an unknown externalId: %v", list)
 	}
-	page := e.do("GET", "/classes?pageSize=1", owner, nil).must(t, http.StatusOK).body
-	if len(items(page, "classes")) != 1 || str(page, "nextPageToken") == "" {
+	page := e.Do("GET", "/classes?pageSize=1", owner, nil).Must(t, http.StatusOK).Body
+	if len(apptest.Items(page, "classes")) != 1 || apptest.Str(page, "nextPageToken") == "" {
 		t.Fatalf("a page of 1: %v", page)
 	}
-	rest := e.do("GET", "/classes?pageSize=1&pageToken="+str(page, "nextPageToken"), owner, nil).must(t, http.StatusOK).body
-	if l := items(rest, "classes"); len(l) != 1 || l[0]["id"] == items(page, "classes")[0]["id"] || str(rest, "nextPageToken") != "" {
+	rest := e.Do("GET", "/classes?pageSize=1&pageToken="+apptest.Str(page, "nextPageToken"), owner, nil).Must(t, http.StatusOK).Body
+	if l := apptest.Items(rest, "classes"); len(l) != 1 || l[0]["id"] == apptest.Items(page, "classes")[0]["id"] || apptest.Str(rest, "nextPageToken") != "" {
 		t.Fatalf("the second page: %v", rest)
 	}
-	if list := items(e.do("GET", "/classes", teacher2, nil).must(t, http.StatusOK).body, "classes"); len(list) != 0 {
+	if list := apptest.Items(e.Do("GET", "/classes", teacher2, nil).Must(t, http.StatusOK).Body, "classes"); len(list) != 0 {
 		t.Fatalf("another teacher lists %v", list)
 	}
 
 	// Members: added, listed with names and emails, role changed, removed.
-	m := e.do("POST", "/classes/"+id+"/members", teacher, map[string]any{"userId": studentID, "role": "student"}).must(t, http.StatusOK).body
-	if m["userId"] != studentID || m["role"] != "student" || m["name"] != "student" || m["email"] != tn.users[tenancy.RoleStudent].Email || str(m, "addedAt") == "" {
+	m := e.Do("POST", "/classes/"+id+"/members", teacher, map[string]any{"userId": studentID, "role": "student"}).Must(t, http.StatusOK).Body
+	if m["userId"] != studentID || m["role"] != "student" || m["name"] != "student" || m["email"] != tn.Users[tenancy.RoleStudent].Email || apptest.Str(m, "addedAt") == "" {
 		t.Fatalf("added %v", m)
 	}
-	if r := e.do("POST", "/classes/"+id+"/members", teacher, map[string]any{"userId": studentID, "role": "teacher"}).must(t, http.StatusBadRequest); r.field() != "role" {
-		t.Errorf("a student as teacher: field %q", r.field())
+	if r := e.Do("POST", "/classes/"+id+"/members", teacher, map[string]any{"userId": studentID, "role": "teacher"}).Must(t, http.StatusBadRequest); r.Field() != "role" {
+		t.Errorf("a student as teacher: field %q", r.Field())
 	}
-	if r := e.do("POST", "/classes/"+id+"/members", teacher, map[string]any{"userId": other.users[tenancy.RoleStudent].ID, "role": "student"}).must(t, http.StatusNotFound); r.reason() != "USER_NOT_FOUND" {
-		t.Errorf("another organization's user: %s", r.raw)
+	if r := e.Do("POST", "/classes/"+id+"/members", teacher, map[string]any{"userId": other.Users[tenancy.RoleStudent].ID, "role": "student"}).Must(t, http.StatusNotFound); r.Reason() != "USER_NOT_FOUND" {
+		t.Errorf("another organization's user: %s", r.Raw)
 	}
-	if r := e.do("POST", "/classes/"+id+"/members", teacher, map[string]any{"userId": "nobody", "role": "student"}).must(t, http.StatusBadRequest); r.field() != "userId" {
-		t.Errorf("a malformed user id: field %q", r.field())
+	if r := e.Do("POST", "/classes/"+id+"/members", teacher, map[string]any{"userId": "nobody", "role": "student"}).Must(t, http.StatusBadRequest); r.Field() != "userId" {
+		t.Errorf("a malformed user id: field %q", r.Field())
 	}
-	e.do("POST", "/classes/"+id+"/members", teacher, map[string]any{"userId": teacher2ID, "role": "student"}).must(t, http.StatusOK)
-	e.do("GET", "/classes/"+id, teacher2, nil).must(t, http.StatusNotFound) // a class's student is not its teacher
-	if again := e.do("POST", "/classes/"+id+"/members", teacher, map[string]any{"userId": teacher2ID, "role": "teacher"}).must(t, http.StatusOK).body; again["role"] != "teacher" {
+	e.Do("POST", "/classes/"+id+"/members", teacher, map[string]any{"userId": teacher2ID, "role": "student"}).Must(t, http.StatusOK)
+	e.Do("GET", "/classes/"+id, teacher2, nil).Must(t, http.StatusNotFound) // a class's student is not its teacher
+	if again := e.Do("POST", "/classes/"+id+"/members", teacher, map[string]any{"userId": teacher2ID, "role": "teacher"}).Must(t, http.StatusOK).Body; again["role"] != "teacher" {
 		t.Fatalf("the role changed to %v", again)
 	}
-	members := items(e.do("GET", "/classes/"+id+"/members", teacher2, nil).must(t, http.StatusOK).body, "members")
+	members := apptest.Items(e.Do("GET", "/classes/"+id+"/members", teacher2, nil).Must(t, http.StatusOK).Body, "members")
 	var roster []string
 	for _, m := range members {
-		roster = append(roster, str(m, "userId")+" "+str(m, "role"))
+		roster = append(roster, apptest.Str(m, "userId")+" "+apptest.Str(m, "role"))
 	}
 	want := []string{studentID + " student", teacherID + " teacher", teacher2ID + " teacher"}
 	slices.Sort(want)
 	if !slices.Equal(roster, want) {
 		t.Fatalf("roster %v, want %v", roster, want)
 	}
-	if l := items(e.do("GET", "/classes/"+id+"/members?role=student", owner, nil).must(t, http.StatusOK).body, "members"); len(l) != 1 || l[0]["userId"] != studentID {
+	if l := apptest.Items(e.Do("GET", "/classes/"+id+"/members?role=student", owner, nil).Must(t, http.StatusOK).Body, "members"); len(l) != 1 || l[0]["userId"] != studentID {
 		t.Fatalf("students %v", l)
 	}
-	e.do("GET", "/classes/"+id+"/members?role=janitor", owner, nil).must(t, http.StatusBadRequest)
-	e.do("DELETE", "/classes/"+id+"/members/"+studentID, teacher2, nil).must(t, http.StatusOK)
-	if r := e.do("DELETE", "/classes/"+id+"/members/"+studentID, teacher2, nil).must(t, http.StatusNotFound); r.reason() != "CLASS_MEMBER_NOT_FOUND" {
-		t.Errorf("removed twice: %s", r.raw)
+	e.Do("GET", "/classes/"+id+"/members?role=janitor", owner, nil).Must(t, http.StatusBadRequest)
+	e.Do("DELETE", "/classes/"+id+"/members/"+studentID, teacher2, nil).Must(t, http.StatusOK)
+	if r := e.Do("DELETE", "/classes/"+id+"/members/"+studentID, teacher2, nil).Must(t, http.StatusNotFound); r.Reason() != "CLASS_MEMBER_NOT_FOUND" {
+		t.Errorf("removed twice: %s", r.Raw)
 	}
 
 	// PATCH changes what is sent; an empty externalId removes it.
-	patched := e.do("PATCH", "/classes/"+id, teacher, map[string]any{"name": "7B Algebra"}).must(t, http.StatusOK).body
-	if patched["name"] != "7B Algebra" || patched["externalId"] != "sis-7b" || num(patched, "memberCount") != 2 {
+	patched := e.Do("PATCH", "/classes/"+id, teacher, map[string]any{"name": "7B Algebra"}).Must(t, http.StatusOK).Body
+	if patched["name"] != "7B Algebra" || patched["externalId"] != "sis-7b" || apptest.Num(patched, "memberCount") != 2 {
 		t.Fatalf("patched %v", patched)
 	}
-	if patched = e.do("PATCH", "/classes/"+id, teacher, map[string]any{"externalId": ""}).must(t, http.StatusOK).body; patched["externalId"] != "" {
+	if patched = e.Do("PATCH", "/classes/"+id, teacher, map[string]any{"externalId": ""}).Must(t, http.StatusOK).Body; patched["externalId"] != "" {
 		t.Fatalf("externalId removed: %v", patched)
 	}
 
 	// Another organization, and students, get nothing.
 	for _, path := range []string{"/classes/" + id, "/classes/" + id + "/members"} {
-		e.do("GET", path, other.keys[tenancy.RoleOwner], nil).must(t, http.StatusNotFound)
+		e.Do("GET", path, other.Keys[tenancy.RoleOwner], nil).Must(t, http.StatusNotFound)
 	}
-	e.do("DELETE", "/classes/"+id, other.keys[tenancy.RoleOwner], nil).must(t, http.StatusNotFound)
+	e.Do("DELETE", "/classes/"+id, other.Keys[tenancy.RoleOwner], nil).Must(t, http.StatusNotFound)
 	for _, call := range []struct {
 		method, path string
 		body         any
@@ -136,17 +137,17 @@ func TestClassesAPI(t *testing.T) {
 		{"GET", "/classes/" + id + "/members", nil}, {"POST", "/classes/" + id + "/members", map[string]any{"userId": studentID, "role": "student"}},
 		{"DELETE", "/classes/" + id + "/members/" + teacherID, nil},
 	} {
-		if r := e.do(call.method, call.path, student, call.body).must(t, http.StatusForbidden); r.reason() != "INSUFFICIENT_SCOPE" {
-			t.Errorf("a student's %s %s: %s", call.method, call.path, r.raw)
+		if r := e.Do(call.method, call.path, student, call.body).Must(t, http.StatusForbidden); r.Reason() != "INSUFFICIENT_SCOPE" {
+			t.Errorf("a student's %s %s: %s", call.method, call.path, r.Raw)
 		}
 	}
 
-	e.do("DELETE", "/classes/"+id, teacher, nil).must(t, http.StatusOK)
-	e.do("GET", "/classes/"+id, owner, nil).must(t, http.StatusNotFound)
+	e.Do("DELETE", "/classes/"+id, teacher, nil).Must(t, http.StatusOK)
+	e.Do("GET", "/classes/"+id, owner, nil).Must(t, http.StatusNotFound)
 
 	var actions []string
-	for _, a := range items(e.do("GET", "/audit-logs?targetId="+id, owner, nil).must(t, http.StatusOK).body, "auditLogs") {
-		actions = append(actions, str(a, "action"))
+	for _, a := range apptest.Items(e.Do("GET", "/audit-logs?targetId="+id, owner, nil).Must(t, http.StatusOK).Body, "auditLogs") {
+		actions = append(actions, apptest.Str(a, "action"))
 	}
 	slices.Sort(actions)
 	if want := []string{"class.created", "class.deleted", "class.member_added", "class.member_added", "class.member_added",
@@ -157,16 +158,16 @@ func TestClassesAPI(t *testing.T) {
 
 // newUserKey adds a user with role to tn and returns an API key of theirs
 // and their id.
-func (e *env) newUserKey(tn tenant, name string, role tenancy.Role) (key, id string) {
-	e.t.Helper()
-	ctx := tenancy.WithCaller(context.Background(), tenancy.SystemCaller(tn.org.ID))
-	u, err := e.app.Tenancy.CreateUser(ctx, tenancy.NewUser{Email: name + "@" + tn.org.ID + ".test", Name: name, Role: role})
+func newUserKey(e *env, tn tenant, name string, role tenancy.Role) (key, id string) {
+	e.T.Helper()
+	ctx := tenancy.WithCaller(context.Background(), tenancy.SystemCaller(tn.Org.ID))
+	u, err := e.App.Tenancy.CreateUser(ctx, tenancy.NewUser{Email: name + "@" + tn.Org.ID + ".test", Name: name, Role: role})
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
-	_, key, err = e.app.Tenancy.CreateAPIKey(ctx, u.ID, "test")
+	_, key, err = e.App.Tenancy.CreateAPIKey(ctx, u.ID, "test")
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return key, u.ID
 }

@@ -5,6 +5,7 @@ import (
 	"compress/flate"
 	"compress/gzip"
 	"encoding/binary"
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"hash/crc32"
 	"io"
 	"net/http"
@@ -105,16 +106,16 @@ func TestBombInflatesToItsSize(t *testing.T) {
 // client's mistake when they cannot be decoded, never a server error.
 func TestCompressedAndBinaryBodies(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	tn := e.newTenant("US", "pro")
-	key := tn.keys[tenancy.RoleOwner]
+	e := apptest.New(t)
+	tn := e.NewTenant("US", "pro")
+	key := tn.Keys[tenancy.RoleOwner]
 	const inflated = 256 << 20 // what each bomb inflates to
 	gz := http.Header{"Content-Encoding": {"gzip"}}
 
 	t.Run("a gzipped JSON body is read", func(t *testing.T) {
-		r := e.doWith("POST", "/exams", key, gzipped(t, []byte(`{"name":"Gzipped","language":"en"}`)), gz).must(t, http.StatusOK)
-		if r.body["name"] != "Gzipped" {
-			t.Fatalf("created %s", r.raw)
+		r := e.DoWith("POST", "/exams", key, gzipped(t, []byte(`{"name":"Gzipped","language":"en"}`)), gz).Must(t, http.StatusOK)
+		if r.Body["name"] != "Gzipped" {
+			t.Fatalf("created %s", r.Raw)
 		}
 	})
 	for _, c := range []struct {
@@ -132,9 +133,9 @@ func TestCompressedAndBinaryBodies(t *testing.T) {
 			if strings.HasPrefix(c.path, "/assessd.v1.") {
 				h.Set("Connect-Protocol-Version", "1")
 			}
-			r := e.doWith("POST", c.path, key, c.body, h).must(t, c.status)
-			if r.reason() != c.reason {
-				t.Fatalf("reason %q, want %q: %s", r.reason(), c.reason, r.raw)
+			r := e.DoWith("POST", c.path, key, c.body, h).Must(t, c.status)
+			if r.Reason() != c.reason {
+				t.Fatalf("reason %q, want %q: %s", r.Reason(), c.reason, r.Raw)
 			}
 		})
 	}
@@ -142,9 +143,9 @@ func TestCompressedAndBinaryBodies(t *testing.T) {
 	t.Run("Connect, a malformed protobuf message", func(t *testing.T) {
 		h := http.Header{"Content-Type": {"application/proto"}, "Connect-Protocol-Version": {"1"}}
 		for _, msg := range []string{"\xff", "\x0a\x05ab", "\x0a\xff\xff\xff\xff\x0f"} {
-			r := e.doWith("POST", "/assessd.v1.ExamService/CreateExam", key, msg, h).must(t, http.StatusBadRequest)
-			if r.body["code"] != "invalid_argument" {
-				t.Fatalf("%q: %s", msg, r.raw)
+			r := e.DoWith("POST", "/assessd.v1.ExamService/CreateExam", key, msg, h).Must(t, http.StatusBadRequest)
+			if r.Body["code"] != "invalid_argument" {
+				t.Fatalf("%q: %s", msg, r.Raw)
 			}
 		}
 	})
@@ -160,10 +161,10 @@ func TestCompressedAndBinaryBodies(t *testing.T) {
 		h := http.Header{"Content-Type": {"application/grpc-web+proto"}, "Grpc-Encoding": {"gzip"}}
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		r := e.doWith("POST", "/assessd.v1.ExamService/CreateExam", key, string(frame)+msg, h)
+		r := e.DoWith("POST", "/assessd.v1.ExamService/CreateExam", key, string(frame)+msg, h)
 		runtime.ReadMemStats(&after)
-		if got := r.header.Get("Grpc-Status"); got != "8" { // resource exhausted
-			t.Fatalf("grpc-status %q (%s), want 8: %d %q", got, r.header.Get("Grpc-Message"), r.status, r.raw)
+		if got := r.Header.Get("Grpc-Status"); got != "8" { // resource exhausted
+			t.Fatalf("grpc-status %q (%s), want 8: %d %q", got, r.Header.Get("Grpc-Message"), r.Status, r.Raw)
 		}
 		// Inflating it all would allocate the 256 MiB at least once.
 		if grown := after.TotalAlloc - before.TotalAlloc; grown > 128<<20 {

@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"fmt"
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"testing"
 	"time"
 
@@ -59,7 +60,7 @@ func newDeadlineEnv(t *testing.T, address string) *deadlineEnv {
 	// Its sweep is short in case a notification is missed; its
 	// reconciler, which restarts a lost workflow only after two quiet
 	// minutes, plays no part unless a test asks.
-	d := &deadlineEnv{env: newEnvOn(t, db, nil), url: url, address: address, temporal: tc,
+	d := &deadlineEnv{env: apptest.NewOn(t, db, nil), url: url, address: address, temporal: tc,
 		dispatch: workflows.DispatchOptions{Sweep: 200 * time.Millisecond}}
 	t.Cleanup(func() { d.stopDispatcher(); d.stopWorkers() })
 	d.startDispatcher()
@@ -69,34 +70,34 @@ func newDeadlineEnv(t *testing.T, address string) *deadlineEnv {
 
 // sql runs a statement as the schema owner.
 func (d *deadlineEnv) sql(query string, args ...any) {
-	d.t.Helper()
+	d.T.Helper()
 	conn, err := pgx.Connect(context.Background(), d.url)
 	if err != nil {
-		d.t.Fatal(err)
+		d.T.Fatal(err)
 	}
 	defer conn.Close(context.Background())
 	if _, err := conn.Exec(context.Background(), query, args...); err != nil {
-		d.t.Fatal(err)
+		d.T.Fatal(err)
 	}
 }
 
 // startWorkers starts a worker process's worth: both regions' workers on a
 // client of their own.
 func (d *deadlineEnv) startWorkers() {
-	d.t.Helper()
+	d.T.Helper()
 	wc, err := devenv.DialTemporal(d.address)
 	if err != nil {
-		d.t.Fatal(err)
+		d.T.Fatal(err)
 	}
 	var stops []func()
 	for _, region := range []string{"eu", "global"} {
-		w, err := app.NewWorker(wc, d.db, app.WorkerConfig{Region: region, Provider: ai.NewBuiltin(), Fetcher: media.NewFetcher(nil, media.Options{}),
+		w, err := app.NewWorker(wc, d.DB, app.WorkerConfig{Region: region, Provider: ai.NewBuiltin(), Fetcher: media.NewFetcher(nil, media.Options{}),
 			Metrics: gradingactivities.NewMetrics(prometheus.NewRegistry(), func(s string) string { return s })})
 		if err != nil {
-			d.t.Fatal(err)
+			d.T.Fatal(err)
 		}
 		if err := w.Start(); err != nil {
-			d.t.Fatal(err)
+			d.T.Fatal(err)
 		}
 		stops = append(stops, w.Stop)
 	}
@@ -119,7 +120,7 @@ func (d *deadlineEnv) stopWorkers() {
 // app's.
 func (d *deadlineEnv) startDispatcher() {
 	ctx, cancel := context.WithCancel(context.Background())
-	disp := app.NewDispatcher(d.temporal, d.db, d.app.Metrics.Registry, d.dispatch)
+	disp := app.NewDispatcher(d.temporal, d.DB, d.App.Metrics.Registry, d.dispatch)
 	done := make(chan struct{})
 	go func() { defer close(done); disp.Run(ctx) }()
 	d.dispatcher = func() { cancel(); <-done }
@@ -146,14 +147,14 @@ type room struct {
 func (d *deadlineEnv) newRoom(t *testing.T) room {
 	t.Helper()
 	e := *d.env
-	e.t = t
-	r := room{d: d, e: &e, t: t, tn: e.newTenant("US", tenancy.PlanPro)}
-	staff := tenancy.WithCaller(context.Background(), tenancy.SystemCaller(r.tn.org.ID))
-	exam, err := d.app.Assessment.CreateExam(staff, assessment.NewExam{Name: "Fractions", Language: "en"})
+	e.T = t
+	r := room{d: d, e: &e, t: t, tn: e.NewTenant("US", tenancy.PlanPro)}
+	staff := tenancy.WithCaller(context.Background(), tenancy.SystemCaller(r.tn.Org.ID))
+	exam, err := d.App.Assessment.CreateExam(staff, assessment.NewExam{Name: "Fractions", Language: "en"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := d.app.Assessment.CreateQuestion(staff, exam.ID, assessment.NewQuestion{Type: assessment.TypeMultipleChoice,
+	q, err := d.App.Assessment.CreateQuestion(staff, exam.ID, assessment.NewQuestion{Type: assessment.TypeMultipleChoice,
 		Prompt: "Which fraction equals 0.5?", Points: 2, Config: map[string]any{"options": []any{
 			map[string]any{"id": "a", "text": "1/3"}, map[string]any{"id": "b", "text": "1/2", "correct": true}}}})
 	if err != nil {
@@ -171,32 +172,32 @@ func (d *deadlineEnv) newRoom(t *testing.T) room {
 // product only ever moves deadlines later.)
 func (r room) assign(closes time.Time, grace int, overdue string) string {
 	r.t.Helper()
-	a := r.e.do("POST", "/assignments", r.tn.keys[tenancy.RoleTeacher], map[string]any{"examId": r.examID,
-		"userIds": []string{r.tn.users[tenancy.RoleStudent].ID}, "opensAt": time.Now().Add(-time.Minute).Format(time.RFC3339Nano),
-		"closesAt": closes.Format(time.RFC3339Nano), "graceSeconds": grace, "overdue": overdue}).must(r.t, 200)
-	return str(a.body, "id")
+	a := r.e.Do("POST", "/assignments", r.tn.Keys[tenancy.RoleTeacher], map[string]any{"examId": r.examID,
+		"userIds": []string{r.tn.Users[tenancy.RoleStudent].ID}, "opensAt": time.Now().Add(-time.Minute).Format(time.RFC3339Nano),
+		"closesAt": closes.Format(time.RFC3339Nano), "graceSeconds": grace, "overdue": overdue}).Must(r.t, 200)
+	return apptest.Str(a.Body, "id")
 }
 
 // start starts the student's attempt and saves the correct answer.
 func (r room) start(assignmentID string) string {
 	r.t.Helper()
-	student := r.tn.keys[tenancy.RoleStudent]
-	a := r.e.do("POST", "/assignments/"+assignmentID+"/attempts", student, map[string]any{}).must(r.t, 200)
-	id := str(a.body, "id")
-	r.e.do("PUT", "/attempts/"+id+"/responses/"+r.questionID, student, map[string]any{"value": "b"}).must(r.t, 200)
+	student := r.tn.Keys[tenancy.RoleStudent]
+	a := r.e.Do("POST", "/assignments/"+assignmentID+"/attempts", student, map[string]any{}).Must(r.t, 200)
+	id := apptest.Str(a.Body, "id")
+	r.e.Do("PUT", "/attempts/"+id+"/responses/"+r.questionID, student, map[string]any{"value": "b"}).Must(r.t, 200)
 	return id
 }
 
 // attempt reads the attempt as its teacher.
 func (r room) attempt(id string) map[string]any {
 	r.t.Helper()
-	return r.e.do("GET", "/attempts/"+id, r.tn.keys[tenancy.RoleTeacher], nil).must(r.t, 200).body
+	return r.e.Do("GET", "/attempts/"+id, r.tn.Keys[tenancy.RoleTeacher], nil).Must(r.t, 200).Body
 }
 
 // results lists the results of the room's exam.
 func (r room) results() []map[string]any {
 	r.t.Helper()
-	return items(r.e.do("GET", "/exams/"+r.examID+"/results", r.tn.keys[tenancy.RoleTeacher], nil).must(r.t, 200).body, "results")
+	return apptest.Items(r.e.Do("GET", "/exams/"+r.examID+"/results", r.tn.Keys[tenancy.RoleTeacher], nil).Must(r.t, 200).Body, "results")
 }
 
 // closed waits up to within for the attempt to be closed and returns it.
@@ -204,7 +205,7 @@ func (r room) closed(id string, within time.Duration) map[string]any {
 	r.t.Helper()
 	var a map[string]any
 	eventually.Succeeds(r.t, within, func() error {
-		if a = r.attempt(id); str(a, "status") == "in_progress" {
+		if a = r.attempt(id); apptest.Str(a, "status") == "in_progress" {
 			return fmt.Errorf("attempt %s still in progress", id)
 		}
 		return nil
@@ -218,7 +219,7 @@ func (r room) openPast(id string, when func(attempt map[string]any) time.Time) {
 	r.t.Helper()
 	eventually.Succeeds(r.t, 30*time.Second, func() error {
 		a := r.attempt(id)
-		if str(a, "status") != "in_progress" {
+		if apptest.Str(a, "status") != "in_progress" {
 			r.t.Fatalf("attempt closed before its time: %v", a)
 		}
 		if now, until := at(r.t, a, "serverTime"), when(a); now.Before(until) {
@@ -231,7 +232,7 @@ func (r room) openPast(id string, when func(attempt map[string]any) time.Time) {
 // closes is when the attempt stops taking saves: deadline + grace.
 func closes(t *testing.T, a map[string]any) time.Time {
 	t.Helper()
-	return at(t, a, "deadline").Add(time.Duration(num(a, "graceSeconds")) * time.Second)
+	return at(t, a, "deadline").Add(time.Duration(apptest.Num(a, "graceSeconds")) * time.Second)
 }
 
 // pastClose waits until the database's clock is past the attempt's
@@ -247,12 +248,12 @@ func (r room) pastClose(id string) {
 // answer.
 func (r room) submittedBySystem(a map[string]any) {
 	r.t.Helper()
-	if str(a, "status") != "submitted" || str(a, "submittedBy") != "system" || at(r.t, a, "submittedAt").Before(closes(r.t, a)) {
+	if apptest.Str(a, "status") != "submitted" || apptest.Str(a, "submittedBy") != "system" || at(r.t, a, "submittedAt").Before(closes(r.t, a)) {
 		r.t.Fatalf("attempt %v, want submitted by the system at %s or later", a, closes(r.t, a).Format(time.TimeOnly))
 	}
 	results := r.results()
-	if len(results) != 1 || str(results[0], "id") != str(a, "resultId") || str(results[0], "source") != "attempt" ||
-		str(results[0], "attemptId") != str(a, "id") || num(results[0], "score") != 2 {
+	if len(results) != 1 || apptest.Str(results[0], "id") != apptest.Str(a, "resultId") || apptest.Str(results[0], "source") != "attempt" ||
+		apptest.Str(results[0], "attemptId") != apptest.Str(a, "id") || apptest.Num(results[0], "score") != 2 {
 		r.t.Fatalf("results %v, want the attempt's one result, scored 2", results)
 	}
 }
@@ -262,7 +263,7 @@ func (r room) submittedBySystem(a map[string]any) {
 func (r room) workflowSubmitted(a map[string]any) {
 	r.t.Helper()
 	r.submittedBySystem(a)
-	if status := r.workflowResult(str(a, "id")); status != "submitted" {
+	if status := r.workflowResult(apptest.Str(a, "id")); status != "submitted" {
 		r.t.Fatalf("workflow ended with %q", status)
 	}
 }
@@ -313,7 +314,7 @@ func (r room) sleeping(id string) {
 // at reads a timestamp field.
 func at(t *testing.T, m map[string]any, k string) time.Time {
 	t.Helper()
-	v, err := time.Parse(time.RFC3339Nano, str(m, k))
+	v, err := time.Parse(time.RFC3339Nano, apptest.Str(m, k))
 	if err != nil {
 		t.Fatalf("%s: %v in %v", k, err, m)
 	}
@@ -341,14 +342,14 @@ func TestAttemptDeadlines(t *testing.T) {
 		r := d.newRoom(t)
 		id := r.start(r.assign(time.Now().Add(3*time.Second), 0, "autosubmit"))
 		r.sleeping(id)
-		sub := r.e.do("POST", "/attempts/"+id+"/submit", r.tn.keys[tenancy.RoleStudent], map[string]any{}).must(t, 200).body
+		sub := r.e.Do("POST", "/attempts/"+id+"/submit", r.tn.Keys[tenancy.RoleStudent], map[string]any{}).Must(t, 200).Body
 		// The workflow wakes at the deadline, finds the attempt submitted
 		// and ends.
 		if status := r.workflowResult(id); status != "submitted" {
 			t.Fatalf("workflow ended with %q", status)
 		}
 		a := r.attempt(id)
-		if str(a, "submittedBy") != "student" || str(a, "resultId") != str(sub, "resultId") || str(a, "submittedAt") != str(sub, "submittedAt") {
+		if apptest.Str(a, "submittedBy") != "student" || apptest.Str(a, "resultId") != apptest.Str(sub, "resultId") || apptest.Str(a, "submittedAt") != apptest.Str(sub, "submittedAt") {
 			t.Fatalf("attempt %v after its deadline, want it as the student submitted it: %v", a, sub)
 		}
 		if results := r.results(); len(results) != 1 {
@@ -360,7 +361,7 @@ func TestAttemptDeadlines(t *testing.T) {
 		r := d.newRoom(t)
 		id := r.start(r.assign(time.Now().Add(3*time.Second), 0, "discard"))
 		a := r.closed(id, 30*time.Second)
-		if str(a, "status") != "discarded" || str(a, "submittedBy") != "system" || str(a, "resultId") != "" ||
+		if apptest.Str(a, "status") != "discarded" || apptest.Str(a, "submittedBy") != "system" || apptest.Str(a, "resultId") != "" ||
 			at(t, a, "submittedAt").Before(closes(t, a)) {
 			t.Fatalf("attempt %v, want discarded by the system at its deadline", a)
 		}
@@ -381,15 +382,15 @@ func TestAttemptDeadlines(t *testing.T) {
 		id := r.start(asg)
 		r.sleeping(id)
 		extended := first.Add(4 * time.Second)
-		r.e.do("PUT", "/assignments/"+asg+"/accommodations/"+r.tn.users[tenancy.RoleStudent].ID, r.tn.keys[tenancy.RoleTeacher],
-			map[string]any{"closesAt": extended.Format(time.RFC3339Nano)}).must(t, 200)
+		r.e.Do("PUT", "/assignments/"+asg+"/accommodations/"+r.tn.Users[tenancy.RoleStudent].ID, r.tn.Keys[tenancy.RoleTeacher],
+			map[string]any{"closesAt": extended.Format(time.RFC3339Nano)}).Must(t, 200)
 		a := r.attempt(id)
 		if got := at(t, a, "deadline"); !got.Equal(extended.Truncate(time.Microsecond)) || !at(t, a, "serverTime").Before(first) {
-			t.Fatalf("deadline %s at %s, want %s, set before %s", got, str(a, "serverTime"), extended, first)
+			t.Fatalf("deadline %s at %s, want %s, set before %s", got, apptest.Str(a, "serverTime"), extended, first)
 		}
 		// Past the first deadline the attempt is open and takes saves.
 		r.openPast(id, func(map[string]any) time.Time { return first.Add(2 * time.Second) })
-		r.e.do("PUT", "/attempts/"+id+"/responses/"+r.questionID, r.tn.keys[tenancy.RoleStudent], map[string]any{"value": "b"}).must(t, 200)
+		r.e.Do("PUT", "/attempts/"+id+"/responses/"+r.questionID, r.tn.Keys[tenancy.RoleStudent], map[string]any{"value": "b"}).Must(t, 200)
 		a = r.closed(id, 30*time.Second)
 		r.workflowSubmitted(a)
 		if n, err := r.timers(id); err != nil || n != 2 {
@@ -490,7 +491,7 @@ func TestAbandonedAttemptIsClosedByTheReconciler(t *testing.T) {
 		}
 	}
 	waitMetric(t, d.env, `assessd_outbox_dispatches_total{kind="attempt",outcome="abandoned"}`, func(v float64) bool { return v >= 1 })
-	if a := r.attempt(id); str(a, "status") != "in_progress" || !at(t, a, "serverTime").Before(closes(t, a)) {
+	if a := r.attempt(id); apptest.Str(a, "status") != "in_progress" || !at(t, a, "serverTime").Before(closes(t, a)) {
 		t.Fatalf("attempt %v once abandoned, want it in progress until its deadline", a)
 	}
 	a := r.closed(id, 30*time.Second)

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"bytes"
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"image"
 	"image/png"
 	"net/http"
@@ -19,17 +20,17 @@ import (
 func TestWritesRacingADeletion(t *testing.T) {
 	t.Parallel()
 	url := storetest.NewURL(t)
-	e := newEnvAt(t, url)
-	school, vendor := e.newTenant("US", "pro"), e.newTenant("DE", "pro")
-	teacher := school.keys[tenancy.RoleTeacher]
+	e := apptest.NewAt(t, url)
+	school, vendor := e.NewTenant("US", "pro"), e.NewTenant("DE", "pro")
+	teacher := school.Keys[tenancy.RoleTeacher]
 	folder := func() string {
-		return str(e.do("POST", "/folders", teacher, map[string]any{"name": "Term 1"}).must(t, http.StatusOK).body, "id")
+		return apptest.Str(e.Do("POST", "/folders", teacher, map[string]any{"name": "Term 1"}).Must(t, http.StatusOK).Body, "id")
 	}
 	client := func() string {
-		return e.newOAuthApp(vendor, tenancy.RoleTeacher, identity.ClientInput{}).client.ID
+		return e.NewOAuthApp(vendor, tenancy.RoleTeacher, identity.ClientInput{}).Client.ID
 	}
 	exam := func() string {
-		return str(e.do("POST", "/exams", teacher, map[string]any{"name": "Sums", "language": "en"}).must(t, http.StatusOK).body, "id")
+		return apptest.Str(e.Do("POST", "/exams", teacher, map[string]any{"name": "Sums", "language": "en"}).Must(t, http.StatusOK).Body, "id")
 	}
 	var blank bytes.Buffer
 	if err := png.Encode(&blank, image.NewGray(image.Rect(0, 0, 200, 280))); err != nil {
@@ -45,22 +46,22 @@ func TestWritesRacingADeletion(t *testing.T) {
 		reason  string
 	}{
 		{"an exam created in a folder", folder, "folders", func(id string) response {
-			return e.do("POST", "/exams", teacher, map[string]any{"name": "Sums", "language": "en", "folderId": id})
+			return e.Do("POST", "/exams", teacher, map[string]any{"name": "Sums", "language": "en", "folderId": id})
 		}, http.StatusBadRequest, "INVALID_ARGUMENT"},
 		{"an exam moved into a folder", folder, "folders", func(id string) response {
-			return e.do("PATCH", "/exams/"+exam(), teacher, map[string]any{"folderId": id})
+			return e.Do("PATCH", "/exams/"+exam(), teacher, map[string]any{"folderId": id})
 		}, http.StatusBadRequest, "INVALID_ARGUMENT"},
 		{"a folder created in a folder", folder, "folders", func(id string) response {
-			return e.do("POST", "/folders", teacher, map[string]any{"name": "Week 1", "parentId": id})
+			return e.Do("POST", "/folders", teacher, map[string]any{"name": "Week 1", "parentId": id})
 		}, http.StatusBadRequest, "INVALID_ARGUMENT"},
 		{"a folder moved into a folder", folder, "folders", func(id string) response {
-			return e.do("PATCH", "/folders/"+folder(), teacher, map[string]any{"parentId": id})
+			return e.Do("PATCH", "/folders/"+folder(), teacher, map[string]any{"parentId": id})
 		}, http.StatusBadRequest, "INVALID_ARGUMENT"},
 		{"an answer-sheet scan of an exam", exam, "exams", func(id string) response {
-			return e.upload(id, teacher, page)
+			return upload(e, id, teacher, page)
 		}, http.StatusNotFound, "EXAM_NOT_FOUND"},
 		{"another organization's OAuth client allowed", client, "oauth_clients", func(id string) response {
-			return e.do("POST", "/org/allowed-clients", school.keys[tenancy.RoleOwner], map[string]any{"clientId": id, "scopes": []string{"audit-logs:write"}})
+			return e.Do("POST", "/org/allowed-clients", school.Keys[tenancy.RoleOwner], map[string]any{"clientId": id, "scopes": []string{"audit-logs:write"}})
 		}, http.StatusBadRequest, "INVALID_ARGUMENT"},
 	}
 	for _, c := range cases {
@@ -70,8 +71,8 @@ func TestWritesRacingADeletion(t *testing.T) {
 			r = c.request(id)
 			return nil
 		})
-		if r.status != c.status || r.reason() != c.reason {
-			t.Errorf("%s as it is deleted: %d %s, want %d %s", c.name, r.status, r.raw, c.status, c.reason)
+		if r.Status != c.status || r.Reason() != c.reason {
+			t.Errorf("%s as it is deleted: %d %s, want %d %s", c.name, r.Status, r.Raw, c.status, c.reason)
 		}
 	}
 }
@@ -83,10 +84,10 @@ func TestWritesRacingADeletion(t *testing.T) {
 // that the other move takes.
 func TestConcurrentFolderMoves(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	teacher := e.newTenant("US", "pro").keys[tenancy.RoleTeacher]
+	e := apptest.New(t)
+	teacher := e.NewTenant("US", "pro").Keys[tenancy.RoleTeacher]
 	folder := func(name string) string {
-		return str(e.do("POST", "/folders", teacher, map[string]any{"name": name}).must(t, http.StatusOK).body, "id")
+		return apptest.Str(e.Do("POST", "/folders", teacher, map[string]any{"name": name}).Must(t, http.StatusOK).Body, "id")
 	}
 	for range 20 {
 		x, y, z := folder("x"), folder("y"), folder("z")
@@ -96,13 +97,13 @@ func TestConcurrentFolderMoves(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				statuses[i] = e.do("PATCH", "/folders/"+move[0], teacher, map[string]any{"parentId": move[1]})
+				statuses[i] = e.Do("PATCH", "/folders/"+move[0], teacher, map[string]any{"parentId": move[1]})
 			}()
 		}
 		wg.Wait()
 		for _, r := range statuses {
-			if r.status != http.StatusOK {
-				t.Fatalf("concurrent folder moves: %d %s", r.status, r.raw)
+			if r.Status != http.StatusOK {
+				t.Fatalf("concurrent folder moves: %d %s", r.Status, r.Raw)
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"io"
 	"net/http"
 	"net/url"
@@ -13,20 +14,20 @@ import (
 
 func TestEmbedSessionsAPI(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	tn, other := e.newTenant("US", "pro"), e.newTenant("DE", "pro")
-	teacher := tn.keys[tenancy.RoleTeacher]
+	e := apptest.New(t)
+	tn, other := e.NewTenant("US", "pro"), e.NewTenant("DE", "pro")
+	teacher := tn.Keys[tenancy.RoleTeacher]
 
-	r := e.do("POST", "/embed-sessions", teacher, map[string]any{
-		"flow": "generate-exam", "actor": tn.users[tenancy.RoleTeacher].ID,
+	r := e.Do("POST", "/embed-sessions", teacher, map[string]any{
+		"flow": "generate-exam", "actor": tn.Users[tenancy.RoleTeacher].ID,
 		"theme": map[string]any{"strings": map[string]any{"account.attributes.studentLevel-name": "Grade"},
 			"colors": map[string]any{"primary": "#6b1f80", "background": "#fffdf5", "text": "#202020"}, "fontFamily": "Georgia, serif", "radius": 8},
 		"presets":        map[string]any{"studentLevel": "7", "hideStudentLevel": true},
 		"allowedOrigins": []string{"https://lms.example.com"},
-	}).must(t, http.StatusOK)
-	url, _ := r.body["url"].(string)
-	if !strings.HasPrefix(r.body["id"].(string), "emb_") || url != e.srv.URL+"/embed/"+r.body["id"].(string) || r.body["expiresAt"] == nil {
-		t.Fatalf("session %s", r.raw)
+	}).Must(t, http.StatusOK)
+	url, _ := r.Body["url"].(string)
+	if !strings.HasPrefix(r.Body["id"].(string), "emb_") || url != e.Srv.URL+"/embed/"+r.Body["id"].(string) || r.Body["expiresAt"] == nil {
+		t.Fatalf("session %s", r.Raw)
 	}
 	res, err := http.Get(url)
 	if err != nil {
@@ -41,9 +42,9 @@ func TestEmbedSessionsAPI(t *testing.T) {
 	for field, colors := range map[string]map[string]any{
 		"theme.colors.primary": {"primary": "#ffcc00"}, "theme.colors.text": {"text": "#eeeeee"}, "theme.colors.background": {"background": "white"},
 	} {
-		if r := e.do("POST", "/embed-sessions", teacher, map[string]any{"flow": "generate-exam", "actor": tn.users[tenancy.RoleTeacher].ID,
-			"theme": map[string]any{"colors": colors}}).must(t, http.StatusBadRequest); r.field() != field {
-			t.Errorf("%v: %s", colors, r.raw)
+		if r := e.Do("POST", "/embed-sessions", teacher, map[string]any{"flow": "generate-exam", "actor": tn.Users[tenancy.RoleTeacher].ID,
+			"theme": map[string]any{"colors": colors}}).Must(t, http.StatusBadRequest); r.Field() != field {
+			t.Errorf("%v: %s", colors, r.Raw)
 		}
 	}
 	if res.StatusCode != http.StatusOK || !strings.Contains(string(page), "Generate an exam") ||
@@ -51,20 +52,20 @@ func TestEmbedSessionsAPI(t *testing.T) {
 		t.Fatalf("embed page: %d %s", res.StatusCode, res.Header.Get("Content-Security-Policy"))
 	}
 
-	exam := e.do("POST", "/exams", teacher, map[string]any{"name": "Quiz", "language": "en"}).must(t, http.StatusOK)
-	e.do("POST", "/embed-sessions", teacher, map[string]any{"flow": "student-exam", "actor": tn.users[tenancy.RoleStudent].ID,
-		"examId": exam.body["id"]}).must(t, http.StatusOK)
-	foreignExam := e.do("POST", "/exams", other.keys[tenancy.RoleTeacher], map[string]any{"name": "Theirs", "language": "de"}).must(t, http.StatusOK)
-	e.do("POST", "/embed-sessions", teacher, map[string]any{"flow": "student-exam", "actor": tn.users[tenancy.RoleStudent].ID,
-		"examId": foreignExam.body["id"]}).must(t, http.StatusNotFound)
-	e.do("POST", "/embed-sessions", teacher, map[string]any{"flow": "student-exam", "actor": other.users[tenancy.RoleStudent].ID,
-		"examId": exam.body["id"]}).must(t, http.StatusNotFound)
-	if r := e.do("POST", "/embed-sessions", teacher, map[string]any{"flow": "quiz", "actor": "x"}).must(t, http.StatusBadRequest); r.field() != "flow" {
-		t.Fatalf("unknown flow: %s", r.raw)
+	exam := e.Do("POST", "/exams", teacher, map[string]any{"name": "Quiz", "language": "en"}).Must(t, http.StatusOK)
+	e.Do("POST", "/embed-sessions", teacher, map[string]any{"flow": "student-exam", "actor": tn.Users[tenancy.RoleStudent].ID,
+		"examId": exam.Body["id"]}).Must(t, http.StatusOK)
+	foreignExam := e.Do("POST", "/exams", other.Keys[tenancy.RoleTeacher], map[string]any{"name": "Theirs", "language": "de"}).Must(t, http.StatusOK)
+	e.Do("POST", "/embed-sessions", teacher, map[string]any{"flow": "student-exam", "actor": tn.Users[tenancy.RoleStudent].ID,
+		"examId": foreignExam.Body["id"]}).Must(t, http.StatusNotFound)
+	e.Do("POST", "/embed-sessions", teacher, map[string]any{"flow": "student-exam", "actor": other.Users[tenancy.RoleStudent].ID,
+		"examId": exam.Body["id"]}).Must(t, http.StatusNotFound)
+	if r := e.Do("POST", "/embed-sessions", teacher, map[string]any{"flow": "quiz", "actor": "x"}).Must(t, http.StatusBadRequest); r.Field() != "flow" {
+		t.Fatalf("unknown flow: %s", r.Raw)
 	}
-	e.do("POST", "/embed-sessions", tn.keys[tenancy.RoleStudent], map[string]any{"flow": "generate-exam",
-		"actor": tn.users[tenancy.RoleTeacher].ID}).must(t, http.StatusForbidden)
-	if res, _ := http.Get(e.srv.URL + "/embed/emb_" + strings.Repeat("c", 32)); res == nil || res.StatusCode != http.StatusNotFound {
+	e.Do("POST", "/embed-sessions", tn.Keys[tenancy.RoleStudent], map[string]any{"flow": "generate-exam",
+		"actor": tn.Users[tenancy.RoleTeacher].ID}).Must(t, http.StatusForbidden)
+	if res, _ := http.Get(e.Srv.URL + "/embed/emb_" + strings.Repeat("c", 32)); res == nil || res.StatusCode != http.StatusNotFound {
 		t.Fatal("an unknown session does not answer 404")
 	}
 }
@@ -76,17 +77,17 @@ func TestEmbedSessionsAPI(t *testing.T) {
 // assignment's are refused.
 func TestEmbedSessionOfAnAssignment(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	tn, other := e.newTenant("US", "pro"), e.newTenant("DE", "pro")
-	teacher, student := tn.keys[tenancy.RoleTeacher], tn.users[tenancy.RoleStudent].ID
-	exam := str(e.do("POST", "/exams", teacher, map[string]any{"name": "Quiz", "language": "en"}).must(t, http.StatusOK).body, "id")
-	q := str(e.do("POST", "/exams/"+exam+"/questions", teacher, map[string]any{"type": "true_false", "prompt": "Water is wet.",
-		"points": 1, "config": map[string]any{"correct": true}}).must(t, http.StatusOK).body, "id")
-	asg := str(e.do("POST", "/assignments", teacher, map[string]any{"examId": exam, "userIds": []string{student},
+	e := apptest.New(t)
+	tn, other := e.NewTenant("US", "pro"), e.NewTenant("DE", "pro")
+	teacher, student := tn.Keys[tenancy.RoleTeacher], tn.Users[tenancy.RoleStudent].ID
+	exam := apptest.Str(e.Do("POST", "/exams", teacher, map[string]any{"name": "Quiz", "language": "en"}).Must(t, http.StatusOK).Body, "id")
+	q := apptest.Str(e.Do("POST", "/exams/"+exam+"/questions", teacher, map[string]any{"type": "true_false", "prompt": "Water is wet.",
+		"points": 1, "config": map[string]any{"correct": true}}).Must(t, http.StatusOK).Body, "id")
+	asg := apptest.Str(e.Do("POST", "/assignments", teacher, map[string]any{"examId": exam, "userIds": []string{student},
 		"opensAt": time.Now().Add(-time.Minute).Format(time.RFC3339), "closesAt": time.Now().Add(time.Hour).Format(time.RFC3339)}).
-		must(t, http.StatusOK).body, "id")
-	id := e.embedSession(teacher, map[string]any{"flow": "student-exam", "actor": student, "assignmentId": asg})
-	res, err := http.PostForm(e.srv.URL+"/embed/"+id+"/answers", url.Values{"shown": {q}, q: {"true"}})
+		Must(t, http.StatusOK).Body, "id")
+	id := embedSession(e, teacher, map[string]any{"flow": "student-exam", "actor": student, "assignmentId": asg})
+	res, err := http.PostForm(e.Srv.URL+"/embed/"+id+"/answers", url.Values{"shown": {q}, q: {"true"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,38 +96,38 @@ func TestEmbedSessionOfAnAssignment(t *testing.T) {
 	if res.StatusCode != http.StatusOK || !strings.Contains(string(page), "Water is wet.") || !strings.Contains(string(page), `value="true" checked`) {
 		t.Fatalf("the attempt page after a save: %d %s", res.StatusCode, page)
 	}
-	attempts := e.do("GET", "/assignments/"+asg+"/attempts", teacher, nil).must(t, http.StatusOK).body["attempts"].([]any)
-	att := str(attempts[0].(map[string]any), "id")
-	responses := e.do("GET", "/attempts/"+att, tn.keys[tenancy.RoleStudent], nil).must(t, http.StatusOK).body["responses"].([]any)
+	attempts := e.Do("GET", "/assignments/"+asg+"/attempts", teacher, nil).Must(t, http.StatusOK).Body["attempts"].([]any)
+	att := apptest.Str(attempts[0].(map[string]any), "id")
+	responses := e.Do("GET", "/attempts/"+att, tn.Keys[tenancy.RoleStudent], nil).Must(t, http.StatusOK).Body["responses"].([]any)
 	if len(attempts) != 1 || len(responses) != 1 || responses[0].(map[string]any)["value"] != true {
 		t.Fatalf("attempts %v, responses %v", attempts, responses)
 	}
 
-	e.do("POST", "/embed-sessions", teacher, map[string]any{"flow": "student-exam", "actor": other.users[tenancy.RoleStudent].ID,
-		"assignmentId": asg}).must(t, http.StatusNotFound)
-	admin := tn.users[tenancy.RoleAdmin].ID
-	if r := e.do("POST", "/embed-sessions", teacher, map[string]any{"flow": "student-exam", "actor": admin,
-		"assignmentId": asg}).must(t, http.StatusBadRequest); r.field() != "actor" {
-		t.Fatalf("an admin as the student: %s", r.raw)
+	e.Do("POST", "/embed-sessions", teacher, map[string]any{"flow": "student-exam", "actor": other.Users[tenancy.RoleStudent].ID,
+		"assignmentId": asg}).Must(t, http.StatusNotFound)
+	admin := tn.Users[tenancy.RoleAdmin].ID
+	if r := e.Do("POST", "/embed-sessions", teacher, map[string]any{"flow": "student-exam", "actor": admin,
+		"assignmentId": asg}).Must(t, http.StatusBadRequest); r.Field() != "actor" {
+		t.Fatalf("an admin as the student: %s", r.Raw)
 	}
-	unassigned := str(e.do("POST", "/users", tn.keys[tenancy.RoleAdmin], map[string]any{"email": "new@x.test", "name": "New",
-		"role": "student"}).must(t, http.StatusOK).body, "id")
-	if r := e.do("POST", "/embed-sessions", teacher, map[string]any{"flow": "student-exam", "actor": unassigned,
-		"assignmentId": asg}).must(t, http.StatusBadRequest); r.field() != "assignmentId" {
-		t.Fatalf("an assignment not given to the actor: %s", r.raw)
+	unassigned := apptest.Str(e.Do("POST", "/users", tn.Keys[tenancy.RoleAdmin], map[string]any{"email": "new@x.test", "name": "New",
+		"role": "student"}).Must(t, http.StatusOK).Body, "id")
+	if r := e.Do("POST", "/embed-sessions", teacher, map[string]any{"flow": "student-exam", "actor": unassigned,
+		"assignmentId": asg}).Must(t, http.StatusBadRequest); r.Field() != "assignmentId" {
+		t.Fatalf("an assignment not given to the actor: %s", r.Raw)
 	}
-	another := str(e.do("POST", "/exams", teacher, map[string]any{"name": "Other", "language": "en"}).must(t, http.StatusOK).body, "id")
-	if r := e.do("POST", "/embed-sessions", teacher, map[string]any{"flow": "student-exam", "actor": student, "examId": another,
-		"assignmentId": asg}).must(t, http.StatusBadRequest); r.field() != "examId" {
-		t.Fatalf("another exam than the assignment's: %s", r.raw)
+	another := apptest.Str(e.Do("POST", "/exams", teacher, map[string]any{"name": "Other", "language": "en"}).Must(t, http.StatusOK).Body, "id")
+	if r := e.Do("POST", "/embed-sessions", teacher, map[string]any{"flow": "student-exam", "actor": student, "examId": another,
+		"assignmentId": asg}).Must(t, http.StatusBadRequest); r.Field() != "examId" {
+		t.Fatalf("another exam than the assignment's: %s", r.Raw)
 	}
 }
 
 // embedSession creates, with key, the embed session body describes and
 // returns its id.
-func (e *env) embedSession(key string, body map[string]any) string {
-	e.t.Helper()
-	return str(e.do("POST", "/embed-sessions", key, body).must(e.t, http.StatusOK).body, "id")
+func embedSession(e *env, key string, body map[string]any) string {
+	e.T.Helper()
+	return apptest.Str(e.Do("POST", "/embed-sessions", key, body).Must(e.T, http.StatusOK).Body, "id")
 }
 
 // TestEmbedFormsAnswerWhatRefusedThem: the generate form shows a refusal
@@ -134,16 +135,16 @@ func (e *env) embedSession(key string, body map[string]any) string {
 // may no longer create exams: 403, not the 400 of a form to fix.
 func TestEmbedFormsAnswerWhatRefusedThem(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	tn := e.newTenant("US", "pro")
-	actor := tn.users[tenancy.RoleTeacher].ID
-	generating := e.embedSession(tn.keys[tenancy.RoleTeacher], map[string]any{"flow": "generate-exam", "actor": actor})
+	e := apptest.New(t)
+	tn := e.NewTenant("US", "pro")
+	actor := tn.Users[tenancy.RoleTeacher].ID
+	generating := embedSession(e, tn.Keys[tenancy.RoleTeacher], map[string]any{"flow": "generate-exam", "actor": actor})
 	form := url.Values{"subject": {"Maths"}, "studentLevel": {"7"}, "durationMinutes": {"30"}, "questionTypes": {"true_false"}}
-	if p := e.newBrowser().post(e.srv.URL+"/embed/"+generating+"/generate", url.Values{"subject": {""}}); p.status != http.StatusBadRequest {
-		t.Fatalf("a form without a subject: %d", p.status)
+	if p := e.NewBrowser().Post(e.Srv.URL+"/embed/"+generating+"/generate", url.Values{"subject": {""}}); p.Status != http.StatusBadRequest {
+		t.Fatalf("a form without a subject: %d", p.Status)
 	}
-	e.do("PATCH", "/users/"+actor, tn.keys[tenancy.RoleOwner], `{"role":"student"}`).must(t, http.StatusOK)
-	if p := e.newBrowser().post(e.srv.URL+"/embed/"+generating+"/generate", form); p.status != http.StatusForbidden {
-		t.Fatalf("the form after its actor became a student: %d\n%s", p.status, p.body)
+	e.Do("PATCH", "/users/"+actor, tn.Keys[tenancy.RoleOwner], `{"role":"student"}`).Must(t, http.StatusOK)
+	if p := e.NewBrowser().Post(e.Srv.URL+"/embed/"+generating+"/generate", form); p.Status != http.StatusForbidden {
+		t.Fatalf("the form after its actor became a student: %d\n%s", p.Status, p.Body)
 	}
 }

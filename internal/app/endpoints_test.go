@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"encoding/json"
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"net/url"
 	"slices"
 	"strings"
@@ -21,9 +22,9 @@ type outcome struct {
 }
 
 func outcomeOf(r response) outcome {
-	o := outcome{Status: r.status}
-	if r.status >= 400 {
-		o.Reason, o.Field = r.reason(), r.field()
+	o := outcome{Status: r.Status}
+	if r.Status >= 400 {
+		o.Reason, o.Field = r.Reason(), r.Field()
 	}
 	return o
 }
@@ -32,8 +33,8 @@ func outcomeOf(r response) outcome {
 func decode[T any](t *testing.T, r response) T {
 	t.Helper()
 	var v T
-	if err := json.Unmarshal(r.raw, &v); err != nil {
-		t.Fatalf("decode %s: %v", r.raw, err)
+	if err := json.Unmarshal(r.Raw, &v); err != nil {
+		t.Fatalf("decode %s: %v", r.Raw, err)
 	}
 	return v
 }
@@ -63,23 +64,23 @@ func sortedNames(fs []folderJSON) []string {
 // parent filters to nothing) and bad input.
 func TestListFolders(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	tn, other := e.newTenant("FR", "pro"), e.newTenant("US", "pro")
-	teacher := tn.keys[tenancy.RoleTeacher]
+	e := apptest.New(t)
+	tn, other := e.NewTenant("FR", "pro"), e.NewTenant("US", "pro")
+	teacher := tn.Keys[tenancy.RoleTeacher]
 	ids := map[string]string{}
 	create := func(key, name, parent string) {
 		body := map[string]any{"name": name}
 		if parent != "" {
 			body["parentId"] = ids[parent]
 		}
-		ids[name] = decode[folderJSON](t, e.do("POST", "/folders", key, body).must(t, 200)).ID
+		ids[name] = decode[folderJSON](t, e.Do("POST", "/folders", key, body).Must(t, 200)).ID
 	}
 	create(teacher, "Year 7", "")
 	create(teacher, "Year 8", "")
 	create(teacher, "Maths", "Year 7")
 	create(teacher, "Science", "Year 7")
 	create(teacher, "Algebra", "Maths")
-	create(other.keys[tenancy.RoleTeacher], "Foreign", "")
+	create(other.Keys[tenancy.RoleTeacher], "Foreign", "")
 
 	for _, tc := range []struct {
 		name  string
@@ -93,21 +94,21 @@ func TestListFolders(t *testing.T) {
 		{"children", teacher, url.Values{"parentId": {ids["Year 7"]}}, outcome{Status: 200}, []string{"Maths", "Science"}},
 		{"grandchildren", teacher, url.Values{"parentId": {ids["Maths"]}}, outcome{Status: 200}, []string{"Algebra"}},
 		{"a leaf", teacher, url.Values{"parentId": {ids["Algebra"]}}, outcome{Status: 200}, nil},
-		{"a student reads", tn.keys[tenancy.RoleStudent], url.Values{"parentId": {"root"}}, outcome{Status: 200}, []string{"Year 7", "Year 8"}},
-		{"the other organization sees its own only", other.keys[tenancy.RoleTeacher], nil, outcome{Status: 200}, []string{"Foreign"}},
+		{"a student reads", tn.Keys[tenancy.RoleStudent], url.Values{"parentId": {"root"}}, outcome{Status: 200}, []string{"Year 7", "Year 8"}},
+		{"the other organization sees its own only", other.Keys[tenancy.RoleTeacher], nil, outcome{Status: 200}, []string{"Foreign"}},
 		{"a foreign parent filters to nothing", teacher, url.Values{"parentId": {ids["Foreign"]}}, outcome{Status: 200}, nil},
-		{"own parent seen by the other organization", other.keys[tenancy.RoleTeacher], url.Values{"parentId": {ids["Year 7"]}}, outcome{Status: 200}, nil},
+		{"own parent seen by the other organization", other.Keys[tenancy.RoleTeacher], url.Values{"parentId": {ids["Year 7"]}}, outcome{Status: 200}, nil},
 		{"malformed parent", teacher, url.Values{"parentId": {"exm_nope"}}, outcome{Status: 400, Reason: "INVALID_ARGUMENT", Field: "parentId"}, nil},
 		{"page size too large", teacher, url.Values{"pageSize": {"201"}}, outcome{Status: 400, Reason: "INVALID_PAGE_SIZE", Field: "pageSize"}, nil},
 		{"forged page token", teacher, url.Values{"pageToken": {"not-a-token"}}, outcome{Status: 400, Reason: "INVALID_PAGE_TOKEN", Field: "pageToken"}, nil},
 		{"no credentials", "", nil, outcome{Status: 401, Reason: "UNAUTHENTICATED"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := e.do("GET", "/folders?"+tc.query.Encode(), tc.key, nil)
+			r := e.Do("GET", "/folders?"+tc.query.Encode(), tc.key, nil)
 			if diff := cmp.Diff(tc.want, outcomeOf(r)); diff != "" {
-				t.Fatalf("outcome (-want +got):\n%s\nbody %s", diff, r.raw)
+				t.Fatalf("outcome (-want +got):\n%s\nbody %s", diff, r.Raw)
 			}
-			if r.status != 200 {
+			if r.Status != 200 {
 				return
 			}
 			page := decode[folderPage](t, r)
@@ -125,7 +126,7 @@ func TestListFolders(t *testing.T) {
 			if token != "" {
 				q.Set("pageToken", token)
 			}
-			page := decode[folderPage](t, e.do("GET", "/folders?"+q.Encode(), teacher, nil).must(t, 200))
+			page := decode[folderPage](t, e.Do("GET", "/folders?"+q.Encode(), teacher, nil).Must(t, 200))
 			if len(page.Folders) > 2 || pages > 3 {
 				t.Fatalf("page %d has %d folders", pages, len(page.Folders))
 			}
@@ -160,9 +161,9 @@ type generationJSON struct {
 // another organization's id is a 404.
 func TestExamGenerationsOverHTTP(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	eu, us := e.newTenant("FR", "pro"), e.newTenant("US", "pro")
-	teacher := eu.keys[tenancy.RoleTeacher]
+	e := apptest.New(t)
+	eu, us := e.NewTenant("FR", "pro"), e.NewTenant("US", "pro")
+	teacher := eu.Keys[tenancy.RoleTeacher]
 
 	for _, tc := range []struct {
 		name string
@@ -174,7 +175,7 @@ func TestExamGenerationsOverHTTP(t *testing.T) {
 		{"minimal", teacher, map[string]any{"subject": "Volcanoes"}, outcome{Status: 200}, generationJSON{Status: "running", Region: "eu"}},
 		{"everything", teacher, map[string]any{"subject": "Fractions", "studentLevel": "grade 5", "durationMinutes": 20, "taxonomy": "bloom",
 			"questionTypes": []any{"multiple_choice", "numeric"}, "language": "fr", "count": 4}, outcome{Status: 200}, generationJSON{Status: "running", Region: "eu"}},
-		{"global organization", us.keys[tenancy.RoleTeacher], map[string]any{"subject": "Volcanoes"}, outcome{Status: 200}, generationJSON{Status: "running", Region: "global"}},
+		{"global organization", us.Keys[tenancy.RoleTeacher], map[string]any{"subject": "Volcanoes"}, outcome{Status: 200}, generationJSON{Status: "running", Region: "global"}},
 		{"no subject", teacher, map[string]any{"studentLevel": "grade 5"}, outcome{Status: 400, Reason: "INVALID_ARGUMENT", Field: "subject"}, generationJSON{}},
 		{"blank subject", teacher, map[string]any{"subject": "   "}, outcome{Status: 400, Reason: "INVALID_ARGUMENT", Field: "subject"}, generationJSON{}},
 		{"duration out of range", teacher, map[string]any{"subject": "x", "durationMinutes": 601}, outcome{Status: 400, Reason: "INVALID_ARGUMENT", Field: "durationMinutes"}, generationJSON{}},
@@ -184,18 +185,18 @@ func TestExamGenerationsOverHTTP(t *testing.T) {
 		{"wrong field type", teacher, map[string]any{"subject": 7}, outcome{Status: 400, Reason: "INVALID_BODY", Field: "subject"}, generationJSON{}},
 		{"unknown field", teacher, map[string]any{"subject": "x", "topic": "y"}, outcome{Status: 400, Reason: "INVALID_BODY", Field: "topic"}, generationJSON{}},
 		{"malformed JSON", teacher, `{"subject": `, outcome{Status: 400, Reason: "INVALID_BODY"}, generationJSON{}},
-		{"a student", eu.keys[tenancy.RoleStudent], map[string]any{"subject": "x"}, outcome{Status: 403, Reason: "INSUFFICIENT_SCOPE"}, generationJSON{}},
+		{"a student", eu.Keys[tenancy.RoleStudent], map[string]any{"subject": "x"}, outcome{Status: 403, Reason: "INSUFFICIENT_SCOPE"}, generationJSON{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := e.do("POST", "/exam-generations", tc.key, tc.body)
+			r := e.Do("POST", "/exam-generations", tc.key, tc.body)
 			if diff := cmp.Diff(tc.want, outcomeOf(r)); diff != "" {
-				t.Fatalf("outcome (-want +got):\n%s\nbody %s", diff, r.raw)
+				t.Fatalf("outcome (-want +got):\n%s\nbody %s", diff, r.Raw)
 			}
-			if r.status != 200 {
+			if r.Status != 200 {
 				return
 			}
 			created := decode[generationJSON](t, r)
-			read := decode[generationJSON](t, e.do("GET", "/exam-generations/"+created.ID, tc.key, nil).must(t, 200))
+			read := decode[generationJSON](t, e.Do("GET", "/exam-generations/"+created.ID, tc.key, nil).Must(t, 200))
 			if diff := cmp.Diff(created, read); diff != "" {
 				t.Fatalf("read back (-created +read):\n%s", diff)
 			}
@@ -207,20 +208,20 @@ func TestExamGenerationsOverHTTP(t *testing.T) {
 		})
 	}
 
-	own := decode[generationJSON](t, e.do("POST", "/exam-generations", teacher, map[string]any{"subject": "Rivers"}).must(t, 200)).ID
+	own := decode[generationJSON](t, e.Do("POST", "/exam-generations", teacher, map[string]any{"subject": "Rivers"}).Must(t, 200)).ID
 	for _, tc := range []struct {
 		name, key, id string
 		want          outcome
 	}{
 		{"own", teacher, own, outcome{Status: 200}},
-		{"foreign id", us.keys[tenancy.RoleTeacher], own, outcome{Status: 404, Reason: "EXAM_GENERATION_NOT_FOUND"}},
+		{"foreign id", us.Keys[tenancy.RoleTeacher], own, outcome{Status: 404, Reason: "EXAM_GENERATION_NOT_FOUND"}},
 		{"unknown id", teacher, "gen_01ARZ3NDEKTSV4RRFFQ69G5FAV", outcome{Status: 404, Reason: "EXAM_GENERATION_NOT_FOUND"}},
 		{"not a generation id", teacher, "exm_01ARZ3NDEKTSV4RRFFQ69G5FAV", outcome{Status: 400, Reason: "INVALID_ARGUMENT", Field: "id"}},
 	} {
 		t.Run("GET "+tc.name, func(t *testing.T) {
-			r := e.do("GET", "/exam-generations/"+tc.id, tc.key, nil)
+			r := e.Do("GET", "/exam-generations/"+tc.id, tc.key, nil)
 			if diff := cmp.Diff(tc.want, outcomeOf(r)); diff != "" {
-				t.Fatalf("outcome (-want +got):\n%s\nbody %s", diff, r.raw)
+				t.Fatalf("outcome (-want +got):\n%s\nbody %s", diff, r.Raw)
 			}
 		})
 	}
@@ -239,11 +240,11 @@ type questionJSON struct {
 // and nothing changed; other organizations and other exams get a 404.
 func TestUpdateQuestion(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	tn, other := e.newTenant("US", "pro"), e.newTenant("DE", "pro")
-	teacher := tn.keys[tenancy.RoleTeacher]
-	exam := str(e.do("POST", "/exams", teacher, map[string]any{"name": "Numbers", "language": "en"}).must(t, 200).body, "id")
-	otherExam := str(e.do("POST", "/exams", teacher, map[string]any{"name": "Other", "language": "en"}).must(t, 200).body, "id")
+	e := apptest.New(t)
+	tn, other := e.NewTenant("US", "pro"), e.NewTenant("DE", "pro")
+	teacher := tn.Keys[tenancy.RoleTeacher]
+	exam := apptest.Str(e.Do("POST", "/exams", teacher, map[string]any{"name": "Numbers", "language": "en"}).Must(t, 200).Body, "id")
+	otherExam := apptest.Str(e.Do("POST", "/exams", teacher, map[string]any{"name": "Other", "language": "en"}).Must(t, 200).Body, "id")
 	original := questionJSON{Type: "numeric", Prompt: "What is pi to two decimals?", Points: 2, Config: map[string]any{"correct": 3.14, "tolerance": 0.01}}
 
 	for _, tc := range []struct {
@@ -273,26 +274,26 @@ func TestUpdateQuestion(t *testing.T) {
 		{"negative points", teacher, "", map[string]any{"points": -1}, outcome{Status: 400, Reason: "INVALID_ARGUMENT", Field: "points"}, original},
 		{"empty prompt", teacher, "", map[string]any{"prompt": ""}, outcome{Status: 400, Reason: "INVALID_ARGUMENT", Field: "prompt"}, original},
 		{"unknown field", teacher, "", map[string]any{"prompt": "x y z", "answer": 3}, outcome{Status: 400, Reason: "INVALID_BODY", Field: "answer"}, original},
-		{"a student", tn.keys[tenancy.RoleStudent], "", map[string]any{"points": 5}, outcome{Status: 403, Reason: "INSUFFICIENT_SCOPE"}, original},
-		{"another organization", other.keys[tenancy.RoleTeacher], "", map[string]any{"points": 5}, outcome{Status: 404, Reason: "QUESTION_NOT_FOUND"}, original},
+		{"a student", tn.Keys[tenancy.RoleStudent], "", map[string]any{"points": 5}, outcome{Status: 403, Reason: "INSUFFICIENT_SCOPE"}, original},
+		{"another organization", other.Keys[tenancy.RoleTeacher], "", map[string]any{"points": 5}, outcome{Status: 404, Reason: "QUESTION_NOT_FOUND"}, original},
 		{"through another exam", teacher, otherExam, map[string]any{"points": 5}, outcome{Status: 404, Reason: "QUESTION_NOT_FOUND"}, original},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			base := "/exams/" + exam + "/questions"
-			id := str(e.do("POST", base, teacher, original).must(t, 200).body, "id")
+			id := apptest.Str(e.Do("POST", base, teacher, original).Must(t, 200).Body, "id")
 			path := base + "/" + id
 			if tc.exam != "" {
 				path = "/exams/" + tc.exam + "/questions/" + id
 			}
-			r := e.do("PATCH", path, tc.key, tc.patch)
+			r := e.Do("PATCH", path, tc.key, tc.patch)
 			if diff := cmp.Diff(tc.want, outcomeOf(r)); diff != "" {
-				t.Fatalf("outcome (-want +got):\n%s\nbody %s", diff, r.raw)
+				t.Fatalf("outcome (-want +got):\n%s\nbody %s", diff, r.Raw)
 			}
-			after := decode[questionJSON](t, e.do("GET", base+"/"+id, teacher, nil).must(t, 200))
+			after := decode[questionJSON](t, e.Do("GET", base+"/"+id, teacher, nil).Must(t, 200))
 			if diff := cmp.Diff(tc.after, after); diff != "" {
 				t.Fatalf("question afterwards (-want +got):\n%s", diff)
 			}
-			if r.status == 200 {
+			if r.Status == 200 {
 				if diff := cmp.Diff(after, decode[questionJSON](t, r)); diff != "" {
 					t.Fatalf("PATCH answer differs from a read (-read +answer):\n%s", diff)
 				}
@@ -314,15 +315,15 @@ type questionTypeJSON struct {
 // its own type; private and unknown ids are 404s.
 func TestDisableQuestionType(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	owner, user := e.newTenant("US", "pro"), e.newTenant("FR", "pro")
-	ok, uk := owner.keys[tenancy.RoleTeacher], user.keys[tenancy.RoleTeacher]
-	public := decode[questionTypeJSON](t, e.do("POST", "/question-types", ok, customType("word_count", true)).must(t, 200)).ID
-	private := decode[questionTypeJSON](t, e.do("POST", "/question-types", ok, customType("secret", false)).must(t, 200)).ID
-	e.do("POST", "/question-types/"+public+"/enable", uk, map[string]any{}).must(t, 200)
-	exam := str(e.do("POST", "/exams", uk, map[string]any{"name": "Writing", "language": "fr"}).must(t, 200).body, "id")
+	e := apptest.New(t)
+	owner, user := e.NewTenant("US", "pro"), e.NewTenant("FR", "pro")
+	ok, uk := owner.Keys[tenancy.RoleTeacher], user.Keys[tenancy.RoleTeacher]
+	public := decode[questionTypeJSON](t, e.Do("POST", "/question-types", ok, customType("word_count", true)).Must(t, 200)).ID
+	private := decode[questionTypeJSON](t, e.Do("POST", "/question-types", ok, customType("secret", false)).Must(t, 200)).ID
+	e.Do("POST", "/question-types/"+public+"/enable", uk, map[string]any{}).Must(t, 200)
+	exam := apptest.Str(e.Do("POST", "/exams", uk, map[string]any{"name": "Writing", "language": "fr"}).Must(t, 200).Body, "id")
 	newQ := map[string]any{"type": public, "prompt": "Describe Paris in three words.", "config": map[string]any{"words": 3}}
-	existing := str(e.do("POST", "/exams/"+exam+"/questions", uk, newQ).must(t, 200).body, "id")
+	existing := apptest.Str(e.Do("POST", "/exams/"+exam+"/questions", uk, newQ).Must(t, 200).Body, "id")
 
 	for _, step := range []struct {
 		name string
@@ -332,7 +333,7 @@ func TestDisableQuestionType(t *testing.T) {
 		want outcome
 		typ  questionTypeJSON // the answer, when 200
 	}{
-		{"a student", user.keys[tenancy.RoleStudent], public, map[string]any{}, outcome{Status: 403, Reason: "INSUFFICIENT_SCOPE"}, questionTypeJSON{}},
+		{"a student", user.Keys[tenancy.RoleStudent], public, map[string]any{}, outcome{Status: 403, Reason: "INSUFFICIENT_SCOPE"}, questionTypeJSON{}},
 		{"an enabled type", uk, public, map[string]any{}, outcome{Status: 200}, questionTypeJSON{ID: public, Key: "word_count"}},
 		{"again", uk, public, map[string]any{}, outcome{Status: 200}, questionTypeJSON{ID: public, Key: "word_count"}},
 		{"the owner's own type", ok, public, map[string]any{}, outcome{Status: 400, Reason: "QUESTION_TYPE_OWNED"}, questionTypeJSON{}},
@@ -342,11 +343,11 @@ func TestDisableQuestionType(t *testing.T) {
 		{"an unknown body field", uk, public, map[string]any{"force": true}, outcome{Status: 400, Reason: "INVALID_BODY", Field: "force"}, questionTypeJSON{}},
 	} {
 		t.Run(step.name, func(t *testing.T) {
-			r := e.do("POST", "/question-types/"+step.id+"/disable", step.key, step.body)
+			r := e.Do("POST", "/question-types/"+step.id+"/disable", step.key, step.body)
 			if diff := cmp.Diff(step.want, outcomeOf(r)); diff != "" {
-				t.Fatalf("outcome (-want +got):\n%s\nbody %s", diff, r.raw)
+				t.Fatalf("outcome (-want +got):\n%s\nbody %s", diff, r.Raw)
 			}
-			if r.status == 200 {
+			if r.Status == 200 {
 				if diff := cmp.Diff(step.typ, decode[questionTypeJSON](t, r)); diff != "" {
 					t.Fatalf("answer (-want +got):\n%s", diff)
 				}
@@ -354,15 +355,15 @@ func TestDisableQuestionType(t *testing.T) {
 		})
 	}
 
-	if r := e.do("POST", "/exams/"+exam+"/questions", uk, newQ).must(t, 400); r.reason() != "QUESTION_TYPE_NOT_ENABLED" {
-		t.Fatalf("a question of a disabled type: %s", r.raw)
+	if r := e.Do("POST", "/exams/"+exam+"/questions", uk, newQ).Must(t, 400); r.Reason() != "QUESTION_TYPE_NOT_ENABLED" {
+		t.Fatalf("a question of a disabled type: %s", r.Raw)
 	}
-	if q := e.do("GET", "/exams/"+exam+"/questions/"+existing, uk, nil).must(t, 200).body; q["typeDefinition"] == nil {
+	if q := e.Do("GET", "/exams/"+exam+"/questions/"+existing, uk, nil).Must(t, 200).Body; q["typeDefinition"] == nil {
 		t.Fatalf("an existing question of a disabled type stopped resolving: %v", q)
 	}
 	disc := decode[struct {
 		QuestionTypes []questionTypeJSON `json:"questionTypes"`
-	}](t, e.do("GET", "/question-types/discover", uk, nil).must(t, 200))
+	}](t, e.Do("GET", "/question-types/discover", uk, nil).Must(t, 200))
 	if diff := cmp.Diff([]questionTypeJSON{{ID: public, Key: "word_count"}}, disc.QuestionTypes); diff != "" {
 		t.Fatalf("discoverable after disabling (-want +got):\n%s", diff)
 	}

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"fmt"
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -26,11 +27,11 @@ func TestConcurrentWritesOverSharedRows(t *testing.T) {
 	t.Parallel()
 	rounds, seed := hostileRounds(t)
 	// The quota would answer most of the sweep 429 before it reached a row.
-	e := newEnvWithConfig(t, func(c *app.Config) { c.RequestsPerMinute = func(string) int { return 1 << 20 } })
-	school, vendor := e.newTenant("US", "pro"), e.newTenant("DE", "pro")
-	keys := map[bool]string{false: school.keys[tenancy.RoleOwner], true: vendor.keys[tenancy.RoleOwner]}
+	e := apptest.NewWithConfig(t, func(c *app.Config) { c.RequestsPerMinute = func(string) int { return 1 << 20 } })
+	school, vendor := e.NewTenant("US", "pro"), e.NewTenant("DE", "pro")
+	keys := map[bool]string{false: school.Keys[tenancy.RoleOwner], true: vendor.Keys[tenancy.RoleOwner]}
 	rows := &sharedRows{ids: map[string][]string{}, questions: map[string][]string{}, examOf: map[string]string{}}
-	rows.add("users", school.users[tenancy.RoleStudent].ID)
+	rows.add("users", school.Users[tenancy.RoleStudent].ID)
 	check := newShapeChecker()
 
 	const clients = 8
@@ -53,23 +54,23 @@ func TestConcurrentWritesOverSharedRows(t *testing.T) {
 					// for them, run once, replay, or are refused.
 					header = http.Header{"Idempotency-Key": {"shared-" + strconv.Itoa(rng.IntN(8))}}
 				}
-				r := e.doWith(req.method, req.path, keys[req.vendor], req.body, header)
-				if r.status == http.StatusOK && req.created != "" {
-					rows.add(req.created, str(r.body, "id"))
-					rows.addChild(req.exam, req.created, str(r.body, "id"))
+				r := e.DoWith(req.method, req.path, keys[req.vendor], req.body, header)
+				if r.Status == http.StatusOK && req.created != "" {
+					rows.add(req.created, apptest.Str(r.Body, "id"))
+					rows.addChild(req.exam, req.created, apptest.Str(r.Body, "id"))
 				}
 				mu.Lock()
 				sent++
-				statuses[r.status]++
-				if r.status >= 400 {
-					reasons[strconv.Itoa(r.status)+" "+r.reason()]++
+				statuses[r.Status]++
+				if r.Status >= 400 {
+					reasons[strconv.Itoa(r.Status)+" "+r.Reason()]++
 				}
 				problem := check.problem(r)
-				if untranslated[r.reason()] {
+				if untranslated[r.Reason()] {
 					problem = "a database refusal no site translated (decision 0177)"
 				}
 				if problem != "" && len(failures) < 40 {
-					failures = append(failures, fmt.Sprintf("%s %s body %v: %d %s: %s", req.method, req.path, req.body, r.status, r.raw, problem))
+					failures = append(failures, fmt.Sprintf("%s %s body %v: %d %s: %s", req.method, req.path, req.body, r.Status, r.Raw, problem))
 				}
 				mu.Unlock()
 			}

@@ -3,6 +3,7 @@ package app_test
 import (
 	"bytes"
 	"fmt"
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"io"
 	"maps"
 	"math/rand/v2"
@@ -28,32 +29,32 @@ import (
 func TestHostileInputOverEmbedPages(t *testing.T) {
 	t.Parallel()
 	rounds, seed := hostileRounds(t)
-	e := newEnv(t)
-	tn, other := e.newTenant("US", "pro"), e.newTenant("DE", "pro")
-	teacher := tn.keys[tenancy.RoleTeacher]
-	exam := str(e.do("POST", "/exams", teacher, map[string]any{"name": "Sweep", "language": "en"}).must(t, http.StatusOK).body, "id")
+	e := apptest.New(t)
+	tn, other := e.NewTenant("US", "pro"), e.NewTenant("DE", "pro")
+	teacher := tn.Keys[tenancy.RoleTeacher]
+	exam := apptest.Str(e.Do("POST", "/exams", teacher, map[string]any{"name": "Sweep", "language": "en"}).Must(t, http.StatusOK).Body, "id")
 	question := func(typ string, config map[string]any) string {
-		return str(e.do("POST", "/exams/"+exam+"/questions", teacher, map[string]any{"type": typ, "prompt": "Which?", "points": 1,
-			"config": config}).must(t, http.StatusOK).body, "id")
+		return apptest.Str(e.Do("POST", "/exams/"+exam+"/questions", teacher, map[string]any{"type": typ, "prompt": "Which?", "points": 1,
+			"config": config}).Must(t, http.StatusOK).Body, "id")
 	}
 	choice := question("multiple_choice", map[string]any{"options": []any{
 		map[string]any{"id": "a", "text": "Paris", "correct": true}, map[string]any{"id": "b", "text": "Lyon", "correct": false}}})
 	numeric := question("numeric", map[string]any{"correct": 4})
 	file := question("file_upload", map[string]any{"rubric": "notes"})
-	authoring := e.embedSession(teacher, map[string]any{"flow": "authoring", "actor": tn.users[tenancy.RoleTeacher].ID, "examId": exam})
-	generating := e.embedSession(teacher, map[string]any{"flow": "generate-exam", "actor": tn.users[tenancy.RoleTeacher].ID})
-	student := e.embedSession(teacher, map[string]any{"flow": "student-exam", "actor": tn.users[tenancy.RoleStudent].ID, "examId": exam})
-	otherExam := str(e.do("POST", "/exams", other.keys[tenancy.RoleTeacher], map[string]any{"name": "Theirs", "language": "de"}).must(t, http.StatusOK).body, "id")
-	foreign := e.embedSession(other.keys[tenancy.RoleTeacher], map[string]any{"flow": "authoring", "actor": other.users[tenancy.RoleTeacher].ID, "examId": otherExam})
+	authoring := embedSession(e, teacher, map[string]any{"flow": "authoring", "actor": tn.Users[tenancy.RoleTeacher].ID, "examId": exam})
+	generating := embedSession(e, teacher, map[string]any{"flow": "generate-exam", "actor": tn.Users[tenancy.RoleTeacher].ID})
+	student := embedSession(e, teacher, map[string]any{"flow": "student-exam", "actor": tn.Users[tenancy.RoleStudent].ID, "examId": exam})
+	otherExam := apptest.Str(e.Do("POST", "/exams", other.Keys[tenancy.RoleTeacher], map[string]any{"name": "Theirs", "language": "de"}).Must(t, http.StatusOK).Body, "id")
+	foreign := embedSession(e, other.Keys[tenancy.RoleTeacher], map[string]any{"flow": "authoring", "actor": other.Users[tenancy.RoleTeacher].ID, "examId": otherExam})
 	generated := regexp.MustCompile(`/generations/(gen_[0-9A-Za-z]+)`).FindStringSubmatch(
-		e.newBrowser().post(e.srv.URL+"/embed/"+generating+"/generate", url.Values{"subject": {"Maths"}, "studentLevel": {"7"},
-			"durationMinutes": {"30"}, "questionTypes": {"true_false"}}).url.Path)
+		e.NewBrowser().Post(e.Srv.URL+"/embed/"+generating+"/generate", url.Values{"subject": {"Maths"}, "studentLevel": {"7"},
+			"durationMinutes": {"30"}, "questionTypes": {"true_false"}}).URL.Path)
 	if generated == nil {
 		t.Fatal("fixtures: the generate form started no generation")
 	}
 	// Ready, as if the workflow had written the exam, so its editor opens.
-	orgCtx := store.WithOrg(t.Context(), tn.org.ID)
-	if _, err := e.db.Q(orgCtx).Exec(orgCtx, `UPDATE exam_generations SET status = 'ready', exam_id = $2 WHERE id = $1`, generated[1], exam); err != nil {
+	orgCtx := store.WithOrg(t.Context(), tn.Org.ID)
+	if _, err := e.DB.Q(orgCtx).Exec(orgCtx, `UPDATE exam_generations SET status = 'ready', exam_id = $2 WHERE id = $1`, generated[1], exam); err != nil {
 		t.Fatal(err)
 	}
 	ids := map[string]string{"{authoring}": authoring, "{generating}": generating, "{student}": student, "{question}": choice,
@@ -77,7 +78,7 @@ func TestHostileInputOverEmbedPages(t *testing.T) {
 		{"/embed/{generating}/generations/{generation}/edit", url.Values{}},
 		{"/embed/{student}/answers", url.Values{choice: {"a"}, numeric: {"4"}}},
 		{"/embed/{student}/files/{file}", nil}, // a multipart upload, built below
-		{"/embed/{student}/files/{file}/remove", url.Values{"url": {e.srv.URL + "/media/med_x/notes.txt"}}},
+		{"/embed/{student}/files/{file}/remove", url.Values{"url": {e.Srv.URL + "/media/med_x/notes.txt"}}},
 		// The deletion and the submission go last: they end what the
 		// others use.
 		{"/embed/{authoring}/questions/{question}/delete", url.Values{}},
@@ -85,7 +86,7 @@ func TestHostileInputOverEmbedPages(t *testing.T) {
 	}
 	hostile := []string{
 		"", "\x00", "\xff\xfe", strings.Repeat("é", 40<<10), "<script>alert(1)</script>", "../../etc/passwd", "NaN", "1e309", "-1",
-		"{", `{"options":[{"id":null}]}`, `[]`, "emb_" + strings.Repeat("0", 32), foreign, other.users[tenancy.RoleStudent].ID,
+		"{", `{"options":[{"id":null}]}`, `[]`, "emb_" + strings.Repeat("0", 32), foreign, other.Users[tenancy.RoleStudent].ID,
 		"config.options.999999999.text", "config.options.-1.id", "config..", "rawConfig", "\r\nSet-Cookie: x=y",
 	}
 	gets := []string{"/embed/{authoring}", "/embed/{generating}", "/embed/{student}", "/embed/{generating}/generations/{generation}",
@@ -101,7 +102,7 @@ func TestHostileInputOverEmbedPages(t *testing.T) {
 	reached := map[string]bool{}
 	var route string
 	send := func(method, path string, body io.Reader, contentType string) {
-		req, err := http.NewRequest(method, e.srv.URL+path, body)
+		req, err := http.NewRequest(method, e.Srv.URL+path, body)
 		if err != nil {
 			return // a hostile id made an unparseable URL: nothing was sent
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"io"
 	"maps"
 	"math/rand/v2"
@@ -33,52 +34,52 @@ func TestHostileInputOverOAuth(t *testing.T) {
 	t.Parallel()
 	rounds, seed := hostileRounds(t)
 	var limits *redis.Client
-	e := newEnvWithConfig(t, func(c *app.Config) { limits = c.Redis })
-	tn, other := e.newTenant("US", "pro"), e.newTenant("DE", "pro")
-	a := e.newOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
-	a.conf.Scopes = []string{"openid", "profile", "offline_access"}
+	e := apptest.NewWithConfig(t, func(c *app.Config) { limits = c.Redis })
+	tn, other := e.NewTenant("US", "pro"), e.NewTenant("DE", "pro")
+	a := e.NewOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
+	a.Conf.Scopes = []string{"openid", "profile", "offline_access"}
 	// The refresh and revocation sweeps revoke their grant (a refresh
 	// token presented twice revokes it, decision 0146); the other sweeps use
 	// a grant of their own, which stays live.
-	tok, rotating := e.token(a), e.token(a)
-	foreign := e.newOAuthApp(other, tenancy.RoleTeacher, identity.ClientInput{})
-	sa := e.newServiceAccount(tn, tenancy.RoleTeacher)
+	tok, rotating := e.Token(a), e.Token(a)
+	foreign := e.NewOAuthApp(other, tenancy.RoleTeacher, identity.ClientInput{})
+	sa := newServiceAccount(e, tn, tenancy.RoleTeacher)
 	key := sa.addKey(e)
 	verifier := oauth2.GenerateVerifier()
-	code := e.codeFor(a, oauth2.S256ChallengeOption(verifier))
+	code := e.CodeFor(a, oauth2.S256ChallengeOption(verifier))
 	idToken, _ := tok.Extra("id_token").(string)
 
 	valid := []struct {
 		method, path string
 		form         url.Values
 	}{
-		{"POST", "/oauth/token", url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {testRedirect},
-			"code_verifier": {verifier}, "client_id": {a.conf.ClientID}, "client_secret": {a.conf.ClientSecret}}},
+		{"POST", "/oauth/token", url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {apptest.TestRedirect},
+			"code_verifier": {verifier}, "client_id": {a.Conf.ClientID}, "client_secret": {a.Conf.ClientSecret}}},
 		{"POST", "/oauth/token", url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rotating.RefreshToken}, "scope": {"openid profile"},
-			"client_id": {a.conf.ClientID}, "client_secret": {a.conf.ClientSecret}}},
-		{"POST", "/oauth/token", url.Values{"grant_type": {"urn:ietf:params:oauth:grant-type:jwt-bearer"}, "assertion": {e.assertion(sa, key)}, "scope": {"users:read"}}},
+			"client_id": {a.Conf.ClientID}, "client_secret": {a.Conf.ClientSecret}}},
+		{"POST", "/oauth/token", url.Values{"grant_type": {"urn:ietf:params:oauth:grant-type:jwt-bearer"}, "assertion": {assertion(e, sa, key)}, "scope": {"users:read"}}},
 		{"POST", "/oauth/introspect", url.Values{"token": {tok.AccessToken}, "token_type_hint": {"access_token"},
-			"client_id": {a.conf.ClientID}, "client_secret": {a.conf.ClientSecret}}},
+			"client_id": {a.Conf.ClientID}, "client_secret": {a.Conf.ClientSecret}}},
 		{"POST", "/oauth/revoke", url.Values{"token": {rotating.RefreshToken}, "token_type_hint": {"refresh_token"},
-			"client_id": {a.conf.ClientID}, "client_secret": {a.conf.ClientSecret}}},
+			"client_id": {a.Conf.ClientID}, "client_secret": {a.Conf.ClientSecret}}},
 		{"GET", "/oauth/userinfo", url.Values{"access_token": {tok.AccessToken}}},
-		{"GET", "/oauth/authorize", url.Values{"client_id": {a.conf.ClientID}, "redirect_uri": {testRedirect}, "response_type": {"code"},
+		{"GET", "/oauth/authorize", url.Values{"client_id": {a.Conf.ClientID}, "redirect_uri": {apptest.TestRedirect}, "response_type": {"code"},
 			"scope": {"openid profile"}, "state": {"s"}, "nonce": {"n"}, "code_challenge": {oauth2.S256ChallengeFromVerifier(verifier)},
 			"code_challenge_method": {"S256"}, "prompt": {"login"}, "max_age": {"60"}, "ui_locales": {"en"}}},
-		{"GET", "/oauth/logout", url.Values{"id_token_hint": {idToken}, "post_logout_redirect_uri": {testRedirect}, "state": {"s"},
-			"client_id": {a.conf.ClientID}}},
+		{"GET", "/oauth/logout", url.Values{"id_token_hint": {idToken}, "post_logout_redirect_uri": {apptest.TestRedirect}, "state": {"s"},
+			"client_id": {a.Conf.ClientID}}},
 		{"GET", "/login", url.Values{"authRequestID": {"oar_00000000000000000000000000"}}},
 	}
 	hostile := []string{
 		"", "\x00", "\xff\xfe", strings.Repeat("a", 64<<10), "a.b.c", "eyJhbGciOiJub25lIn0.e30.", "eyJhbGciOiJSUzI1NiIsImtpZCI6Ii4uLyJ9.e30.AA",
-		"%zz", "null", "-1", "99999999999999999999", "oar_" + strings.Repeat("0", 26), foreign.conf.ClientID, foreign.conf.ClientSecret,
+		"%zz", "null", "-1", "99999999999999999999", "oar_" + strings.Repeat("0", 26), foreign.Conf.ClientID, foreign.Conf.ClientSecret,
 		"openid openid " + strings.Repeat("x ", 2000), "S256", "plain", "none", "code token id_token", "http://evil.example/",
 	}
 	authHeaders := []string{
 		"", "Basic", "Basic !!!", "Basic " + base64.StdEncoding.EncodeToString([]byte("no colon")),
 		"Basic " + base64.StdEncoding.EncodeToString([]byte(":")), "Basic " + base64.StdEncoding.EncodeToString([]byte("%zz:%zz")),
-		"Basic " + base64.StdEncoding.EncodeToString([]byte(foreign.conf.ClientID+":"+foreign.conf.ClientSecret)),
-		"Bearer ", "Bearer a.b.c", "Bearer " + strings.Repeat("A", 16<<10), "Bearer " + tok.RefreshToken, "Bearer " + foreign.conf.ClientSecret,
+		"Basic " + base64.StdEncoding.EncodeToString([]byte(foreign.Conf.ClientID+":"+foreign.Conf.ClientSecret)),
+		"Bearer ", "Bearer a.b.c", "Bearer " + strings.Repeat("A", 16<<10), "Bearer " + tok.RefreshToken, "Bearer " + foreign.Conf.ClientSecret,
 		"Bearer " + tok.AccessToken,
 	}
 	rng := rand.New(rand.NewPCG(seed, seed^0x51a7e))
@@ -91,9 +92,9 @@ func TestHostileInputOverOAuth(t *testing.T) {
 			form := mutatedForm(rng, v.form, hostile)
 			var req *http.Request
 			if v.method == "GET" {
-				req, _ = http.NewRequest("GET", e.srv.URL+v.path+"?"+form.Encode(), nil)
+				req, _ = http.NewRequest("GET", e.Srv.URL+v.path+"?"+form.Encode(), nil)
 			} else {
-				req, _ = http.NewRequest("POST", e.srv.URL+v.path, strings.NewReader(form.Encode()))
+				req, _ = http.NewRequest("POST", e.Srv.URL+v.path, strings.NewReader(form.Encode()))
 				req.Header.Set("Content-Type", pick([]string{"application/x-www-form-urlencoded", "application/x-www-form-urlencoded",
 					"application/json", "multipart/form-data; boundary=x", "text/plain; charset=\xff"}))
 			}
@@ -136,21 +137,21 @@ var noRedirects = &http.Client{CheckRedirect: func(*http.Request, []*http.Reques
 func TestHostileInputOverPages(t *testing.T) {
 	t.Parallel()
 	rounds, seed := hostileRounds(t)
-	e := newEnvWithConfig(t, func(c *app.Config) { c.Webhooks.AllowPrivate = true })
-	tn, other := e.newTenant("US", "pro"), e.newTenant("DE", "pro")
-	a := e.newOAuthApp(tn, tenancy.RoleAdmin, identity.ClientInput{})
-	foreign := e.newOAuthApp(other, tenancy.RoleAdmin, identity.ClientInput{})
-	b := e.newBrowser()
-	csrf := e.signIn(b, a).field("csrf")
+	e := apptest.NewWithConfig(t, func(c *app.Config) { c.Webhooks.AllowPrivate = true })
+	tn, other := e.NewTenant("US", "pro"), e.NewTenant("DE", "pro")
+	a := e.NewOAuthApp(tn, tenancy.RoleAdmin, identity.ClientInput{})
+	foreign := e.NewOAuthApp(other, tenancy.RoleAdmin, identity.ClientInput{})
+	b := e.NewBrowser()
+	csrf := e.SignIn(b, a).Field("csrf")
 	// Real ids of each kind, so unmutated paths reach the forms' handlers.
 	keyID := regexp.MustCompile(`/account/api-keys/(key_[0-9A-Z]+)/revoke`).FindStringSubmatch(
-		b.post(e.srv.URL+"/account/api-keys", url.Values{"csrf": {csrf}, "name": {"sweep"}}).body)
-	hook := b.post(e.srv.URL+"/developer/webhooks", url.Values{"csrf": {csrf}, "url": {"http://127.0.0.1:9/hook"}, "events": {"user.created"}})
-	hookID := regexp.MustCompile(`/developer/webhooks/(whe_[0-9A-Z]+)`).FindStringSubmatch(hook.body + hook.url.Path)
+		b.Post(e.Srv.URL+"/account/api-keys", url.Values{"csrf": {csrf}, "name": {"sweep"}}).Body)
+	hook := b.Post(e.Srv.URL+"/developer/webhooks", url.Values{"csrf": {csrf}, "url": {"http://127.0.0.1:9/hook"}, "events": {"user.created"}})
+	hookID := regexp.MustCompile(`/developer/webhooks/(whe_[0-9A-Z]+)`).FindStringSubmatch(hook.Body + hook.URL.Path)
 	if keyID == nil || hookID == nil {
-		t.Fatalf("fixtures: key %v, webhook %v (%d)", keyID, hookID, hook.status)
+		t.Fatalf("fixtures: key %v, webhook %v (%d)", keyID, hookID, hook.Status)
 	}
-	ids := map[string]string{"{key}": keyID[1], "{client}": a.client.ID, "{webhook}": hookID[1], "{delivery}": "whd_" + strings.Repeat("0", 26)}
+	ids := map[string]string{"{key}": keyID[1], "{client}": a.Client.ID, "{webhook}": hookID[1], "{delivery}": "whd_" + strings.Repeat("0", 26)}
 
 	forms := []struct {
 		path string
@@ -160,7 +161,7 @@ func TestHostileInputOverPages(t *testing.T) {
 		{"/account/api-keys", url.Values{"name": {"export"}}},
 		{"/account/api-keys/{key}/revoke", url.Values{}},
 		{"/account/apps/{client}/revoke", url.Values{}},
-		{"/account/allowed-apps", url.Values{"clientId": {a.client.ID}}},
+		{"/account/allowed-apps", url.Values{"clientId": {a.Client.ID}}},
 		{"/account/allowed-apps/{client}/remove", url.Values{}},
 		{"/developer/clients", url.Values{"name": {"App"}, "description": {"d"}, "redirectUris": {"https://app.example/cb\nhttp://127.0.0.1:9/cb"}, "public": {"1"}, "auditLogsWrite": {"1"}}},
 		{"/developer/clients/{client}", url.Values{"name": {"App"}, "description": {"d"}, "redirectUris": {"https://app.example/cb"}, "auditLogsWrite": {"1"}}},
@@ -175,7 +176,7 @@ func TestHostileInputOverPages(t *testing.T) {
 	}
 	hostile := []string{
 		"", "\x00", "\xff\xfe", strings.Repeat("é", 40<<10), "<script>alert(1)</script>", "../../etc/passwd", "javascript:alert(1)",
-		"http://[::1", "1", "-1", "cli_" + strings.Repeat("0", 26), foreign.client.ID, "user.created\x00", "\r\nSet-Cookie: x=y",
+		"http://[::1", "1", "-1", "cli_" + strings.Repeat("0", 26), foreign.Client.ID, "user.created\x00", "\r\nSet-Cookie: x=y",
 	}
 	rng := rand.New(rand.NewPCG(seed, seed^0x9a6e5))
 	pick := func(s []string) string { return s[rng.IntN(len(s))] }
@@ -201,10 +202,10 @@ func TestHostileInputOverPages(t *testing.T) {
 			default:
 				form.Set("csrf", csrf)
 			}
-			p := b.post(e.srv.URL+path, form)
+			p := b.Post(e.Srv.URL+path, form)
 			sent++
-			if p.status >= 500 && len(failures) < 40 {
-				failures = append(failures, fmt.Sprintf("POST %s %.300q: %d %.300s", path, form.Encode(), p.status, p.body))
+			if p.Status >= 500 && len(failures) < 40 {
+				failures = append(failures, fmt.Sprintf("POST %s %.300q: %d %.300s", path, form.Encode(), p.Status, p.Body))
 			}
 		}
 	}

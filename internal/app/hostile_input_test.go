@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -62,9 +63,9 @@ func hostileRounds(t *testing.T) (rounds int, seed uint64) {
 func TestHostileInputOverOpenAPI(t *testing.T) {
 	t.Parallel()
 	rounds, seed := hostileRounds(t)
-	e := newEnv(t)
-	tn := e.newTenant("US", "pro")
-	key := tn.keys[tenancy.RoleOwner]
+	e := apptest.New(t)
+	tn := e.NewTenant("US", "pro")
+	key := tn.Keys[tenancy.RoleOwner]
 	fx := newHostileFixtures(e, tn, key)
 	ops := openAPIOperations(t)
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
@@ -78,12 +79,12 @@ func TestHostileInputOverOpenAPI(t *testing.T) {
 		if hasBody {
 			payload = string(body)
 		}
-		r := e.doWith(method, target, key, payload, hostileIdempotencyKey(rng))
-		if r.status >= 500 {
+		r := e.DoWith(method, target, key, payload, hostileIdempotencyKey(rng))
+		if r.Status >= 500 {
 			fiveXX++
 		}
 		if problem := check.problem(r); problem != "" && len(failures) < 40 {
-			failures = append(failures, fmt.Sprintf("%s %s body %.200q: %d %s: %s", method, target, body, r.status, r.raw, problem))
+			failures = append(failures, fmt.Sprintf("%s %s body %.200q: %d %s: %s", method, target, body, r.Status, r.Raw, problem))
 		}
 	}
 
@@ -202,24 +203,24 @@ type hostileFixtures struct {
 }
 
 func newHostileFixtures(e *env, tn tenant, key string) hostileFixtures {
-	folder := e.do("POST", "/folders", key, map[string]any{"name": "Fuzz"}).must(e.t, 200).body
-	exam := e.do("POST", "/exams", key, map[string]any{"name": "Fuzz", "language": "en"}).must(e.t, 200).body
+	folder := e.Do("POST", "/folders", key, map[string]any{"name": "Fuzz"}).Must(e.T, 200).Body
+	exam := e.Do("POST", "/exams", key, map[string]any{"name": "Fuzz", "language": "en"}).Must(e.T, 200).Body
 	examID := exam["id"].(string)
-	q := e.do("POST", "/exams/"+examID+"/questions", key, map[string]any{
+	q := e.Do("POST", "/exams/"+examID+"/questions", key, map[string]any{
 		"type": "numeric", "prompt": "1+1?", "config": map[string]any{"correct": 2},
-	}).must(e.t, 200).body
-	class := str(e.do("POST", "/classes", key, map[string]any{"name": "Fuzz"}).must(e.t, 200).body, "id")
-	e.do("POST", "/classes/"+class+"/members", key, map[string]any{"userId": tn.users[tenancy.RoleStudent].ID, "role": "student"}).must(e.t, 200)
+	}).Must(e.T, 200).Body
+	class := apptest.Str(e.Do("POST", "/classes", key, map[string]any{"name": "Fuzz"}).Must(e.T, 200).Body, "id")
+	e.Do("POST", "/classes/"+class+"/members", key, map[string]any{"userId": tn.Users[tenancy.RoleStudent].ID, "role": "student"}).Must(e.T, 200)
 	return hostileFixtures{byCollection: map[string]string{
 		"folders":          folder["id"].(string),
 		"exams":            examID,
 		"questions":        q["id"].(string),
-		"users":            tn.users[tenancy.RoleStudent].ID,
+		"users":            tn.Users[tenancy.RoleStudent].ID,
 		"question-types":   "numeric",
 		"results":          "res_01JD3M4Q9ZB8K1T7W2X5C6V0NA",
 		"exam-generations": "gen_01JD3M4Q9ZB8K1T7W2X5C6V0NA",
 		"classes":          class,
-		"members":          tn.users[tenancy.RoleStudent].ID,
+		"members":          tn.Users[tenancy.RoleStudent].ID,
 	}}
 }
 
@@ -463,21 +464,21 @@ func newShapeChecker() shapeChecker {
 
 // problem returns what is wrong with r, or "".
 func (c shapeChecker) problem(r response) string {
-	if r.status >= 500 {
+	if r.Status >= 500 {
 		return "a 5xx"
 	}
-	if r.status < 400 {
+	if r.Status < 400 {
 		return ""
 	}
-	code, _ := r.body["code"].(float64)
-	msg, _ := r.body["message"].(string)
+	code, _ := r.Body["code"].(float64)
+	msg, _ := r.Body["message"].(string)
 	if code == 0 || msg == "" {
 		return "no code or message"
 	}
-	if r.reason() == "" || !upperSnake.MatchString(r.reason()) {
+	if r.Reason() == "" || !upperSnake.MatchString(r.Reason()) {
 		return "no ErrorInfo with an UPPER_SNAKE reason"
 	}
-	public := msg + " " + r.field()
+	public := msg + " " + r.Field()
 	for _, leak := range []string{"assessd.v1", "google.protobuf", "proto:", "protojson", "pgx", "SQLSTATE", "vanguard"} {
 		if strings.Contains(public, leak) {
 			return "leaks " + leak
@@ -486,10 +487,10 @@ func (c shapeChecker) problem(r response) string {
 	if name := c.internalName.FindString(public); name != "" {
 		return "names the internal field " + name
 	}
-	if r.status == http.StatusBadRequest && r.reason() == "INVALID_ARGUMENT" && r.field() == "" {
+	if r.Status == http.StatusBadRequest && r.Reason() == "INVALID_ARGUMENT" && r.Field() == "" {
 		return "an INVALID_ARGUMENT without a field violation"
 	}
-	if bytes.Contains(r.raw, []byte(`"localizedMessage"`)) || bytes.Contains(r.raw, []byte(`"reason":""`)) {
+	if bytes.Contains(r.Raw, []byte(`"localizedMessage"`)) || bytes.Contains(r.Raw, []byte(`"reason":""`)) {
 		return "empty error detail fields"
 	}
 	return ""

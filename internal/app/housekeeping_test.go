@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -20,24 +21,24 @@ import (
 func TestExpiredAuthRequestsAreSwept(t *testing.T) {
 	t.Parallel()
 	var offset atomic.Int64
-	e := newEnvWithClock(t, func() time.Time { return time.Now().Add(time.Duration(offset.Load())) })
-	tn := e.newTenant("DE", "pro")
-	a := e.newOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
-	a.conf.Scopes = []string{"openid"}
+	e := apptest.NewWithClock(t, func() time.Time { return time.Now().Add(time.Duration(offset.Load())) })
+	tn := e.NewTenant("DE", "pro")
+	a := e.NewOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
+	a.Conf.Scopes = []string{"openid"}
 	ctx := context.Background()
-	if p := e.newBrowser().get(a.conf.AuthCodeURL("state-123", oauth2.S256ChallengeOption(oauth2.GenerateVerifier()))); p.status != http.StatusOK {
-		t.Fatalf("authorize: %d %s", p.status, p.location)
+	if p := e.NewBrowser().Get(a.Conf.AuthCodeURL("state-123", oauth2.S256ChallengeOption(oauth2.GenerateVerifier()))); p.Status != http.StatusOK {
+		t.Fatalf("authorize: %d %s", p.Status, p.Location)
 	}
 	for _, c := range []struct {
 		later time.Duration
 		want  int
 	}{{23 * time.Hour, 1}, {25 * time.Hour, 0}} {
 		offset.Store(int64(c.later))
-		if err := e.app.Identity.SweepExpired(ctx); err != nil {
+		if err := e.App.Identity.SweepExpired(ctx); err != nil {
 			t.Fatal(err)
 		}
 		var n int
-		if err := e.db.Unscoped().QueryRow(ctx, `SELECT count(*) FROM oauth_auth_requests`).Scan(&n); err != nil {
+		if err := e.DB.Unscoped().QueryRow(ctx, `SELECT count(*) FROM oauth_auth_requests`).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		if n != c.want {
@@ -53,21 +54,21 @@ func TestExpiredAuthRequestsAreSwept(t *testing.T) {
 func TestExpiredTokensAreSwept(t *testing.T) {
 	t.Parallel()
 	var offset atomic.Int64
-	e := newEnvWithClock(t, func() time.Time { return time.Now().Add(time.Duration(offset.Load())) })
+	e := apptest.NewWithClock(t, func() time.Time { return time.Now().Add(time.Duration(offset.Load())) })
 	ctx := context.Background()
 	var orgs []string
 	for _, country := range []string{"DE", "US"} {
-		tn := e.newTenant(country, "pro")
-		a := e.newOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
-		a.conf.Scopes = []string{"openid", "offline_access"}
-		e.token(a)
-		orgs = append(orgs, tn.org.ID)
+		tn := e.NewTenant(country, "pro")
+		a := e.NewOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
+		a.Conf.Scopes = []string{"openid", "offline_access"}
+		e.Token(a)
+		orgs = append(orgs, tn.Org.ID)
 	}
 	count := func(table string) (n int) {
 		for _, org := range orgs {
 			ctx := store.WithOrg(ctx, org)
 			var c int
-			if err := e.db.Q(ctx).QueryRow(ctx, `SELECT count(*) FROM `+table).Scan(&c); err != nil {
+			if err := e.DB.Q(ctx).QueryRow(ctx, `SELECT count(*) FROM `+table).Scan(&c); err != nil {
 				t.Fatal(err)
 			}
 			n += c
@@ -80,7 +81,7 @@ func TestExpiredTokensAreSwept(t *testing.T) {
 		tokens, grants int
 	}{{47 * time.Hour, 4, 2}, {49 * time.Hour, 2, 2}, {30*24*time.Hour + 23*time.Hour, 2, 2}, {30*24*time.Hour + 25*time.Hour, 0, 0}} {
 		offset.Store(int64(c.later))
-		if err := e.app.Identity.SweepExpired(ctx); err != nil {
+		if err := e.App.Identity.SweepExpired(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if tokens, grants := count("oauth_tokens"), count("oauth_grants"); tokens != c.tokens || grants != c.grants {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -27,19 +28,19 @@ import (
 // whole server and reads it back, unauthenticated, from /media/.
 func TestEmbedFileUploadServedFromMedia(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	tn := e.newTenant("US", "pro")
-	teacher := tn.keys[tenancy.RoleTeacher]
-	exam, q := e.fileUploadExam(teacher)
-	sess := e.do("POST", "/embed-sessions", teacher, map[string]any{"flow": "student-exam", "actor": tn.users[tenancy.RoleStudent].ID,
-		"examId": exam}).must(t, http.StatusOK)
+	e := apptest.New(t)
+	tn := e.NewTenant("US", "pro")
+	teacher := tn.Keys[tenancy.RoleTeacher]
+	exam, q := fileUploadExam(e, teacher)
+	sess := e.Do("POST", "/embed-sessions", teacher, map[string]any{"flow": "student-exam", "actor": tn.Users[tenancy.RoleStudent].ID,
+		"examId": exam}).Must(t, http.StatusOK)
 
 	var body bytes.Buffer
 	mw := multipart.NewWriter(&body)
 	part, _ := mw.CreateFormFile("file", "notes.txt")
 	_, _ = part.Write([]byte("leaves are green"))
 	_ = mw.Close()
-	req, _ := http.NewRequest(http.MethodPost, str(sess.body, "url")+"/files/"+q, &body)
+	req, _ := http.NewRequest(http.MethodPost, apptest.Str(sess.Body, "url")+"/files/"+q, &body)
 	req.Header.Set("Content-Type", mw.FormDataContentType())
 	req.Header.Set("HX-Request", "true")
 	res, err := http.DefaultClient.Do(req)
@@ -49,7 +50,7 @@ func TestEmbedFileUploadServedFromMedia(t *testing.T) {
 	list, _ := io.ReadAll(res.Body)
 	res.Body.Close()
 	fileURL := regexp.MustCompile(`href="([^"]+/notes\.txt)"`).FindStringSubmatch(string(list))
-	if res.StatusCode != http.StatusOK || fileURL == nil || !strings.HasPrefix(fileURL[1], e.srv.URL+"/media/med_") {
+	if res.StatusCode != http.StatusOK || fileURL == nil || !strings.HasPrefix(fileURL[1], e.Srv.URL+"/media/med_") {
 		t.Fatalf("upload: %d %s", res.StatusCode, list)
 	}
 	res, err = http.Get(fileURL[1])
@@ -87,7 +88,7 @@ func TestEmbedFileUploadServedFromMedia(t *testing.T) {
 		}
 	}
 	// Taken back out of the draft before submission, it is deleted.
-	req, _ = http.NewRequest(http.MethodPost, str(sess.body, "url")+"/files/"+q+"/remove", strings.NewReader(url.Values{"url": {fileURL[1]}}.Encode()))
+	req, _ = http.NewRequest(http.MethodPost, apptest.Str(sess.Body, "url")+"/files/"+q+"/remove", strings.NewReader(url.Values{"url": {fileURL[1]}}.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("HX-Request", "true")
 	if res, err = http.DefaultClient.Do(req); err != nil {
@@ -98,7 +99,7 @@ func TestEmbedFileUploadServedFromMedia(t *testing.T) {
 		t.Fatalf("removal: %d; the removed file then %d, want 404", res.StatusCode, code)
 	}
 	// Unknown ids and names are the API's 404.
-	for _, p := range []string{strings.Replace(fileURL[1], "notes.txt", "other.txt", 1), e.srv.URL + "/media/med_" + strings.Repeat("a", 32) + "/notes.txt"} {
+	for _, p := range []string{strings.Replace(fileURL[1], "notes.txt", "other.txt", 1), e.Srv.URL + "/media/med_" + strings.Repeat("a", 32) + "/notes.txt"} {
 		res, err := http.Get(p)
 		if err != nil {
 			t.Fatal(err)
@@ -113,22 +114,22 @@ func TestEmbedFileUploadServedFromMedia(t *testing.T) {
 // TestMediaUploadAPI stores a file through POST /media with an API key.
 func TestMediaUploadAPI(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	tn := e.newTenant("US", "pro")
-	upload := func(key string, data []byte) *http.Response { return e.uploadMedia(key, "notes.txt", data) }
-	res := upload(tn.keys[tenancy.RoleStudent], []byte("leaves are green"))
+	e := apptest.New(t)
+	tn := e.NewTenant("US", "pro")
+	upload := func(key string, data []byte) *http.Response { return uploadMedia(e, key, "notes.txt", data) }
+	res := upload(tn.Keys[tenancy.RoleStudent], []byte("leaves are green"))
 	var out struct {
 		URL  string
 		Size int
 	}
 	if err := json.NewDecoder(res.Body).Decode(&out); err != nil || res.StatusCode != http.StatusOK || out.Size != 16 ||
-		!strings.HasPrefix(out.URL, e.srv.URL+"/media/med_") {
+		!strings.HasPrefix(out.URL, e.Srv.URL+"/media/med_") {
 		t.Fatalf("upload: %d %+v %v", res.StatusCode, out, err)
 	}
-	if res := upload(tn.keys[tenancy.RoleStudent], []byte("<html><script>x</script>")); res.StatusCode != http.StatusBadRequest {
+	if res := upload(tn.Keys[tenancy.RoleStudent], []byte("<html><script>x</script>")); res.StatusCode != http.StatusBadRequest {
 		t.Errorf("HTML upload: %d", res.StatusCode)
 	}
-	if res := upload(tn.keys[tenancy.RoleStudent], make([]byte, 11<<20)); res.StatusCode != http.StatusRequestEntityTooLarge {
+	if res := upload(tn.Keys[tenancy.RoleStudent], make([]byte, 11<<20)); res.StatusCode != http.StatusRequestEntityTooLarge {
 		t.Errorf("11 MiB upload: %d", res.StatusCode)
 	}
 	if res := upload("", []byte("x")); res.StatusCode != http.StatusUnauthorized {
@@ -137,9 +138,9 @@ func TestMediaUploadAPI(t *testing.T) {
 	// The route takes nothing but multipart: any other body is a 415 that
 	// says so, not the 404 of a route that does not exist.
 	for _, ct := range []string{"application/json", "multipart/form-data", "multipart/form-data; boundary=", "text/plain"} {
-		req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/media", strings.NewReader(`{"file":"x"}`))
+		req, _ := http.NewRequest(http.MethodPost, e.Srv.URL+"/media", strings.NewReader(`{"file":"x"}`))
 		req.Header.Set("Content-Type", ct)
-		req.Header.Set("Authorization", "Bearer "+tn.keys[tenancy.RoleStudent])
+		req.Header.Set("Authorization", "Bearer "+tn.Keys[tenancy.RoleStudent])
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -154,42 +155,42 @@ func TestMediaUploadAPI(t *testing.T) {
 }
 
 // uploadMedia posts data as the file name to POST /media with key.
-func (e *env) uploadMedia(key, name string, data []byte) *http.Response {
-	e.t.Helper()
+func uploadMedia(e *env, key, name string, data []byte) *http.Response {
+	e.T.Helper()
 	var body bytes.Buffer
 	mw := multipart.NewWriter(&body)
 	part, _ := mw.CreateFormFile("file", name)
 	_, _ = part.Write(data)
 	_ = mw.Close()
-	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/media", &body)
+	req, _ := http.NewRequest(http.MethodPost, e.Srv.URL+"/media", &body)
 	req.Header.Set("Content-Type", mw.FormDataContentType())
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
-	e.t.Cleanup(func() { res.Body.Close() })
+	e.T.Cleanup(func() { res.Body.Close() })
 	return res
 }
 
 // uploadedURL uploads text as notes.txt with key and returns its URL.
-func (e *env) uploadedURL(key, text string) string {
-	e.t.Helper()
+func uploadedURL(e *env, key, text string) string {
+	e.T.Helper()
 	var out struct{ URL string }
-	if err := json.NewDecoder(e.uploadMedia(key, "notes.txt", []byte(text)).Body).Decode(&out); err != nil || out.URL == "" {
-		e.t.Fatalf("upload: %+v %v", out, err)
+	if err := json.NewDecoder(uploadMedia(e, key, "notes.txt", []byte(text)).Body).Decode(&out); err != nil || out.URL == "" {
+		e.T.Fatalf("upload: %+v %v", out, err)
 	}
 	return out.URL
 }
 
 // submitFiles submits, with key, user's result of exam answering its
 // question q with files, and returns the result's id.
-func (e *env) submitFiles(key, exam, q, user string, files ...string) string {
-	e.t.Helper()
-	return str(e.do("POST", "/exams/"+exam+"/results", key, map[string]any{"userId": user,
-		"answers": []map[string]any{{"questionId": q, "files": files}}}).must(e.t, http.StatusOK).body, "id")
+func submitFiles(e *env, key, exam, q, user string, files ...string) string {
+	e.T.Helper()
+	return apptest.Str(e.Do("POST", "/exams/"+exam+"/results", key, map[string]any{"userId": user,
+		"answers": []map[string]any{{"questionId": q, "files": files}}}).Must(e.T, http.StatusOK).Body, "id")
 }
 
 // served is the status of an unauthenticated GET of url.
@@ -208,35 +209,35 @@ func served(t *testing.T, url string) int {
 // references; deleting the exam then deletes that one too.
 func TestAnswerFilesGoWithTheirAnswers(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	tn := e.newTenant("US", "pro")
-	teacher := tn.keys[tenancy.RoleTeacher]
-	exam, q := e.fileUploadExam(teacher)
-	own, shared := e.uploadedURL(teacher, "only mine"), e.uploadedURL(teacher, "ours")
-	other := str(e.do("POST", "/users", tn.keys[tenancy.RoleAdmin], map[string]any{"email": "other@example.com", "name": "Other",
-		"role": "student"}).must(t, http.StatusOK).body, "id")
+	e := apptest.New(t)
+	tn := e.NewTenant("US", "pro")
+	teacher := tn.Keys[tenancy.RoleTeacher]
+	exam, q := fileUploadExam(e, teacher)
+	own, shared := uploadedURL(e, teacher, "only mine"), uploadedURL(e, teacher, "ours")
+	other := apptest.Str(e.Do("POST", "/users", tn.Keys[tenancy.RoleAdmin], map[string]any{"email": "other@example.com", "name": "Other",
+		"role": "student"}).Must(t, http.StatusOK).Body, "id")
 	for _, s := range []struct {
 		user  string
 		files []string
-	}{{tn.users[tenancy.RoleStudent].ID, []string{own, shared, "https://cdn.example.com/leaf.png"}}, {other, []string{shared}}} {
-		e.submitFiles(teacher, exam, q, s.user, s.files...)
+	}{{tn.Users[tenancy.RoleStudent].ID, []string{own, shared, "https://cdn.example.com/leaf.png"}}, {other, []string{shared}}} {
+		submitFiles(e, teacher, exam, q, s.user, s.files...)
 	}
-	e.do("DELETE", "/users/"+tn.users[tenancy.RoleStudent].ID, tn.keys[tenancy.RoleAdmin], nil).must(t, http.StatusOK)
+	e.Do("DELETE", "/users/"+tn.Users[tenancy.RoleStudent].ID, tn.Keys[tenancy.RoleAdmin], nil).Must(t, http.StatusOK)
 	if own, shared := served(t, own), served(t, shared); own != http.StatusNotFound || shared != http.StatusOK {
 		t.Fatalf("after deleting the student: their own file %d, the shared one %d; want 404 and 200", own, shared)
 	}
-	e.do("DELETE", "/exams/"+exam, teacher, nil).must(t, http.StatusOK)
+	e.Do("DELETE", "/exams/"+exam, teacher, nil).Must(t, http.StatusOK)
 	if code := served(t, shared); code != http.StatusNotFound {
 		t.Fatalf("after deleting the exam: the shared file %d, want 404", code)
 	}
 }
 
 // fileUploadExam creates, with key, an exam of one file_upload question.
-func (e *env) fileUploadExam(key string) (examID, questionID string) {
-	e.t.Helper()
-	examID = str(e.do("POST", "/exams", key, map[string]any{"name": "Leaves", "language": "en"}).must(e.t, http.StatusOK).body, "id")
-	questionID = str(e.do("POST", "/exams/"+examID+"/questions", key, map[string]any{"type": "file_upload", "prompt": "Notes?", "points": 1,
-		"config": map[string]any{"rubric": "notes"}}).must(e.t, http.StatusOK).body, "id")
+func fileUploadExam(e *env, key string) (examID, questionID string) {
+	e.T.Helper()
+	examID = apptest.Str(e.Do("POST", "/exams", key, map[string]any{"name": "Leaves", "language": "en"}).Must(e.T, http.StatusOK).Body, "id")
+	questionID = apptest.Str(e.Do("POST", "/exams/"+examID+"/questions", key, map[string]any{"type": "file_upload", "prompt": "Notes?", "points": 1,
+		"config": map[string]any{"rubric": "notes"}}).Must(e.T, http.StatusOK).Body, "id")
 	return examID, questionID
 }
 
@@ -246,16 +247,16 @@ func (e *env) fileUploadExam(key string) (examID, questionID string) {
 // organization naming the URL does not keep it.
 func TestUnattachedUploadsAreSwept(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	tn, other := e.newTenant("US", "pro"), e.newTenant("DE", "pro")
-	teacher := tn.keys[tenancy.RoleTeacher]
-	exam, q := e.fileUploadExam(teacher)
-	submitted, abandoned := e.uploadedURL(teacher, "handed in"), e.uploadedURL(teacher, "never handed in")
+	e := apptest.New(t)
+	tn, other := e.NewTenant("US", "pro"), e.NewTenant("DE", "pro")
+	teacher := tn.Keys[tenancy.RoleTeacher]
+	exam, q := fileUploadExam(e, teacher)
+	submitted, abandoned := uploadedURL(e, teacher, "handed in"), uploadedURL(e, teacher, "never handed in")
 	// Beside it, URLs that name no upload of assessd's attach nothing.
-	e.submitFiles(teacher, exam, q, tn.users[tenancy.RoleStudent].ID, submitted, "https://cdn.example.com/leaf.png",
+	submitFiles(e, teacher, exam, q, tn.Users[tenancy.RoleStudent].ID, submitted, "https://cdn.example.com/leaf.png",
 		"https://cdn.example.com/media/med_x/y.png")
-	otherExam, otherQ := e.fileUploadExam(other.keys[tenancy.RoleTeacher])
-	e.submitFiles(other.keys[tenancy.RoleTeacher], otherExam, otherQ, other.users[tenancy.RoleStudent].ID, abandoned)
+	otherExam, otherQ := fileUploadExam(e, other.Keys[tenancy.RoleTeacher])
+	submitFiles(e, other.Keys[tenancy.RoleTeacher], otherExam, otherQ, other.Users[tenancy.RoleStudent].ID, abandoned)
 	for _, c := range []struct {
 		later                time.Duration
 		submitted, abandoned int
@@ -263,7 +264,7 @@ func TestUnattachedUploadsAreSwept(t *testing.T) {
 		{media.UnattachedRetention - time.Hour, http.StatusOK, http.StatusOK},
 		{media.UnattachedRetention + time.Hour, http.StatusOK, http.StatusNotFound},
 	} {
-		if err := e.app.Media.SweepUnattached(context.Background(), time.Now().Add(c.later)); err != nil {
+		if err := e.App.Media.SweepUnattached(context.Background(), time.Now().Add(c.later)); err != nil {
 			t.Fatal(err)
 		}
 		if s, a := served(t, submitted), served(t, abandoned); s != c.submitted || a != c.abandoned {
@@ -318,12 +319,12 @@ func TestUploadsNamedBeforeTheSweepStay(t *testing.T) {
 	if err := store.Migrate(ctx, url); err != nil {
 		t.Fatal(err)
 	}
-	e := newEnvAt(t, url)
-	if err := e.app.Media.SweepUnattached(ctx, time.Now().Add(media.UnattachedRetention+time.Hour)); err != nil {
+	e := apptest.NewAt(t, url)
+	if err := e.App.Media.SweepUnattached(ctx, time.Now().Add(media.UnattachedRetention+time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	n := served(t, e.srv.URL+"/media/"+named+"/notes.txt")
-	u := served(t, e.srv.URL+"/media/"+unnamed+"/notes.txt")
+	n := served(t, e.Srv.URL+"/media/"+named+"/notes.txt")
+	u := served(t, e.Srv.URL+"/media/"+unnamed+"/notes.txt")
 	if n != http.StatusOK || u != http.StatusNotFound {
 		t.Fatalf("after the migration's first sweep: the named file %d, the unnamed one %d; want 200 and 404", n, u)
 	}
@@ -338,12 +339,12 @@ func TestAnswerFilesAreFoundByKey(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	url := storetest.NewURL(t)
-	e := newEnvAt(t, url)
-	tn := e.newTenant("US", "pro")
-	teacher := tn.keys[tenancy.RoleTeacher]
-	exam, q := e.fileUploadExam(teacher)
-	file := e.uploadedURL(teacher, "mine")
-	result := e.submitFiles(teacher, exam, q, tn.users[tenancy.RoleStudent].ID, file)
+	e := apptest.NewAt(t, url)
+	tn := e.NewTenant("US", "pro")
+	teacher := tn.Keys[tenancy.RoleTeacher]
+	exam, q := fileUploadExam(e, teacher)
+	file := uploadedURL(e, teacher, "mine")
+	result := submitFiles(e, teacher, exam, q, tn.Users[tenancy.RoleStudent].ID, file)
 	fileID := regexp.MustCompile(`/media/(med_[a-z0-9]+)/`).FindStringSubmatch(file)[1]
 
 	owner, err := pgx.Connect(ctx, url)
@@ -363,7 +364,7 @@ func TestAnswerFilesAreFoundByKey(t *testing.T) {
 		}
 	}
 	exec(`INSERT INTO media_files (id, org_id, name, content_type, content, uploaded_by)
-		SELECT 'med_' || md5(i::text), $1, 'other.txt', 'text/plain', 'x', 'usr_x' FROM generate_series(1, 1000) i`, tn.org.ID)
+		SELECT 'med_' || md5(i::text), $1, 'other.txt', 'text/plain', 'x', 'usr_x' FROM generate_series(1, 1000) i`, tn.Org.ID)
 	rowsRead := func() (n int64) {
 		t.Helper()
 		if err := tx.QueryRow(ctx, `SELECT seq_tup_read + coalesce(idx_tup_fetch, 0) FROM pg_stat_xact_user_tables
@@ -380,7 +381,7 @@ func TestAnswerFilesAreFoundByKey(t *testing.T) {
 	}
 	// The deletion took the file; it is back, unattached, for the insert.
 	exec(`INSERT INTO media_files (id, org_id, name, content_type, content, uploaded_by) VALUES ($1, $2, 'notes.txt', 'text/plain', 'x', 'usr_x')`,
-		fileID, tn.org.ID)
+		fileID, tn.Org.ID)
 	before = rowsRead()
 	exec(`INSERT INTO result_answers SELECT * FROM deleted`)
 	if n := rowsRead() - before; n > 1 {
@@ -397,12 +398,12 @@ func TestAnswerFilesAreFoundByKey(t *testing.T) {
 // error shape.
 func TestPendingUploadsBoundAnswers409(t *testing.T) {
 	t.Parallel()
-	e := newEnvWithConfig(t, func(c *app.Config) { c.MediaMaxUploadBytes = 64 })
-	student := e.newTenant("US", "pro").keys[tenancy.RoleStudent]
+	e := apptest.NewWithConfig(t, func(c *app.Config) { c.MediaMaxUploadBytes = 64 })
+	student := e.NewTenant("US", "pro").Keys[tenancy.RoleStudent]
 	for range media.PendingUploads {
-		e.uploadedURL(student, strings.Repeat("a", 64))
+		uploadedURL(e, student, strings.Repeat("a", 64))
 	}
-	res := e.uploadMedia(student, "notes.txt", []byte("one more"))
+	res := uploadMedia(e, student, "notes.txt", []byte("one more"))
 	var body struct {
 		Message string
 		Details []struct{ Reason string }

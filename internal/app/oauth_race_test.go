@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"net/http"
 	"net/url"
 	"strings"
@@ -24,9 +25,9 @@ import (
 // fifth, which stopped the server.
 func TestCodeAndRefreshTokenUsedConcurrently(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	a := e.newOAuthApp(e.newTenant("DE", "pro"), tenancy.RoleTeacher, identity.ClientInput{})
-	a.conf.Scopes = []string{"openid", "offline_access"}
+	e := apptest.New(t)
+	a := e.NewOAuthApp(e.NewTenant("DE", "pro"), tenancy.RoleTeacher, identity.ClientInput{})
+	a.Conf.Scopes = []string{"openid", "offline_access"}
 	ctx := context.Background()
 	race := func(what string, exchange func() (*oauth2.Token, error)) *oauth2.Token {
 		t.Helper()
@@ -46,7 +47,7 @@ func TestCodeAndRefreshTokenUsedConcurrently(t *testing.T) {
 					won = tok
 				case err == nil:
 					t.Errorf("%s: a second exchange succeeded", what)
-				case oauthError(err) == "invalid_grant":
+				case apptest.OAuthError(err) == "invalid_grant":
 					refused++
 				default:
 					t.Errorf("%s: %v", what, err)
@@ -61,24 +62,24 @@ func TestCodeAndRefreshTokenUsedConcurrently(t *testing.T) {
 	}
 	authorized := func() (code, verifier string) {
 		verifier = oauth2.GenerateVerifier()
-		return e.authorize(e.newBrowser(), a, "approve", oauth2.S256ChallengeOption(verifier)).Query().Get("code"), verifier
+		return e.Authorize(e.NewBrowser(), a, "approve", oauth2.S256ChallengeOption(verifier)).Query().Get("code"), verifier
 	}
 	// A code presented again is a replay: the grant it was spent on is
 	// revoked, whichever request spent it.
 	code, verifier := authorized()
 	var err error
-	tok := race("authorization code", func() (*oauth2.Token, error) { return a.conf.Exchange(ctx, code, oauth2.VerifierOption(verifier)) })
-	e.do("GET", "/me", tok.AccessToken, nil).must(t, http.StatusUnauthorized)
+	tok := race("authorization code", func() (*oauth2.Token, error) { return a.Conf.Exchange(ctx, code, oauth2.VerifierOption(verifier)) })
+	e.Do("GET", "/me", tok.AccessToken, nil).Must(t, http.StatusUnauthorized)
 
 	code, verifier = authorized()
-	if tok, err = a.conf.Exchange(ctx, code, oauth2.VerifierOption(verifier)); err != nil {
+	if tok, err = a.Conf.Exchange(ctx, code, oauth2.VerifierOption(verifier)); err != nil {
 		t.Fatal(err)
 	}
 	// So is a refresh token presented again.
 	tok = race("refresh token", func() (*oauth2.Token, error) {
-		return a.conf.TokenSource(ctx, &oauth2.Token{RefreshToken: tok.RefreshToken}).Token()
+		return a.Conf.TokenSource(ctx, &oauth2.Token{RefreshToken: tok.RefreshToken}).Token()
 	})
-	e.do("GET", "/me", tok.AccessToken, nil).must(t, http.StatusUnauthorized)
+	e.Do("GET", "/me", tok.AccessToken, nil).Must(t, http.StatusUnauthorized)
 }
 
 // TestApproveClickedTwice posts the consent form twice, as a double click
@@ -88,29 +89,29 @@ func TestCodeAndRefreshTokenUsedConcurrently(t *testing.T) {
 // replay.
 func TestApproveClickedTwice(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	a := e.newOAuthApp(e.newTenant("DE", "pro"), tenancy.RoleTeacher, identity.ClientInput{})
-	a.conf.Scopes = []string{"openid"}
-	b := e.newBrowser()
+	e := apptest.New(t)
+	a := e.NewOAuthApp(e.NewTenant("DE", "pro"), tenancy.RoleTeacher, identity.ClientInput{})
+	a.Conf.Scopes = []string{"openid"}
+	b := e.NewBrowser()
 	verifier := oauth2.GenerateVerifier()
-	login := b.get(a.conf.AuthCodeURL("state-1", oauth2.S256ChallengeOption(verifier)))
-	consent := b.post(e.srv.URL+"/login", url.Values{"csrf": {login.field("csrf")}, "authRequestID": {login.field("authRequestID")},
-		"email": {a.email}, "password": {a.password}})
-	approve := url.Values{"csrf": {consent.field("csrf")}, "authRequestID": {consent.field("authRequestID")}, "decision": {"approve"}}
+	login := b.Get(a.Conf.AuthCodeURL("state-1", oauth2.S256ChallengeOption(verifier)))
+	consent := b.Post(e.Srv.URL+"/login", url.Values{"csrf": {login.Field("csrf")}, "authRequestID": {login.Field("authRequestID")},
+		"email": {a.Email}, "password": {a.Password}})
+	approve := url.Values{"csrf": {consent.Field("csrf")}, "authRequestID": {consent.Field("authRequestID")}, "decision": {"approve"}}
 	var code string
 	for i := range 2 {
-		back := b.post(e.srv.URL+"/consent", approve)
-		u, err := url.Parse(back.location)
-		if err != nil || !strings.HasPrefix(back.location, testRedirect) || u.Query().Get("code") == "" {
-			t.Fatalf("approval %d went to %q (%d)\n%s", i+1, back.location, back.status, back.body)
+		back := b.Post(e.Srv.URL+"/consent", approve)
+		u, err := url.Parse(back.Location)
+		if err != nil || !strings.HasPrefix(back.Location, apptest.TestRedirect) || u.Query().Get("code") == "" {
+			t.Fatalf("approval %d went to %q (%d)\n%s", i+1, back.Location, back.Status, back.Body)
 		}
 		code = u.Query().Get("code")
 	}
-	if _, err := a.conf.Exchange(context.Background(), code, oauth2.VerifierOption(verifier)); err != nil {
+	if _, err := a.Conf.Exchange(context.Background(), code, oauth2.VerifierOption(verifier)); err != nil {
 		t.Fatalf("exchanging the code of the second approval: %v", err)
 	}
-	if again := b.post(e.srv.URL+"/consent", approve); again.status != http.StatusBadRequest {
-		t.Fatalf("approving a spent request: %d %s", again.status, again.location)
+	if again := b.Post(e.Srv.URL+"/consent", approve); again.Status != http.StatusBadRequest {
+		t.Fatalf("approving a spent request: %d %s", again.Status, again.Location)
 	}
 }
 
@@ -122,30 +123,30 @@ func TestApproveClickedTwice(t *testing.T) {
 func TestOAuthRacingDeletions(t *testing.T) {
 	t.Parallel()
 	dbURL := storetest.NewURL(t)
-	e := newEnvAt(t, dbURL)
+	e := apptest.NewAt(t, dbURL)
 	ctx := context.Background()
 	newApp := func() *oauthApp {
-		a := e.newOAuthApp(e.newTenant("US", "pro"), tenancy.RoleTeacher, identity.ClientInput{})
-		a.conf.Scopes = []string{"profile", "offline_access"}
+		a := e.NewOAuthApp(e.NewTenant("US", "pro"), tenancy.RoleTeacher, identity.ClientInput{})
+		a.Conf.Scopes = []string{"profile", "offline_access"}
 		return a
 	}
 	exchange := func(a *oauthApp) func() error {
 		verifier := oauth2.GenerateVerifier()
-		code := e.codeFor(a, oauth2.S256ChallengeOption(verifier))
+		code := e.CodeFor(a, oauth2.S256ChallengeOption(verifier))
 		return func() error {
-			_, err := a.conf.Exchange(ctx, code, oauth2.VerifierOption(verifier))
+			_, err := a.Conf.Exchange(ctx, code, oauth2.VerifierOption(verifier))
 			return err
 		}
 	}
 	refresh := func(a *oauthApp) func() error {
-		tok := e.token(a)
+		tok := e.Token(a)
 		return func() error {
-			_, err := a.conf.TokenSource(ctx, &oauth2.Token{RefreshToken: tok.RefreshToken}).Token()
+			_, err := a.Conf.TokenSource(ctx, &oauth2.Token{RefreshToken: tok.RefreshToken}).Token()
 			return err
 		}
 	}
-	user := func(a *oauthApp) (string, string) { return "users", a.user.ID }
-	app := func(a *oauthApp) (string, string) { return "oauth_clients", a.client.ID }
+	user := func(a *oauthApp) (string, string) { return "users", a.User.ID }
+	app := func(a *oauthApp) (string, string) { return "oauth_clients", a.Client.ID }
 	cases := []struct {
 		name    string
 		request func(*oauthApp) func() error
@@ -161,56 +162,56 @@ func TestOAuthRacingDeletions(t *testing.T) {
 	// redirect URI was checked by then, so the error goes back to the app.
 	a := newApp()
 	var p page
-	_ = storetest.DeleteDuring(t, dbURL, `DELETE FROM oauth_clients WHERE id = $1`, []any{a.client.ID}, func() error {
-		p = e.newBrowser().get(a.conf.AuthCodeURL("state-123"))
+	_ = storetest.DeleteDuring(t, dbURL, `DELETE FROM oauth_clients WHERE id = $1`, []any{a.Client.ID}, func() error {
+		p = e.NewBrowser().Get(a.Conf.AuthCodeURL("state-123"))
 		return nil
 	})
-	if p.status != http.StatusFound || !strings.Contains(p.location, "error=invalid_client") {
-		t.Errorf("authorizing as the app is deleted: %d %s, want a redirect with invalid_client", p.status, p.location)
+	if p.Status != http.StatusFound || !strings.Contains(p.Location, "error=invalid_client") {
+		t.Errorf("authorizing as the app is deleted: %d %s, want a redirect with invalid_client", p.Status, p.Location)
 	}
 	// Signing in reads the user, then stores the browser session.
 	a = newApp()
-	b := e.newBrowser()
-	login := b.get(a.conf.AuthCodeURL("state-123"))
-	form := url.Values{"csrf": {login.field("csrf")}, "authRequestID": {login.field("authRequestID")}, "email": {a.email}, "password": {a.password}}
-	_ = storetest.DeleteDuring(t, dbURL, `DELETE FROM users WHERE id = $1`, []any{a.user.ID}, func() error {
-		p = b.post(e.srv.URL+"/login", form)
+	b := e.NewBrowser()
+	login := b.Get(a.Conf.AuthCodeURL("state-123"))
+	form := url.Values{"csrf": {login.Field("csrf")}, "authRequestID": {login.Field("authRequestID")}, "email": {a.Email}, "password": {a.Password}}
+	_ = storetest.DeleteDuring(t, dbURL, `DELETE FROM users WHERE id = $1`, []any{a.User.ID}, func() error {
+		p = b.Post(e.Srv.URL+"/login", form)
 		return nil
 	})
-	if p.status != http.StatusUnauthorized || !strings.Contains(p.body, "The email or password is not correct.") {
-		t.Errorf("signing in as the user is deleted: %d\n%s", p.status, p.body)
+	if p.Status != http.StatusUnauthorized || !strings.Contains(p.Body, "The email or password is not correct.") {
+		t.Errorf("signing in as the user is deleted: %d\n%s", p.Status, p.Body)
 	}
 	// Consent given as the app or the user is deleted.
 	consentRacing := func(deleted func(*oauthApp) (table, id string)) page {
 		a := newApp()
-		b := e.newBrowser()
-		login := b.get(a.conf.AuthCodeURL("state-123"))
-		consent := b.post(e.srv.URL+"/login", url.Values{"csrf": {login.field("csrf")}, "authRequestID": {login.field("authRequestID")}, "email": {a.email}, "password": {a.password}})
+		b := e.NewBrowser()
+		login := b.Get(a.Conf.AuthCodeURL("state-123"))
+		consent := b.Post(e.Srv.URL+"/login", url.Values{"csrf": {login.Field("csrf")}, "authRequestID": {login.Field("authRequestID")}, "email": {a.Email}, "password": {a.Password}})
 		table, id := deleted(a)
 		var p page
 		_ = storetest.DeleteDuring(t, dbURL, `DELETE FROM `+table+` WHERE id = $1`, []any{id}, func() error {
-			p = b.post(e.srv.URL+"/consent", url.Values{"csrf": {consent.field("csrf")}, "authRequestID": {consent.field("authRequestID")}, "decision": {"approve"}})
+			p = b.Post(e.Srv.URL+"/consent", url.Values{"csrf": {consent.Field("csrf")}, "authRequestID": {consent.Field("authRequestID")}, "decision": {"approve"}})
 			return nil
 		})
 		return p
 	}
-	if p := consentRacing(app); p.status != http.StatusBadRequest || !strings.Contains(p.body, "This sign-in link is no longer valid") {
-		t.Errorf("consenting as the app is deleted: %d\n%s", p.status, p.body)
+	if p := consentRacing(app); p.Status != http.StatusBadRequest || !strings.Contains(p.Body, "This sign-in link is no longer valid") {
+		t.Errorf("consenting as the app is deleted: %d\n%s", p.Status, p.Body)
 	}
-	if p := consentRacing(user); p.status != http.StatusOK || p.url.Path != "/login" || !strings.Contains(p.body, `name="password"`) {
-		t.Errorf("consenting as the user is deleted: %d %s, want the sign-in form", p.status, p.url)
+	if p := consentRacing(user); p.Status != http.StatusOK || p.URL.Path != "/login" || !strings.Contains(p.Body, `name="password"`) {
+		t.Errorf("consenting as the user is deleted: %d %s, want the sign-in form", p.Status, p.URL)
 	}
 
 	// An API key made on the account page as its user is deleted.
 	a = newApp()
-	b = e.newBrowser()
-	csrf := e.signIn(b, a).field("csrf")
-	_ = storetest.DeleteDuring(t, dbURL, `DELETE FROM users WHERE id = $1`, []any{a.user.ID}, func() error {
-		p = b.post(e.srv.URL+"/account/api-keys", url.Values{"csrf": {csrf}, "name": {"export"}})
+	b = e.NewBrowser()
+	csrf := e.SignIn(b, a).Field("csrf")
+	_ = storetest.DeleteDuring(t, dbURL, `DELETE FROM users WHERE id = $1`, []any{a.User.ID}, func() error {
+		p = b.Post(e.Srv.URL+"/account/api-keys", url.Values{"csrf": {csrf}, "name": {"export"}})
 		return nil
 	})
-	if p.status != http.StatusOK || p.url.Path != "/login" {
-		t.Errorf("an API key made as its user is deleted: %d %s, want the sign-in page", p.status, p.url)
+	if p.Status != http.StatusOK || p.URL.Path != "/login" {
+		t.Errorf("an API key made as its user is deleted: %d %s, want the sign-in page", p.Status, p.URL)
 	}
 	for _, c := range cases {
 		a := newApp()
@@ -219,7 +220,7 @@ func TestOAuthRacingDeletions(t *testing.T) {
 		err := storetest.DeleteDuring(t, dbURL, `DELETE FROM `+table+` WHERE id = $1`, []any{id}, send)
 		// A token deleted with its grant was not reused: reporting reuse
 		// would tell the app and its user of a theft that never was.
-		if got := oauthError(err); got != c.want || strings.Contains(err.Error(), "reused") {
+		if got := apptest.OAuthError(err); got != c.want || strings.Contains(err.Error(), "reused") {
 			t.Errorf("%s: %v, want %s", c.name, err, c.want)
 		}
 	}

@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"net/http"
 	"strings"
 	"testing"
@@ -10,31 +11,31 @@ import (
 
 func TestOperationalEndpoints(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	tn := e.newTenant("US", "pro")
-	e.do("GET", "/users/"+tn.users[tenancy.RoleStudent].ID, tn.keys[tenancy.RoleOwner], nil).must(t, http.StatusOK)
-	e.do("GET", "/users/"+tn.users[tenancy.RoleStudent].ID, tn.keys[tenancy.RoleStudent], nil).must(t, http.StatusForbidden)
+	e := apptest.New(t)
+	tn := e.NewTenant("US", "pro")
+	e.Do("GET", "/users/"+tn.Users[tenancy.RoleStudent].ID, tn.Keys[tenancy.RoleOwner], nil).Must(t, http.StatusOK)
+	e.Do("GET", "/users/"+tn.Users[tenancy.RoleStudent].ID, tn.Keys[tenancy.RoleStudent], nil).Must(t, http.StatusForbidden)
 
-	if r := e.do("GET", "/healthz", "", nil).must(t, http.StatusOK); r.body["status"] != "ok" {
-		t.Fatalf("healthz: %s", r.raw)
+	if r := e.Do("GET", "/healthz", "", nil).Must(t, http.StatusOK); r.Body["status"] != "ok" {
+		t.Fatalf("healthz: %s", r.Raw)
 	}
-	if r := e.do("GET", "/readyz", "", nil).must(t, http.StatusOK); r.body["checks"].(map[string]any)["postgres"] != "ok" {
-		t.Fatalf("readyz: %s", r.raw)
+	if r := e.Do("GET", "/readyz", "", nil).Must(t, http.StatusOK); r.Body["checks"].(map[string]any)["postgres"] != "ok" {
+		t.Fatalf("readyz: %s", r.Raw)
 	}
-	if r := e.do("GET", "/openapi.yaml", "", nil).must(t, http.StatusOK); !strings.Contains(string(r.raw), "/users/{id}:") {
+	if r := e.Do("GET", "/openapi.yaml", "", nil).Must(t, http.StatusOK); !strings.Contains(string(r.Raw), "/users/{id}:") {
 		t.Fatal("openapi.yaml does not describe /users/{id}")
 	}
 
 	// Refused before the API runs, yet labelled with its route.
-	e.do("GET", "/users/"+tn.users[tenancy.RoleStudent].ID, "", nil).must(t, http.StatusUnauthorized)
+	e.Do("GET", "/users/"+tn.Users[tenancy.RoleStudent].ID, "", nil).Must(t, http.StatusUnauthorized)
 
-	metrics := string(e.do("GET", "/metrics", "", nil).must(t, http.StatusOK).raw)
+	metrics := string(e.Do("GET", "/metrics", "", nil).Must(t, http.StatusOK).Raw)
 	for _, want := range []string{
-		`assessd_http_requests_total{method="GET",org="` + tn.org.ID + `",route="GET /users/{id}",status="2xx"} 1`,
-		`assessd_http_requests_total{method="GET",org="` + tn.org.ID + `",route="GET /users/{id}",status="4xx"} 1`,
+		`assessd_http_requests_total{method="GET",org="` + tn.Org.ID + `",route="GET /users/{id}",status="2xx"} 1`,
+		`assessd_http_requests_total{method="GET",org="` + tn.Org.ID + `",route="GET /users/{id}",status="4xx"} 1`,
 		`assessd_http_request_duration_seconds_count{method="GET",route="GET /users/{id}",status="2xx"} 1`,
 		`assessd_http_requests_total{method="GET",org="_none",route="GET /users/{id}",status="4xx"} 1`,
-		`assessd_org_info{ai_region="global",name="School US",org="` + tn.org.ID + `",plan="pro"} 1`,
+		`assessd_org_info{ai_region="global",name="School US",org="` + tn.Org.ID + `",plan="pro"} 1`,
 		`assessd_auth_failures_total{reason="rate_limited"} 0`,
 		`assessd_http_requests_total{method="GET",org="_none",route="GET /healthz",status="2xx"} 1`,
 		`assessd_db_pool_total_connections`,

@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"fmt"
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -56,16 +57,16 @@ func TestWorkflowStartsSurviveATemporalOutage(t *testing.T) {
 	}
 	t.Cleanup(tc.Close)
 
-	e := newEnvWithConfig(t, func(c *app.Config) {
+	e := apptest.NewWithConfig(t, func(c *app.Config) {
 		c.Temporal = tc
 		c.Dispatch = workflows.DispatchOptions{Sweep: 200 * time.Millisecond, StartTimeout: 2 * time.Second, MaxDelay: time.Second,
 			Reconcile: 500 * time.Millisecond, Quiet: time.Second}
 	})
-	db, a := e.db, e.app
+	db, a := e.DB, e.App
 
-	tn := e.newTenant("US", tenancy.PlanPro)
-	teacher := tn.keys[tenancy.RoleTeacher]
-	staff := tenancy.WithCaller(context.Background(), tenancy.SystemCaller(tn.org.ID))
+	tn := e.NewTenant("US", tenancy.PlanPro)
+	teacher := tn.Keys[tenancy.RoleTeacher]
+	staff := tenancy.WithCaller(context.Background(), tenancy.SystemCaller(tn.Org.ID))
 	exam, err := a.Assessment.CreateExam(staff, assessment.NewExam{Name: "Essays", Language: "en"})
 	if err != nil {
 		t.Fatal(err)
@@ -77,12 +78,12 @@ func TestWorkflowStartsSurviveATemporalOutage(t *testing.T) {
 	}
 	submit := func() string {
 		t.Helper()
-		r := e.do("POST", "/exams/"+exam.ID+"/results", teacher, map[string]any{"userId": tn.users[tenancy.RoleStudent].ID,
-			"answers": []any{map[string]any{"questionId": essay.ID, "value": "Plants use light and chlorophyll to make sugar."}}}).must(t, 200)
-		if r.body["status"] != "grading" {
-			t.Fatalf("submitted result %s", r.raw)
+		r := e.Do("POST", "/exams/"+exam.ID+"/results", teacher, map[string]any{"userId": tn.Users[tenancy.RoleStudent].ID,
+			"answers": []any{map[string]any{"questionId": essay.ID, "value": "Plants use light and chlorophyll to make sugar."}}}).Must(t, 200)
+		if r.Body["status"] != "grading" {
+			t.Fatalf("submitted result %s", r.Raw)
 		}
-		return r.body["id"].(string)
+		return r.Body["id"].(string)
 	}
 	provider := &countingProvider{Provider: ai.NewBuiltin()}
 	startWorkers := func() func() {
@@ -114,17 +115,17 @@ func TestWorkflowStartsSurviveATemporalOutage(t *testing.T) {
 	// Temporal goes away. The API still takes the work.
 	temporal.Stop()
 	first := submit()
-	gen := e.do("POST", "/exam-generations", teacher, map[string]any{"subject": "Photosynthesis", "count": 3}).must(t, 200)
-	if gen.body["status"] != "running" {
-		t.Fatalf("generation %s", gen.raw)
+	gen := e.Do("POST", "/exam-generations", teacher, map[string]any{"subject": "Photosynthesis", "count": 3}).Must(t, 200)
+	if gen.Body["status"] != "running" {
+		t.Fatalf("generation %s", gen.Raw)
 	}
-	genID := gen.body["id"].(string)
+	genID := gen.Body["id"].(string)
 	waitMetric(t, e, `assessd_outbox_dispatches_total{kind="grading",outcome="retried"}`, func(v float64) bool { return v >= 1 })
 	waitMetric(t, e, `assessd_outbox_dispatches_total{kind="generation",outcome="retried"}`, func(v float64) bool { return v >= 1 })
 	waitMetric(t, e, `assessd_outbox_pending{kind="grading"}`, func(v float64) bool { return v == 1 })
 	waitMetric(t, e, `assessd_outbox_pending{kind="generation"}`, func(v float64) bool { return v == 1 })
-	if r := e.do("GET", "/exams/"+exam.ID+"/results/"+first, teacher, nil).must(t, 200); r.body["status"] != "grading" {
-		t.Fatalf("result while Temporal is down: %s", r.raw)
+	if r := e.Do("GET", "/exams/"+exam.ID+"/results/"+first, teacher, nil).Must(t, 200); r.Body["status"] != "grading" {
+		t.Fatalf("result while Temporal is down: %s", r.Raw)
 	}
 
 	// Temporal is back on the same address: the app's client reconnects.
@@ -135,9 +136,9 @@ func TestWorkflowStartsSurviveATemporalOutage(t *testing.T) {
 	if provider.grades.Load() != 1 || provider.generations.Load() != 1 {
 		t.Fatalf("provider graded %d times and generated %d times, want once each", provider.grades.Load(), provider.generations.Load())
 	}
-	exams := items(e.do("GET", "/exams", teacher, nil).must(t, 200).body, "exams")
-	if len(exams) != 2 || ready.body["examId"] == "" {
-		t.Fatalf("%d exams after one generation (want the essay exam and the generated one); generation %s", len(exams), ready.raw)
+	exams := apptest.Items(e.Do("GET", "/exams", teacher, nil).Must(t, 200).Body, "exams")
+	if len(exams) != 2 || ready.Body["examId"] == "" {
+		t.Fatalf("%d exams after one generation (want the essay exam and the generated one); generation %s", len(exams), ready.Raw)
 	}
 	waitMetric(t, e, `assessd_outbox_pending{kind="grading"}`, func(v float64) bool { return v == 0 })
 
@@ -162,14 +163,14 @@ func waitStatus(t *testing.T, e *env, path, key, want string) response {
 	t.Helper()
 	var r response
 	eventually.Succeeds(t, time.Minute, func() error {
-		r = e.do("GET", path, key, nil).must(t, 200)
-		switch r.body["status"] {
+		r = e.Do("GET", path, key, nil).Must(t, 200)
+		switch r.Body["status"] {
 		case want:
 			return nil
 		case "failed":
-			t.Fatalf("%s failed: %s", path, r.raw)
+			t.Fatalf("%s failed: %s", path, r.Raw)
 		}
-		return fmt.Errorf("%s still %v", path, r.body["status"])
+		return fmt.Errorf("%s still %v", path, r.Body["status"])
 	})
 	return r
 }
@@ -178,8 +179,8 @@ func waitStatus(t *testing.T, e *env, path, key, want string) response {
 func waitMetric(t *testing.T, e *env, series string, ok func(float64) bool) {
 	t.Helper()
 	eventually.Succeeds(t, time.Minute, func() error {
-		r := e.do("GET", "/metrics", "", nil).must(t, 200)
-		for line := range strings.SplitSeq(string(r.raw), "\n") {
+		r := e.Do("GET", "/metrics", "", nil).Must(t, 200)
+		for line := range strings.SplitSeq(string(r.Raw), "\n") {
 			if rest, has := strings.CutPrefix(line, series+" "); has {
 				if value, _ := strconv.ParseFloat(rest, 64); !ok(value) {
 					return fmt.Errorf("%s is %v", series, value)

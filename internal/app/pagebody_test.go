@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"io"
 	"mime/multipart"
 	"net"
@@ -23,14 +24,14 @@ import (
 // to disk). An embed flow's file answer keeps the upload limit.
 func TestPageBodiesBounded(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	tn := e.newTenant("US", "pro")
-	exam, question := e.fileUploadExam(tn.keys[tenancy.RoleTeacher])
-	sess := e.embedSession(tn.keys[tenancy.RoleTeacher], map[string]any{"flow": "student-exam", "actor": tn.users[tenancy.RoleStudent].ID, "examId": exam})
+	e := apptest.New(t)
+	tn := e.NewTenant("US", "pro")
+	exam, question := fileUploadExam(e, tn.Keys[tenancy.RoleTeacher])
+	sess := embedSession(e, tn.Keys[tenancy.RoleTeacher], map[string]any{"flow": "student-exam", "actor": tn.Users[tenancy.RoleStudent].ID, "examId": exam})
 
 	for _, path := range []string{"/oauth/token", "/login", "/embed/" + sess + "/answers"} {
 		form := "grant_type=client_credentials&x=" + strings.Repeat("a", 1<<20)
-		res, err := http.Post(e.srv.URL+path, "application/x-www-form-urlencoded", strings.NewReader(form))
+		res, err := http.Post(e.Srv.URL+path, "application/x-www-form-urlencoded", strings.NewReader(form))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -58,7 +59,7 @@ func TestPageBodiesBounded(t *testing.T) {
 			pw.CloseWithError(mw.Close())
 		}()
 		var sent atomic.Int64
-		req, _ := http.NewRequest(http.MethodPost, e.srv.URL+path, countingReader{pr, &sent})
+		req, _ := http.NewRequest(http.MethodPost, e.Srv.URL+path, countingReader{pr, &sent})
 		req.Header.Set("Content-Type", mw.FormDataContentType())
 		if res, err := http.DefaultClient.Do(req); err == nil {
 			res.Body.Close()
@@ -78,7 +79,7 @@ func TestPageBodiesBounded(t *testing.T) {
 	part, _ := mw.CreateFormFile("file", "notes.txt")
 	_, _ = part.Write(bytes.Repeat([]byte("leaves are green\n"), 3<<20/17))
 	_ = mw.Close()
-	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/embed/"+sess+"/files/"+question, &body)
+	req, _ := http.NewRequest(http.MethodPost, e.Srv.URL+"/embed/"+sess+"/files/"+question, &body)
 	req.Header.Set("Content-Type", mw.FormDataContentType())
 	req.Header.Set("HX-Request", "true")
 	res, err := http.DefaultClient.Do(req)
@@ -101,7 +102,7 @@ func TestPageBodiesBounded(t *testing.T) {
 // without its parameters (decision 0185).
 func TestOAuthEndpointsRefuseUnreadableBodiesInJSON(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := apptest.New(t)
 	form := "grant_type=client_credentials&token=" + strings.Repeat("a", 6<<20/5)
 	for _, path := range []string{"/oauth/token", "/oauth/revoke", "/oauth/introspect"} {
 		for _, streamed := range []bool{false, true} {
@@ -109,7 +110,7 @@ func TestOAuthEndpointsRefuseUnreadableBodiesInJSON(t *testing.T) {
 			if streamed {
 				body = io.MultiReader(body) // no length: sent chunked
 			}
-			req, _ := http.NewRequest(http.MethodPost, e.srv.URL+path, body)
+			req, _ := http.NewRequest(http.MethodPost, e.Srv.URL+path, body)
 			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 			res, err := http.DefaultClient.Do(req)
 			if err != nil {
@@ -119,7 +120,7 @@ func TestOAuthEndpointsRefuseUnreadableBodiesInJSON(t *testing.T) {
 				http.StatusRequestEntityTooLarge, "request body exceeds 1048576 bytes")
 		}
 
-		conn, err := net.Dial("tcp", e.srv.Listener.Addr().String())
+		conn, err := net.Dial("tcp", e.Srv.Listener.Addr().String())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,7 +133,7 @@ func TestOAuthEndpointsRefuseUnreadableBodiesInJSON(t *testing.T) {
 		checkOAuthError(t, path+", a broken chunk", res, http.StatusBadRequest, "error parsing form")
 		conn.Close()
 
-		res, err = http.Post(e.srv.URL+path, "application/x-www-form-urlencoded", strings.NewReader("grant_type=client_credentials&token=%zz"))
+		res, err = http.Post(e.Srv.URL+path, "application/x-www-form-urlencoded", strings.NewReader("grant_type=client_credentials&token=%zz"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -41,8 +42,8 @@ func TestIsolationBehindTransactionPooling(t *testing.T) {
 		}
 		return db
 	}
-	a, b := newEnvOn(t, open(), nil), newEnvOn(t, open(), nil)
-	tenants := []tenant{a.newTenant("US", "pro"), b.newTenant("DE", "pro")}
+	a, b := apptest.NewOn(t, open(), nil), apptest.NewOn(t, open(), nil)
+	tenants := []tenant{a.NewTenant("US", "pro"), b.NewTenant("DE", "pro")}
 
 	const requests = 600
 	var sent, foreign, failed atomic.Int64
@@ -78,25 +79,25 @@ func TestIsolationBehindTransactionPooling(t *testing.T) {
 	}
 
 	// Revocation: instance b caches the teacher's key, instance a revokes it.
-	key := tenants[0].keys[tenancy.RoleTeacher]
+	key := tenants[0].Keys[tenancy.RoleTeacher]
 	eventually.Succeeds(t, 5*time.Second, func() error {
-		if !a.app.Tenancy.CredentialListenerUp() || !b.app.Tenancy.CredentialListenerUp() {
+		if !a.App.Tenancy.CredentialListenerUp() || !b.App.Tenancy.CredentialListenerUp() {
 			return errors.New("credential listeners not connected")
 		}
 		return nil
 	})
-	b.do("GET", "/me", key, nil).must(t, http.StatusOK)
-	sys := tenancy.WithCaller(ctx, tenancy.SystemCaller(tenants[0].org.ID))
-	keys, err := a.app.Tenancy.ListAPIKeys(sys, tenants[0].users[tenancy.RoleTeacher].ID)
+	b.Do("GET", "/me", key, nil).Must(t, http.StatusOK)
+	sys := tenancy.WithCaller(ctx, tenancy.SystemCaller(tenants[0].Org.ID))
+	keys, err := a.App.Tenancy.ListAPIKeys(sys, tenants[0].Users[tenancy.RoleTeacher].ID)
 	if err != nil || len(keys) != 1 {
 		t.Fatalf("ListAPIKeys = %v, %v", keys, err)
 	}
-	if err := a.app.Tenancy.RevokeAPIKey(sys, keys[0].ID); err != nil {
+	if err := a.App.Tenancy.RevokeAPIKey(sys, keys[0].ID); err != nil {
 		t.Fatal(err)
 	}
 	revoked := time.Now()
 	eventually.Succeeds(t, time.Second, func() error {
-		switch status := b.do("GET", "/me", key, nil).status; status {
+		switch status := b.Do("GET", "/me", key, nil).Status; status {
 		case http.StatusUnauthorized:
 			return nil
 		case http.StatusOK:
@@ -114,7 +115,7 @@ func TestIsolationBehindTransactionPooling(t *testing.T) {
 // error for any other wrong answer.
 func checkedRequest(e *env, tn tenant, i int) (int, error) {
 	own := map[string]bool{}
-	for _, u := range tn.users {
+	for _, u := range tn.Users {
 		own[u.ID] = true
 	}
 	switch i % 3 {
@@ -122,12 +123,12 @@ func checkedRequest(e *env, tn tenant, i int) (int, error) {
 		var body struct {
 			Users []struct{ ID, OrgID string }
 		}
-		if err := call(e, "GET", "/users", tn.keys[tenancy.RoleAdmin], nil, &body); err != nil {
+		if err := call(e, "GET", "/users", tn.Keys[tenancy.RoleAdmin], nil, &body); err != nil {
 			return 0, err
 		}
 		foreign := 0
 		for _, u := range body.Users {
-			if !own[u.ID] || u.OrgID != tn.org.ID {
+			if !own[u.ID] || u.OrgID != tn.Org.ID {
 				foreign++
 			}
 		}
@@ -137,20 +138,20 @@ func checkedRequest(e *env, tn tenant, i int) (int, error) {
 		return foreign, nil
 	case 1: // read the caller
 		var me struct{ ID, OrgID string }
-		if err := call(e, "GET", "/me", tn.keys[tenancy.RoleTeacher], nil, &me); err != nil {
+		if err := call(e, "GET", "/me", tn.Keys[tenancy.RoleTeacher], nil, &me); err != nil {
 			return 0, err
 		}
-		if me.ID != tn.users[tenancy.RoleTeacher].ID || me.OrgID != tn.org.ID {
+		if me.ID != tn.Users[tenancy.RoleTeacher].ID || me.OrgID != tn.Org.ID {
 			return 1, nil
 		}
 		return 0, nil
 	default: // write: rename the caller
 		var me struct{ ID, OrgID, Name string }
 		name := fmt.Sprintf("Student %d", i)
-		if err := call(e, "PATCH", "/me", tn.keys[tenancy.RoleStudent], map[string]any{"name": name}, &me); err != nil {
+		if err := call(e, "PATCH", "/me", tn.Keys[tenancy.RoleStudent], map[string]any{"name": name}, &me); err != nil {
 			return 0, err
 		}
-		if me.ID != tn.users[tenancy.RoleStudent].ID || me.OrgID != tn.org.ID {
+		if me.ID != tn.Users[tenancy.RoleStudent].ID || me.OrgID != tn.Org.ID {
 			return 1, nil
 		}
 		return 0, nil
@@ -167,7 +168,7 @@ func call(e *env, method, path, key string, body, out any) error {
 			return err
 		}
 	}
-	req, err := http.NewRequest(method, e.srv.URL+path, bytes.NewReader(data))
+	req, err := http.NewRequest(method, e.Srv.URL+path, bytes.NewReader(data))
 	if err != nil {
 		return err
 	}
@@ -175,7 +176,7 @@ func call(e *env, method, path, key string, body, out any) error {
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	res, err := e.srv.Client().Do(req)
+	res, err := e.Srv.Client().Do(req)
 	if err != nil {
 		return err
 	}
@@ -207,7 +208,7 @@ func TestAttemptServedAlternatelyBehindTransactionPooling(t *testing.T) {
 		t.Cleanup(db.Close)
 		return db
 	}
-	instances := []*env{newEnvOn(t, open(), nil), newEnvOn(t, open(), nil)}
+	instances := []*env{apptest.NewOn(t, open(), nil), apptest.NewOn(t, open(), nil)}
 	type taker struct {
 		tn       tenant
 		attempt  string
@@ -215,31 +216,31 @@ func TestAttemptServedAlternatelyBehindTransactionPooling(t *testing.T) {
 	}
 	var takers []*taker
 	for _, country := range []string{"US", "DE"} {
-		tn := instances[0].newTenant(country, "enterprise")
-		teacher, student := tn.keys[tenancy.RoleTeacher], tn.keys[tenancy.RoleStudent]
-		exam := str(instances[0].do("POST", "/exams", teacher, map[string]any{"name": "Pooled", "language": "en"}).must(t, 200).body, "id")
+		tn := instances[0].NewTenant(country, "enterprise")
+		teacher, student := tn.Keys[tenancy.RoleTeacher], tn.Keys[tenancy.RoleStudent]
+		exam := apptest.Str(instances[0].Do("POST", "/exams", teacher, map[string]any{"name": "Pooled", "language": "en"}).Must(t, 200).Body, "id")
 		tk := &taker{tn: tn}
 		for i := range 3 {
-			q := instances[0].do("POST", "/exams/"+exam+"/questions", teacher, map[string]any{"type": "numeric",
-				"prompt": fmt.Sprintf("Question %d?", i), "config": map[string]any{"correct": 29}}).must(t, 200).body
-			tk.question = append(tk.question, str(q, "id"))
+			q := instances[0].Do("POST", "/exams/"+exam+"/questions", teacher, map[string]any{"type": "numeric",
+				"prompt": fmt.Sprintf("Question %d?", i), "config": map[string]any{"correct": 29}}).Must(t, 200).Body
+			tk.question = append(tk.question, apptest.Str(q, "id"))
 		}
 		now := time.Now().UTC()
-		asg := instances[1].do("POST", "/assignments", teacher, map[string]any{"examId": exam, "userIds": []string{tn.users[tenancy.RoleStudent].ID},
-			"opensAt": now.Add(-time.Minute).Format(time.RFC3339), "closesAt": now.Add(time.Hour).Format(time.RFC3339)}).must(t, 200).body
-		tk.attempt = str(instances[0].do("POST", "/assignments/"+str(asg, "id")+"/attempts", student, map[string]any{}).must(t, 200).body, "id")
+		asg := instances[1].Do("POST", "/assignments", teacher, map[string]any{"examId": exam, "userIds": []string{tn.Users[tenancy.RoleStudent].ID},
+			"opensAt": now.Add(-time.Minute).Format(time.RFC3339), "closesAt": now.Add(time.Hour).Format(time.RFC3339)}).Must(t, 200).Body
+		tk.attempt = apptest.Str(instances[0].Do("POST", "/assignments/"+apptest.Str(asg, "id")+"/attempts", student, map[string]any{}).Must(t, 200).Body, "id")
 		takers = append(takers, tk)
 	}
 	const saves = 30 // per question
 	var wg sync.WaitGroup
 	for _, tk := range takers {
 		wg.Go(func() {
-			student := tk.tn.keys[tenancy.RoleStudent]
+			student := tk.tn.Keys[tenancy.RoleStudent]
 			for n := range saves {
 				for qi, q := range tk.question {
-					r := instances[(n+qi)%2].do("PUT", "/attempts/"+tk.attempt+"/responses/"+q, student, map[string]any{"value": n})
-					if r.status != http.StatusOK || r.body["revision"] != float64(n+1) || r.body["value"] != float64(n) {
-						t.Errorf("save %d of %s on instance %d: %d %s", n, q, (n+qi)%2, r.status, r.raw)
+					r := instances[(n+qi)%2].Do("PUT", "/attempts/"+tk.attempt+"/responses/"+q, student, map[string]any{"value": n})
+					if r.Status != http.StatusOK || r.Body["revision"] != float64(n+1) || r.Body["value"] != float64(n) {
+						t.Errorf("save %d of %s on instance %d: %d %s", n, q, (n+qi)%2, r.Status, r.Raw)
 						return
 					}
 				}
@@ -248,16 +249,16 @@ func TestAttemptServedAlternatelyBehindTransactionPooling(t *testing.T) {
 	}
 	wg.Wait()
 	for i, tk := range takers {
-		student := tk.tn.keys[tenancy.RoleStudent]
-		read := instances[i%2].do("GET", "/attempts/"+tk.attempt, student, nil).must(t, 200).body
+		student := tk.tn.Keys[tenancy.RoleStudent]
+		read := instances[i%2].Do("GET", "/attempts/"+tk.attempt, student, nil).Must(t, 200).Body
 		for _, r := range read["responses"].([]any) {
 			resp := r.(map[string]any)
 			if resp["revision"] != float64(saves) || resp["value"] != float64(saves-1) {
 				t.Errorf("attempt %s: %v; want revision %d with value %d", tk.attempt, resp, saves, saves-1)
 			}
 		}
-		done := instances[(i+1)%2].do("POST", "/attempts/"+tk.attempt+"/submit", student, map[string]any{}).must(t, 200).body
-		res := instances[i%2].do("GET", "/results/"+str(done, "resultId"), student, nil).must(t, 200).body
+		done := instances[(i+1)%2].Do("POST", "/attempts/"+tk.attempt+"/submit", student, map[string]any{}).Must(t, 200).Body
+		res := instances[i%2].Do("GET", "/results/"+apptest.Str(done, "resultId"), student, nil).Must(t, 200).Body
 		for _, a := range res["answers"].([]any) {
 			if v := a.(map[string]any)["value"]; v != float64(saves-1) {
 				t.Errorf("result of %s: answer %v; want %d", tk.attempt, a, saves-1)

@@ -3,6 +3,7 @@ package app_test
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"net/http"
 	"slices"
 	"sync"
@@ -16,10 +17,10 @@ import (
 func TestConcurrentQuestionCreatesGetDistinctPositions(t *testing.T) {
 	t.Parallel()
 	const n = 16
-	e := newEnv(t)
-	key := e.newTenant("US", "pro").keys[tenancy.RoleTeacher]
-	exam := e.do("POST", "/exams", key, map[string]any{"name": "Race", "language": "en"}).must(t, 200).body
-	url := e.srv.URL + "/exams/" + exam["id"].(string) + "/questions"
+	e := apptest.New(t)
+	key := e.NewTenant("US", "pro").Keys[tenancy.RoleTeacher]
+	exam := e.Do("POST", "/exams", key, map[string]any{"name": "Race", "language": "en"}).Must(t, 200).Body
+	url := e.Srv.URL + "/exams/" + exam["id"].(string) + "/questions"
 	body, _ := json.Marshal(map[string]any{"type": "numeric", "prompt": "1+1?", "config": map[string]any{"correct": 2}})
 
 	statuses := make([]int, n)
@@ -31,7 +32,7 @@ func TestConcurrentQuestionCreatesGetDistinctPositions(t *testing.T) {
 			req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
 			req.Header.Set("Authorization", "Bearer "+key)
 			req.Header.Set("Content-Type", "application/json")
-			res, err := e.srv.Client().Do(req)
+			res, err := e.Srv.Client().Do(req)
 			if err != nil {
 				t.Error(err)
 				return
@@ -48,7 +49,7 @@ func TestConcurrentQuestionCreatesGetDistinctPositions(t *testing.T) {
 		}
 	}
 	var positions []int
-	for _, q := range items(e.do("GET", "/exams/"+exam["id"].(string)+"/questions", key, nil).must(t, 200).body, "questions") {
+	for _, q := range apptest.Items(e.Do("GET", "/exams/"+exam["id"].(string)+"/questions", key, nil).Must(t, 200).Body, "questions") {
 		positions = append(positions, int(q["position"].(float64)))
 	}
 	slices.Sort(positions)

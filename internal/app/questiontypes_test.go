@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"net/http"
 	"testing"
 
@@ -14,45 +15,45 @@ import (
 // type is not readable by id where it was never enabled.
 func TestQuestionTypeContract(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	owner, user, late := e.newTenant("US", "pro"), e.newTenant("FR", "pro"), e.newTenant("DE", "pro")
-	ok := owner.keys[tenancy.RoleTeacher]
+	e := apptest.New(t)
+	owner, user, late := e.NewTenant("US", "pro"), e.NewTenant("FR", "pro"), e.NewTenant("DE", "pro")
+	ok := owner.Keys[tenancy.RoleTeacher]
 
 	// No configSchema: any configuration object.
-	typ := e.do("POST", "/question-types", ok, map[string]any{"key": "open_answer", "name": "Open answer", "public": true,
-		"responseProcessing": map[string]any{"condition": `=answer.value = "yes"`}}).must(t, http.StatusOK).body
-	id := str(typ, "id")
+	typ := e.Do("POST", "/question-types", ok, map[string]any{"key": "open_answer", "name": "Open answer", "public": true,
+		"responseProcessing": map[string]any{"condition": `=answer.value = "yes"`}}).Must(t, http.StatusOK).Body
+	id := apptest.Str(typ, "id")
 	if toJSON(typ["configSchema"]) != `{"type":"object"}` {
 		t.Fatalf("default configSchema = %v", typ["configSchema"])
 	}
 
 	// A question names the type by key.
-	exam := str(e.do("POST", "/exams", ok, map[string]any{"name": "Keys", "language": "en"}).must(t, http.StatusOK).body, "id")
-	q := e.do("POST", "/exams/"+exam+"/questions", ok, map[string]any{"type": "open_answer", "prompt": "Say yes.", "config": map[string]any{"anything": []any{1, 2}}}).must(t, http.StatusOK).body
+	exam := apptest.Str(e.Do("POST", "/exams", ok, map[string]any{"name": "Keys", "language": "en"}).Must(t, http.StatusOK).Body, "id")
+	q := e.Do("POST", "/exams/"+exam+"/questions", ok, map[string]any{"type": "open_answer", "prompt": "Say yes.", "config": map[string]any{"anything": []any{1, 2}}}).Must(t, http.StatusOK).Body
 	if q["type"] != id {
 		t.Fatalf("question created by key has type %v, want %s", q["type"], id)
 	}
-	if r := e.do("POST", "/exams/"+exam+"/questions", ok, map[string]any{"type": "no_such_key", "prompt": "Say yes.", "config": map[string]any{}}).must(t, http.StatusBadRequest); r.field() != "type" {
-		t.Fatalf("unknown key: %s", r.raw)
+	if r := e.Do("POST", "/exams/"+exam+"/questions", ok, map[string]any{"type": "no_such_key", "prompt": "Say yes.", "config": map[string]any{}}).Must(t, http.StatusBadRequest); r.Field() != "type" {
+		t.Fatalf("unknown key: %s", r.Raw)
 	}
 	// Another organization's key is not ours to name.
-	uk := user.keys[tenancy.RoleTeacher]
-	userExam := str(e.do("POST", "/exams", uk, map[string]any{"name": "Keys", "language": "fr"}).must(t, http.StatusOK).body, "id")
-	e.do("POST", "/exams/"+userExam+"/questions", uk, map[string]any{"type": "open_answer", "prompt": "Say yes.", "config": map[string]any{}}).must(t, http.StatusBadRequest)
+	uk := user.Keys[tenancy.RoleTeacher]
+	userExam := apptest.Str(e.Do("POST", "/exams", uk, map[string]any{"name": "Keys", "language": "fr"}).Must(t, http.StatusOK).Body, "id")
+	e.Do("POST", "/exams/"+userExam+"/questions", uk, map[string]any{"type": "open_answer", "prompt": "Say yes.", "config": map[string]any{}}).Must(t, http.StatusBadRequest)
 
 	// The list: built-ins first, then the organization's own, page by page.
 	var seen []string
 	token := ""
 	for range 10 {
-		r := e.do("GET", "/question-types?pageSize=3&pageToken="+token, ok, nil).must(t, http.StatusOK).body
-		for _, it := range items(r, "questionTypes") {
-			ref := str(it, "id")
+		r := e.Do("GET", "/question-types?pageSize=3&pageToken="+token, ok, nil).Must(t, http.StatusOK).Body
+		for _, it := range apptest.Items(r, "questionTypes") {
+			ref := apptest.Str(it, "id")
 			if ref == "" {
-				ref = str(it, "key")
+				ref = apptest.Str(it, "key")
 			}
 			seen = append(seen, ref)
 		}
-		if token = str(r, "nextPageToken"); token == "" {
+		if token = apptest.Str(r, "nextPageToken"); token == "" {
 			break
 		}
 	}
@@ -63,10 +64,10 @@ func TestQuestionTypeContract(t *testing.T) {
 
 	// Deprecated: the owner and an organization that enabled it still read
 	// it by id; one that never enabled it gets 404.
-	e.do("POST", "/question-types/"+id+"/enable", uk, map[string]any{}).must(t, http.StatusOK)
-	e.do("GET", "/question-types/"+id, late.keys[tenancy.RoleTeacher], nil).must(t, http.StatusOK)
-	e.do("PATCH", "/question-types/"+id, ok, map[string]any{"deprecated": true}).must(t, http.StatusOK)
-	e.do("GET", "/question-types/"+id, ok, nil).must(t, http.StatusOK)
-	e.do("GET", "/question-types/"+id, uk, nil).must(t, http.StatusOK)
-	e.do("GET", "/question-types/"+id, late.keys[tenancy.RoleTeacher], nil).must(t, http.StatusNotFound)
+	e.Do("POST", "/question-types/"+id+"/enable", uk, map[string]any{}).Must(t, http.StatusOK)
+	e.Do("GET", "/question-types/"+id, late.Keys[tenancy.RoleTeacher], nil).Must(t, http.StatusOK)
+	e.Do("PATCH", "/question-types/"+id, ok, map[string]any{"deprecated": true}).Must(t, http.StatusOK)
+	e.Do("GET", "/question-types/"+id, ok, nil).Must(t, http.StatusOK)
+	e.Do("GET", "/question-types/"+id, uk, nil).Must(t, http.StatusOK)
+	e.Do("GET", "/question-types/"+id, late.Keys[tenancy.RoleTeacher], nil).Must(t, http.StatusNotFound)
 }

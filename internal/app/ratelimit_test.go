@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"io"
 	"net/http"
 	"net/url"
@@ -34,8 +35,8 @@ func guessAt(key string) string { return key[:strings.LastIndex(key, "_")+1] + "
 
 // metricLine reports whether the server's /metrics has a sample line
 // starting with prefix.
-func (e *env) metricLine(prefix string) string {
-	for _, line := range strings.Split(string(e.do("GET", "/metrics", "", nil).raw), "\n") {
+func metricLine(e *env, prefix string) string {
+	for _, line := range strings.Split(string(e.Do("GET", "/metrics", "", nil).Raw), "\n") {
 		if strings.HasPrefix(line, prefix) {
 			return line
 		}
@@ -53,15 +54,15 @@ func TestTenantsBehindOneProxy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEnvWithConfig(t, func(c *app.Config) { c.TrustedProxies = trusted })
-	a, b := e.newTenant("US", "free"), e.newTenant("DE", "pro")
+	e := apptest.NewWithConfig(t, func(c *app.Config) { c.TrustedProxies = trusted })
+	a, b := e.NewTenant("US", "free"), e.NewTenant("DE", "pro")
 	attacker := forwardedFor("198.51.100.66")
-	throttled(t, 20, 10, func() response { return e.doWith("GET", "/me", guessAt(a.keys[tenancy.RoleOwner]), nil, attacker) })
-	e.doWith("GET", "/me", a.keys[tenancy.RoleOwner], nil, attacker).must(t, http.StatusTooManyRequests)
-	e.doWith("GET", "/me", a.keys[tenancy.RoleOwner], nil, forwardedFor("203.0.113.5")).must(t, http.StatusOK)
-	e.doWith("GET", "/me", b.keys[tenancy.RoleOwner], nil, attacker).must(t, http.StatusOK)
-	e.do("GET", "/me", a.keys[tenancy.RoleTeacher], nil).must(t, http.StatusOK)
-	if line := e.metricLine(`assessd_rate_limited_requests_total{limit="api_auth_failures",org="_none"}`); line == "" {
+	apptest.Throttled(t, 20, 10, func() response { return e.DoWith("GET", "/me", guessAt(a.Keys[tenancy.RoleOwner]), nil, attacker) })
+	e.DoWith("GET", "/me", a.Keys[tenancy.RoleOwner], nil, attacker).Must(t, http.StatusTooManyRequests)
+	e.DoWith("GET", "/me", a.Keys[tenancy.RoleOwner], nil, forwardedFor("203.0.113.5")).Must(t, http.StatusOK)
+	e.DoWith("GET", "/me", b.Keys[tenancy.RoleOwner], nil, attacker).Must(t, http.StatusOK)
+	e.Do("GET", "/me", a.Keys[tenancy.RoleTeacher], nil).Must(t, http.StatusOK)
+	if line := metricLine(e, `assessd_rate_limited_requests_total{limit="api_auth_failures",org="_none"}`); line == "" {
 		t.Error("throttled authentications not counted")
 	}
 }
@@ -70,12 +71,12 @@ func TestTenantsBehindOneProxy(t *testing.T) {
 // cannot escape its limit by inventing X-Forwarded-For values.
 func TestUntrustedForwardedForIsIgnored(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	tn := e.newTenant("US", "free")
+	e := apptest.New(t)
+	tn := e.NewTenant("US", "free")
 	i := 0
-	throttled(t, 20, 10, func() response {
+	apptest.Throttled(t, 20, 10, func() response {
 		i++
-		return e.doWith("GET", "/me", guessAt(tn.keys[tenancy.RoleOwner]), nil, forwardedFor(fmt.Sprintf("198.51.100.%d", i)))
+		return e.DoWith("GET", "/me", guessAt(tn.Keys[tenancy.RoleOwner]), nil, forwardedFor(fmt.Sprintf("198.51.100.%d", i)))
 	})
 }
 
@@ -85,7 +86,7 @@ var rateLimitField = regexp.MustCompile(`^"(\w+)";r=(\d+);t=(\d+)$`)
 // the RateLimit headers, and answers 429 with Retry-After beyond it.
 func TestRequestQuotas(t *testing.T) {
 	t.Parallel()
-	e := newEnvWithConfig(t, func(c *app.Config) {
+	e := apptest.NewWithConfig(t, func(c *app.Config) {
 		c.RequestsPerMinute = func(plan string) int {
 			if plan == tenancy.PlanFree {
 				return 3
@@ -93,35 +94,35 @@ func TestRequestQuotas(t *testing.T) {
 			return 100
 		}
 	})
-	free, pro := e.newTenant("US", "free"), e.newTenant("US", "pro")
+	free, pro := e.NewTenant("US", "free"), e.NewTenant("US", "pro")
 	for i := range 3 {
-		r := e.do("GET", "/me", free.keys[tenancy.RoleOwner], nil).must(t, http.StatusOK)
-		if got := r.header.Get("RateLimit-Policy"); got != `"free";q=3;w=60` {
+		r := e.Do("GET", "/me", free.Keys[tenancy.RoleOwner], nil).Must(t, http.StatusOK)
+		if got := r.Header.Get("RateLimit-Policy"); got != `"free";q=3;w=60` {
 			t.Fatalf("RateLimit-Policy = %q", got)
 		}
-		m := rateLimitField.FindStringSubmatch(r.header.Get("RateLimit"))
+		m := rateLimitField.FindStringSubmatch(r.Header.Get("RateLimit"))
 		if m == nil || m[1] != "free" || m[2] != strconv.Itoa(2-i) {
-			t.Fatalf("request %d: RateLimit = %q", i, r.header.Get("RateLimit"))
+			t.Fatalf("request %d: RateLimit = %q", i, r.Header.Get("RateLimit"))
 		}
 	}
 	// The quota is the organization's: another key of it shares it.
-	r := e.do("GET", "/users", free.keys[tenancy.RoleAdmin], nil).must(t, http.StatusTooManyRequests)
-	retry, err := strconv.Atoi(r.header.Get("Retry-After"))
-	if err != nil || retry < 1 || retry > 60 || r.reason() != "RATE_LIMITED" || r.body["code"] != float64(8) {
-		t.Fatalf("over quota: Retry-After %q, body %s", r.header.Get("Retry-After"), r.raw)
+	r := e.Do("GET", "/users", free.Keys[tenancy.RoleAdmin], nil).Must(t, http.StatusTooManyRequests)
+	retry, err := strconv.Atoi(r.Header.Get("Retry-After"))
+	if err != nil || retry < 1 || retry > 60 || r.Reason() != "RATE_LIMITED" || r.Body["code"] != float64(8) {
+		t.Fatalf("over quota: Retry-After %q, body %s", r.Header.Get("Retry-After"), r.Raw)
 	}
-	if m := rateLimitField.FindStringSubmatch(r.header.Get("RateLimit")); m == nil || m[2] != "0" {
-		t.Fatalf("over quota: RateLimit = %q", r.header.Get("RateLimit"))
+	if m := rateLimitField.FindStringSubmatch(r.Header.Get("RateLimit")); m == nil || m[2] != "0" {
+		t.Fatalf("over quota: RateLimit = %q", r.Header.Get("RateLimit"))
 	}
-	r = e.do("GET", "/me", pro.keys[tenancy.RoleOwner], nil).must(t, http.StatusOK)
-	if got := r.header.Get("RateLimit-Policy"); got != `"pro";q=100;w=60` {
+	r = e.Do("GET", "/me", pro.Keys[tenancy.RoleOwner], nil).Must(t, http.StatusOK)
+	if got := r.Header.Get("RateLimit-Policy"); got != `"pro";q=100;w=60` {
 		t.Fatalf("pro RateLimit-Policy = %q", got)
 	}
-	if line := e.metricLine(`assessd_rate_limited_requests_total{limit="org_quota",org="` + free.org.ID + `"}`); !strings.HasSuffix(line, " 1") {
-		t.Fatalf("throttled requests of %s: %q", free.org.ID, line)
+	if line := metricLine(e, `assessd_rate_limited_requests_total{limit="org_quota",org="`+free.Org.ID+`"}`); !strings.HasSuffix(line, " 1") {
+		t.Fatalf("throttled requests of %s: %q", free.Org.ID, line)
 	}
 	// Requests without a caller carry no quota headers.
-	if h := e.do("GET", "/healthz", "", nil).header.Get("RateLimit"); h != "" {
+	if h := e.Do("GET", "/healthz", "", nil).Header.Get("RateLimit"); h != "" {
 		t.Errorf("/healthz RateLimit = %q", h)
 	}
 }
@@ -133,34 +134,34 @@ func TestRequestQuotas(t *testing.T) {
 // only themself.
 func TestStudentsHaveQuotasOfTheirOwn(t *testing.T) {
 	t.Parallel()
-	e := newEnvWithConfig(t, func(c *app.Config) { c.RequestsPerMinute = func(string) int { return 5 } })
-	tn := e.newTenant("US", "enterprise")
-	ctx := tenancy.WithCaller(context.Background(), tenancy.SystemCaller(tn.org.ID))
-	other, err := e.app.Tenancy.CreateUser(ctx, tenancy.NewUser{Email: "other@school.test", Name: "Other", Role: tenancy.RoleStudent})
+	e := apptest.NewWithConfig(t, func(c *app.Config) { c.RequestsPerMinute = func(string) int { return 5 } })
+	tn := e.NewTenant("US", "enterprise")
+	ctx := tenancy.WithCaller(context.Background(), tenancy.SystemCaller(tn.Org.ID))
+	other, err := e.App.Tenancy.CreateUser(ctx, tenancy.NewUser{Email: "other@school.test", Name: "Other", Role: tenancy.RoleStudent})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, otherKey, err := e.app.Tenancy.CreateAPIKey(ctx, other.ID, "test")
+	_, otherKey, err := e.App.Tenancy.CreateAPIKey(ctx, other.ID, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	student := tn.keys[tenancy.RoleStudent]
-	if r := e.do("GET", "/me", student, nil).must(t, http.StatusOK); r.header.Get("RateLimit-Policy") != fmt.Sprintf(`"student";q=%d;w=60`, tenancy.StudentRequestsPerMinute) {
-		t.Fatalf("a student's RateLimit-Policy = %q", r.header.Get("RateLimit-Policy"))
+	student := tn.Keys[tenancy.RoleStudent]
+	if r := e.Do("GET", "/me", student, nil).Must(t, http.StatusOK); r.Header.Get("RateLimit-Policy") != fmt.Sprintf(`"student";q=%d;w=60`, tenancy.StudentRequestsPerMinute) {
+		t.Fatalf("a student's RateLimit-Policy = %q", r.Header.Get("RateLimit-Policy"))
 	}
-	r := throttled(t, tenancy.StudentRequestsPerMinute-1, tenancy.StudentRequestsPerMinute, func() response {
-		return e.do("GET", "/me", student, nil)
+	r := apptest.Throttled(t, tenancy.StudentRequestsPerMinute-1, tenancy.StudentRequestsPerMinute, func() response {
+		return e.Do("GET", "/me", student, nil)
 	})
-	if msg, _ := r.body["message"].(string); r.reason() != "RATE_LIMITED" || !strings.HasPrefix(msg, "your request quota") {
-		t.Fatalf("over a student's quota: %s", r.raw)
+	if msg, _ := r.Body["message"].(string); r.Reason() != "RATE_LIMITED" || !strings.HasPrefix(msg, "your request quota") {
+		t.Fatalf("over a student's quota: %s", r.Raw)
 	}
 	// Another student, and the organization's quota, are untouched.
-	e.do("GET", "/me", otherKey, nil).must(t, http.StatusOK)
+	e.Do("GET", "/me", otherKey, nil).Must(t, http.StatusOK)
 	for range 5 {
-		e.do("GET", "/me", tn.keys[tenancy.RoleTeacher], nil).must(t, http.StatusOK)
+		e.Do("GET", "/me", tn.Keys[tenancy.RoleTeacher], nil).Must(t, http.StatusOK)
 	}
-	e.do("GET", "/me", tn.keys[tenancy.RoleTeacher], nil).must(t, http.StatusTooManyRequests)
-	if line := e.metricLine(`assessd_rate_limited_requests_total{limit="user_quota",org="` + tn.org.ID + `"}`); !strings.HasSuffix(line, " 1") {
+	e.Do("GET", "/me", tn.Keys[tenancy.RoleTeacher], nil).Must(t, http.StatusTooManyRequests)
+	if line := metricLine(e, `assessd_rate_limited_requests_total{limit="user_quota",org="`+tn.Org.ID+`"}`); !strings.HasSuffix(line, " 1") {
 		t.Errorf("throttled student requests: %q", line)
 	}
 }
@@ -181,28 +182,28 @@ func TestQuotaOverrideReachesEveryInstance(t *testing.T) {
 			return 100
 		}
 	}
-	a := newEnvWithConfig(t, config)
-	b := newEnvOn(t, a.db, config)
-	tn := a.newTenant("US", "free")
-	key := tn.keys[tenancy.RoleOwner]
+	a := apptest.NewWithConfig(t, config)
+	b := apptest.NewOn(t, a.DB, config)
+	tn := a.NewTenant("US", "free")
+	key := tn.Keys[tenancy.RoleOwner]
 	for _, e := range []*env{a, b} {
 		for range 2 {
-			e.do("GET", "/me", key, nil).must(t, http.StatusOK)
+			e.Do("GET", "/me", key, nil).Must(t, http.StatusOK)
 		}
-		e.do("GET", "/me", key, nil).must(t, http.StatusTooManyRequests)
+		e.Do("GET", "/me", key, nil).Must(t, http.StatusTooManyRequests)
 	}
 
-	operator := tenancy.WithCaller(context.Background(), tenancy.SystemCaller(tn.org.ID))
+	operator := tenancy.WithCaller(context.Background(), tenancy.SystemCaller(tn.Org.ID))
 	policyBecomes := func(p tenancy.PlanPatch, want string) {
 		t.Helper()
-		if _, err := a.app.Tenancy.SetPlan(operator, p); err != nil {
+		if _, err := a.App.Tenancy.SetPlan(operator, p); err != nil {
 			t.Fatal(err)
 		}
 		for _, e := range []*env{a, b} {
 			eventually.Succeeds(t, 10*time.Second, func() error {
-				r := e.do("GET", "/me", key, nil)
-				if got := r.header.Get("RateLimit-Policy"); r.status != http.StatusOK || got != want {
-					return fmt.Errorf("%d with RateLimit-Policy %q, want 200 with %q", r.status, got, want)
+				r := e.Do("GET", "/me", key, nil)
+				if got := r.Header.Get("RateLimit-Policy"); r.Status != http.StatusOK || got != want {
+					return fmt.Errorf("%d with RateLimit-Policy %q, want 200 with %q", r.Status, got, want)
 				}
 				return nil
 			})
@@ -221,20 +222,20 @@ func TestRedisDownLimitsPerProcess(t *testing.T) {
 	t.Parallel()
 	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	t.Cleanup(func() { down.Close() })
-	e := newEnvWithConfig(t, func(c *app.Config) {
+	e := apptest.NewWithConfig(t, func(c *app.Config) {
 		c.Redis = down
 		c.RequestsPerMinute = func(string) int { return 3 }
 	})
-	tn := e.newTenant("US", "free")
+	tn := e.NewTenant("US", "free")
 	for range 3 {
-		r := e.do("GET", "/me", tn.keys[tenancy.RoleOwner], nil).must(t, http.StatusOK)
-		if r.header.Get("RateLimit") == "" {
+		r := e.Do("GET", "/me", tn.Keys[tenancy.RoleOwner], nil).Must(t, http.StatusOK)
+		if r.Header.Get("RateLimit") == "" {
 			t.Fatal("no RateLimit header while Redis is down")
 		}
 	}
-	e.do("GET", "/me", tn.keys[tenancy.RoleOwner], nil).must(t, http.StatusTooManyRequests)
-	throttled(t, 20, 10, func() response { return e.do("GET", "/me", "ak_guess", nil) })
-	line := e.metricLine("assessd_rate_limit_local_decisions_total ")
+	e.Do("GET", "/me", tn.Keys[tenancy.RoleOwner], nil).Must(t, http.StatusTooManyRequests)
+	apptest.Throttled(t, 20, 10, func() response { return e.Do("GET", "/me", "ak_guess", nil) })
+	line := metricLine(e, "assessd_rate_limit_local_decisions_total ")
 	if n, _ := strconv.Atoi(strings.Fields(line + " 0")[1]); n < 29 {
 		t.Fatalf("local decisions: %q", line)
 	}
@@ -247,7 +248,7 @@ func TestRedisStateIsExported(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client(&redis.Options{MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { rdb.Close() })
-	e := newEnvWithConfig(t, func(c *app.Config) { c.Redis = rdb })
+	e := apptest.NewWithConfig(t, func(c *app.Config) { c.Redis = rdb })
 	for _, step := range []struct {
 		change func()
 		want   string
@@ -257,7 +258,7 @@ func TestRedisStateIsExported(t *testing.T) {
 		{srv.Restart, "assessd_redis_up 1"},
 	} {
 		step.change()
-		if got := e.metricLine("assessd_redis_up "); got != step.want {
+		if got := metricLine(e, "assessd_redis_up "); got != step.want {
 			t.Fatalf("%q, want %q", got, step.want)
 		}
 	}
@@ -269,35 +270,35 @@ func TestRedisStateIsExported(t *testing.T) {
 func TestDatabaseDownIsUnavailableForEveryCallerKind(t *testing.T) {
 	t.Parallel()
 	now := time.Now()
-	e := newEnvWithClock(t, func() time.Time { return now })
-	tn := e.newTenant("US", "pro")
-	oauth := e.newOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
-	oauth.conf.Scopes = []string{"profile", "users:read", "offline_access"}
-	tok := e.token(oauth)
+	e := apptest.NewWithClock(t, func() time.Time { return now })
+	tn := e.NewTenant("US", "pro")
+	oauth := e.NewOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
+	oauth.Conf.Scopes = []string{"profile", "users:read", "offline_access"}
+	tok := e.Token(oauth)
 	callers := map[string]string{
-		"api key":      tn.keys[tenancy.RoleTeacher], // never used, so not cached
+		"api key":      tn.Keys[tenancy.RoleTeacher], // never used, so not cached
 		"access token": tok.AccessToken,
-		"jwt":          e.serviceAccountToken(tn, tenancy.RoleTeacher, "users:read"),
+		"jwt":          serviceAccountToken(e, tn, tenancy.RoleTeacher, "users:read"),
 	}
-	b := e.newBrowser()
-	login := b.get(e.srv.URL + "/login")
+	b := e.NewBrowser()
+	login := b.Get(e.Srv.URL + "/login")
 	verifier := oauth2.GenerateVerifier()
-	code := e.codeFor(oauth, oauth2.S256ChallengeOption(verifier))
-	sa := e.newServiceAccount(tn, tenancy.RoleTeacher)
+	code := e.CodeFor(oauth, oauth2.S256ChallengeOption(verifier))
+	sa := newServiceAccount(e, tn, tenancy.RoleTeacher)
 	key := sa.addKey(e)
-	signedIn := e.newBrowser()
-	e.signIn(signedIn, oauth)
-	teacher := tn.keys[tenancy.RoleOwner]
-	exam := str(e.do("POST", "/exams", teacher, map[string]any{"name": "Outage", "language": "en"}).must(t, http.StatusOK).body, "id")
-	studentPage := e.srv.URL + "/embed/" + e.embedSession(teacher, map[string]any{"flow": "student-exam",
-		"actor": tn.users[tenancy.RoleStudent].ID, "examId": exam})
+	signedIn := e.NewBrowser()
+	e.SignIn(signedIn, oauth)
+	teacher := tn.Keys[tenancy.RoleOwner]
+	exam := apptest.Str(e.Do("POST", "/exams", teacher, map[string]any{"name": "Outage", "language": "en"}).Must(t, http.StatusOK).Body, "id")
+	studentPage := e.Srv.URL + "/embed/" + embedSession(e, teacher, map[string]any{"flow": "student-exam",
+		"actor": tn.Users[tenancy.RoleStudent].ID, "examId": exam})
 
-	e.db.Close()
+	e.DB.Close()
 	check := func(kind, token string) {
 		t.Helper()
-		r := e.do("GET", "/users", token, nil)
-		if r.status != http.StatusServiceUnavailable || r.reason() != "DATABASE_UNAVAILABLE" || r.header.Get("WWW-Authenticate") != "" {
-			t.Errorf("%s with the database down: %d %s (WWW-Authenticate %q)", kind, r.status, r.raw, r.header.Get("WWW-Authenticate"))
+		r := e.Do("GET", "/users", token, nil)
+		if r.Status != http.StatusServiceUnavailable || r.Reason() != "DATABASE_UNAVAILABLE" || r.Header.Get("WWW-Authenticate") != "" {
+			t.Errorf("%s with the database down: %d %s (WWW-Authenticate %q)", kind, r.Status, r.Raw, r.Header.Get("WWW-Authenticate"))
 		}
 	}
 	for kind, token := range callers {
@@ -311,15 +312,15 @@ func TestDatabaseDownIsUnavailableForEveryCallerKind(t *testing.T) {
 	// good: 503 server_error, for the client to retry, never invalid_client
 	// or invalid_grant, which would make it drop them.
 	ctx := context.Background()
-	_, err := oauth.conf.Exchange(ctx, code, oauth2.VerifierOption(verifier))
+	_, err := oauth.Conf.Exchange(ctx, code, oauth2.VerifierOption(verifier))
 	checkUnavailable(t, "code exchange", err)
-	_, err = oauth.conf.TokenSource(ctx, &oauth2.Token{RefreshToken: tok.RefreshToken}).Token()
+	_, err = oauth.Conf.TokenSource(ctx, &oauth2.Token{RefreshToken: tok.RefreshToken}).Token()
 	checkUnavailable(t, "refresh", err)
-	if status, _, code := e.exchangeAssertion(sa, key, "users:read"); status != http.StatusServiceUnavailable || code != "server_error" {
+	if status, _, code := exchangeAssertion(e, sa, key, "users:read"); status != http.StatusServiceUnavailable || code != "server_error" {
 		t.Errorf("jwt-bearer grant with the database down: %d %q, want 503 server_error", status, code)
 	}
-	res, err := http.PostForm(e.srv.URL+"/oauth/revoke", url.Values{
-		"token": {tok.RefreshToken}, "client_id": {oauth.conf.ClientID}, "client_secret": {oauth.conf.ClientSecret}})
+	res, err := http.PostForm(e.Srv.URL+"/oauth/revoke", url.Values{
+		"token": {tok.RefreshToken}, "client_id": {oauth.Conf.ClientID}, "client_secret": {oauth.Conf.ClientSecret}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,20 +328,20 @@ func TestDatabaseDownIsUnavailableForEveryCallerKind(t *testing.T) {
 	if res.StatusCode != http.StatusServiceUnavailable {
 		t.Errorf("revocation with the database down: %d, want 503 (nothing was revoked)", res.StatusCode)
 	}
-	if status, info, _ := e.userinfo(tok.AccessToken); status != http.StatusServiceUnavailable || info["error"] != "server_error" {
+	if status, info, _ := userinfo(e, tok.AccessToken); status != http.StatusServiceUnavailable || info["error"] != "server_error" {
 		t.Errorf("userinfo with the database down: %d %v, want 503 server_error", status, info)
 	}
 
-	p := b.post(e.srv.URL+"/login", url.Values{"csrf": {login.field("csrf")}, "email": {oauth.email}, "password": {oauth.password}})
-	if p.status != http.StatusServiceUnavailable {
-		t.Errorf("login with the database down: %d", p.status)
+	p := b.Post(e.Srv.URL+"/login", url.Values{"csrf": {login.Field("csrf")}, "email": {oauth.Email}, "password": {oauth.Password}})
+	if p.Status != http.StatusServiceUnavailable {
+		t.Errorf("login with the database down: %d", p.Status)
 	}
 	// Pages say the service is unavailable, never that a session expired.
-	if p := signedIn.get(e.srv.URL + "/account"); p.status != http.StatusServiceUnavailable || !strings.Contains(p.body, "Try again later") {
-		t.Errorf("account page with the database down: %d\n%s", p.status, p.body)
+	if p := signedIn.Get(e.Srv.URL + "/account"); p.Status != http.StatusServiceUnavailable || !strings.Contains(p.Body, "Try again later") {
+		t.Errorf("account page with the database down: %d\n%s", p.Status, p.Body)
 	}
-	if p := e.newBrowser().get(studentPage); p.status != http.StatusServiceUnavailable || !strings.Contains(p.body, "retry") {
-		t.Errorf("embedded exam with the database down: %d\n%s", p.status, p.body)
+	if p := e.NewBrowser().Get(studentPage); p.Status != http.StatusServiceUnavailable || !strings.Contains(p.Body, "retry") {
+		t.Errorf("embedded exam with the database down: %d\n%s", p.Status, p.Body)
 	}
 }
 
@@ -351,28 +352,28 @@ func TestDatabaseDownIsUnavailableForEveryCallerKind(t *testing.T) {
 func TestConsentsThatCannotGoOn(t *testing.T) {
 	t.Parallel()
 	dbURL := storetest.NewURL(t)
-	e := newEnvAt(t, dbURL)
-	a := e.newOAuthApp(e.newTenant("US", "pro"), tenancy.RoleTeacher, identity.ClientInput{})
-	a.conf.Scopes = []string{"profile"}
-	b := e.newBrowser()
-	login := b.get(a.conf.AuthCodeURL("state-123"))
-	consent := b.post(e.srv.URL+"/login", url.Values{"csrf": {login.field("csrf")}, "authRequestID": {login.field("authRequestID")}, "email": {a.email}, "password": {a.password}})
+	e := apptest.NewAt(t, dbURL)
+	a := e.NewOAuthApp(e.NewTenant("US", "pro"), tenancy.RoleTeacher, identity.ClientInput{})
+	a.Conf.Scopes = []string{"profile"}
+	b := e.NewBrowser()
+	login := b.Get(a.Conf.AuthCodeURL("state-123"))
+	consent := b.Post(e.Srv.URL+"/login", url.Values{"csrf": {login.Field("csrf")}, "authRequestID": {login.Field("authRequestID")}, "email": {a.Email}, "password": {a.Password}})
 	answer := func(id, decision string) page {
-		return b.post(e.srv.URL+"/consent", url.Values{"csrf": {consent.field("csrf")}, "authRequestID": {id}, "decision": {decision}})
+		return b.Post(e.Srv.URL+"/consent", url.Values{"csrf": {consent.Field("csrf")}, "authRequestID": {id}, "decision": {decision}})
 	}
-	if p := answer(consent.field("authRequestID"), "approve"); p.status != http.StatusSeeOther && p.status != http.StatusFound {
-		t.Fatalf("approval: %d\n%s", p.status, p.body)
+	if p := answer(consent.Field("authRequestID"), "approve"); p.Status != http.StatusSeeOther && p.Status != http.StatusFound {
+		t.Fatalf("approval: %d\n%s", p.Status, p.Body)
 	}
 	for name, p := range map[string]page{
-		"unknown request":           b.get(e.srv.URL + "/login?authRequestID=" + strings.Repeat("0", 32)),
-		"denied after its approval": answer(consent.field("authRequestID"), "deny"),
+		"unknown request":           b.Get(e.Srv.URL + "/login?authRequestID=" + strings.Repeat("0", 32)),
+		"denied after its approval": answer(consent.Field("authRequestID"), "deny"),
 	} {
-		if p.status != http.StatusBadRequest || !strings.Contains(p.body, "This sign-in link is no longer valid") {
-			t.Errorf("%s: %d, want the stale link\n%s", name, p.status, p.body)
+		if p.Status != http.StatusBadRequest || !strings.Contains(p.Body, "This sign-in link is no longer valid") {
+			t.Errorf("%s: %d, want the stale link\n%s", name, p.Status, p.Body)
 		}
 	}
 
-	pending := b.get(a.conf.AuthCodeURL("state-456"))
+	pending := b.Get(a.Conf.AuthCodeURL("state-456"))
 	owner, err := pgx.Connect(context.Background(), dbURL)
 	if err != nil {
 		t.Fatal(err)
@@ -382,11 +383,11 @@ func TestConsentsThatCannotGoOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, p := range map[string]page{
-		"consent page": b.get(e.srv.URL + "/login?authRequestID=" + url.QueryEscape(pending.field("authRequestID"))),
-		"approval":     answer(pending.field("authRequestID"), "approve"),
+		"consent page": b.Get(e.Srv.URL + "/login?authRequestID=" + url.QueryEscape(pending.Field("authRequestID"))),
+		"approval":     answer(pending.Field("authRequestID"), "approve"),
 	} {
-		if p.status != http.StatusInternalServerError || !strings.Contains(p.body, "Authorization is unavailable right now.") {
-			t.Errorf("%s with the client unreadable: %d\n%s", name, p.status, p.body)
+		if p.Status != http.StatusInternalServerError || !strings.Contains(p.Body, "Authorization is unavailable right now.") {
+			t.Errorf("%s with the client unreadable: %d\n%s", name, p.Status, p.Body)
 		}
 	}
 }
@@ -409,11 +410,11 @@ func TestUnreadTokensAre503(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dbURL := storetest.NewURL(t)
-	e := newEnvAt(t, dbURL)
-	tn := e.newTenant("US", "pro")
-	oauth := e.newOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
-	oauth.conf.Scopes = []string{"profile", "users:read", "offline_access"}
-	tok := e.token(oauth)
+	e := apptest.NewAt(t, dbURL)
+	tn := e.NewTenant("US", "pro")
+	oauth := e.NewOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
+	oauth.Conf.Scopes = []string{"profile", "users:read", "offline_access"}
+	tok := e.Token(oauth)
 	owner, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
 		t.Fatal(err)
@@ -428,8 +429,8 @@ func TestUnreadTokensAre503(t *testing.T) {
 	grant(`REVOKE EXECUTE ON FUNCTION oauth_token_for_auth(bytea) FROM ` + store.AppRole)
 	for _, hint := range []string{"", "refresh_token", "access_token"} {
 		for _, token := range []string{tok.RefreshToken, tok.AccessToken} {
-			res, err := http.PostForm(e.srv.URL+"/oauth/revoke", url.Values{"token": {token}, "token_type_hint": {hint},
-				"client_id": {oauth.conf.ClientID}, "client_secret": {oauth.conf.ClientSecret}})
+			res, err := http.PostForm(e.Srv.URL+"/oauth/revoke", url.Values{"token": {token}, "token_type_hint": {hint},
+				"client_id": {oauth.Conf.ClientID}, "client_secret": {oauth.Conf.ClientSecret}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -441,9 +442,9 @@ func TestUnreadTokensAre503(t *testing.T) {
 		}
 	}
 	introspect := func() (int, string) {
-		req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/oauth/introspect", strings.NewReader(url.Values{"token": {tok.AccessToken}}.Encode()))
+		req, _ := http.NewRequest(http.MethodPost, e.Srv.URL+"/oauth/introspect", strings.NewReader(url.Values{"token": {tok.AccessToken}}.Encode()))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.SetBasicAuth(oauth.conf.ClientID, oauth.conf.ClientSecret)
+		req.SetBasicAuth(oauth.Conf.ClientID, oauth.Conf.ClientSecret)
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -456,8 +457,8 @@ func TestUnreadTokensAre503(t *testing.T) {
 		t.Errorf("introspection with the token unreadable: %d %s, want 503 server_error", status, body)
 	}
 	grant(`GRANT EXECUTE ON FUNCTION oauth_token_for_auth(bytea) TO ` + store.AppRole)
-	if r := e.do("GET", "/users", tok.AccessToken, nil); r.status != http.StatusOK {
-		t.Fatalf("the token after the failed revocations: %d %s", r.status, r.raw)
+	if r := e.Do("GET", "/users", tok.AccessToken, nil); r.Status != http.StatusOK {
+		t.Fatalf("the token after the failed revocations: %d %s", r.Status, r.Raw)
 	}
 	if status, body := introspect(); status != http.StatusOK || !strings.Contains(body, `"active":true`) {
 		t.Fatalf("introspection once the token reads: %d %s", status, body)

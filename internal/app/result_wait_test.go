@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"net/http"
 	"testing"
 	"time"
@@ -17,35 +18,35 @@ import (
 // shape; a foreign result is a 404 at once.
 func TestReadingAResultWaitsForItsGrading(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	tn := e.newTenant("US", "pro")
-	other := e.newTenant("FR", "pro")
-	teacher, student := tn.keys[tenancy.RoleTeacher], tn.keys[tenancy.RoleStudent]
-	exam := str(e.do("POST", "/exams", teacher, map[string]any{"name": "Waiting", "language": "en"}).must(t, 200).body, "id")
-	essay := str(e.do("POST", "/exams/"+exam+"/questions", teacher, map[string]any{"type": "essay", "prompt": "Explain photosynthesis."}).must(t, 200).body, "id")
-	res := e.do("POST", "/exams/"+exam+"/results", student, map[string]any{"answers": []any{
-		map[string]any{"questionId": essay, "value": "Light becomes sugar."}}}).must(t, 200).body
-	id := str(res, "id")
+	e := apptest.New(t)
+	tn := e.NewTenant("US", "pro")
+	other := e.NewTenant("FR", "pro")
+	teacher, student := tn.Keys[tenancy.RoleTeacher], tn.Keys[tenancy.RoleStudent]
+	exam := apptest.Str(e.Do("POST", "/exams", teacher, map[string]any{"name": "Waiting", "language": "en"}).Must(t, 200).Body, "id")
+	essay := apptest.Str(e.Do("POST", "/exams/"+exam+"/questions", teacher, map[string]any{"type": "essay", "prompt": "Explain photosynthesis."}).Must(t, 200).Body, "id")
+	res := e.Do("POST", "/exams/"+exam+"/results", student, map[string]any{"answers": []any{
+		map[string]any{"questionId": essay, "value": "Light becomes sugar."}}}).Must(t, 200).Body
+	id := apptest.Str(res, "id")
 	if res["status"] != "grading" {
 		t.Fatalf("submitted %v", res)
 	}
 
 	for _, wait := range []string{"31s", "-1s", "soon"} {
-		if r := e.do("GET", "/results/"+id+"?wait="+wait, student, nil).must(t, 400); r.field() != "wait" {
-			t.Errorf("wait=%s: %s", wait, r.raw)
+		if r := e.Do("GET", "/results/"+id+"?wait="+wait, student, nil).Must(t, 400); r.Field() != "wait" {
+			t.Errorf("wait=%s: %s", wait, r.Raw)
 		}
 	}
 	// A value that is no duration at all says what one looks like.
 	for _, wait := range []string{"soon", "20"} {
-		r := e.do("GET", "/results/"+id+"?wait="+wait, student, nil).must(t, 400)
-		if msg, _ := r.body["message"].(string); msg != "wait: must be a number of seconds with an s, e.g. 20s" {
-			t.Errorf("wait=%s: %s", wait, r.raw)
+		r := e.Do("GET", "/results/"+id+"?wait="+wait, student, nil).Must(t, 400)
+		if msg, _ := r.Body["message"].(string); msg != "wait: must be a number of seconds with an s, e.g. 20s" {
+			t.Errorf("wait=%s: %s", wait, r.Raw)
 		}
 	}
 	start := time.Now()
-	e.do("GET", "/results/"+id+"?wait=20s", other.keys[tenancy.RoleOwner], nil).must(t, 404)
-	if r := e.do("GET", "/results/"+id+"?wait=0.2s", student, nil).must(t, 200); r.body["status"] != "grading" || time.Since(start) < 200*time.Millisecond {
-		t.Fatalf("a wait that ran out after %s: %s", time.Since(start), r.raw)
+	e.Do("GET", "/results/"+id+"?wait=20s", other.Keys[tenancy.RoleOwner], nil).Must(t, 404)
+	if r := e.Do("GET", "/results/"+id+"?wait=0.2s", student, nil).Must(t, 200); r.Body["status"] != "grading" || time.Since(start) < 200*time.Millisecond {
+		t.Fatalf("a wait that ran out after %s: %s", time.Since(start), r.Raw)
 	}
 
 	type read struct {
@@ -58,7 +59,7 @@ func TestReadingAResultWaitsForItsGrading(t *testing.T) {
 	for path, done := range waiting {
 		go func() {
 			start := time.Now()
-			req, _ := http.NewRequest(http.MethodGet, e.srv.URL+path+"?wait=20s", nil)
+			req, _ := http.NewRequest(http.MethodGet, e.Srv.URL+path+"?wait=20s", nil)
 			req.Header.Set("Authorization", "Bearer "+student)
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
@@ -76,11 +77,11 @@ func TestReadingAResultWaitsForItsGrading(t *testing.T) {
 	}
 	time.Sleep(200 * time.Millisecond)
 	graded := time.Now()
-	ctx := tenancy.WithCaller(context.Background(), tenancy.SystemCaller(tn.org.ID))
-	if err := e.app.Assessment.RecordGrade(ctx, id, essay, 1, "Good.", nil); err != nil {
+	ctx := tenancy.WithCaller(context.Background(), tenancy.SystemCaller(tn.Org.ID))
+	if err := e.App.Assessment.RecordGrade(ctx, id, essay, 1, "Good.", nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.app.Assessment.FinishResult(ctx, id, nil); err != nil {
+	if _, err := e.App.Assessment.FinishResult(ctx, id, nil); err != nil {
 		t.Fatal(err)
 	}
 	for path, done := range waiting {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"image"
 	"image/draw"
 	"image/jpeg"
@@ -96,11 +97,11 @@ func newScanEnv(t *testing.T) *scanEnv {
 	}))
 	t.Cleanup(s.cdn.Close)
 	cdnPrefix := s.cdn.URL + "/media/"
-	s.env = newEnvWithConfig(t, func(c *app.Config) { c.Temporal, c.MediaCDN = tc, []string{cdnPrefix} })
+	s.env = apptest.NewWithConfig(t, func(c *app.Config) { c.Temporal, c.MediaCDN = tc, []string{cdnPrefix} })
 	fetcher := media.NewFetcher([]string{cdnPrefix}, media.Options{HTTPClient: s.cdn.Client()})
 	reg := prometheus.NewRegistry()
 	for region, endpoint := range map[string]*visionAI{"eu": s.eu, "global": s.global} {
-		w, err := app.NewWorker(tc, s.db, app.WorkerConfig{Region: region, Fetcher: fetcher,
+		w, err := app.NewWorker(tc, s.DB, app.WorkerConfig{Region: region, Fetcher: fetcher,
 			Provider:    ai.NewOpenAI(ai.OpenAIConfig{BaseURL: endpoint.URL, APIKey: "test-key", Model: "vision"}),
 			Metrics:     gradingactivities.NewMetrics(prometheus.NewRegistry(), func(s string) string { return s }),
 			ScanMetrics: scanningactivities.NewMetrics(reg, func(s string) string { return s })})
@@ -116,46 +117,46 @@ func newScanEnv(t *testing.T) *scanEnv {
 }
 
 // upload posts files as a multipart scan request.
-func (s *env) upload(examID, key string, files ...[]byte) response {
-	s.t.Helper()
-	return s.uploadWith(examID, key, http.Header{}, files...)
+func upload(s *env, examID, key string, files ...[]byte) response {
+	s.T.Helper()
+	return uploadWith(s, examID, key, http.Header{}, files...)
 }
 
 // uploadWith is upload with extra headers. Each call draws its own
 // multipart boundary, as clients do.
-func (s *env) uploadWith(examID, key string, header http.Header, files ...[]byte) response {
-	s.t.Helper()
+func uploadWith(s *env, examID, key string, header http.Header, files ...[]byte) response {
+	s.T.Helper()
 	var body bytes.Buffer
 	mw := multipart.NewWriter(&body)
 	for i, f := range files {
 		part, err := mw.CreateFormFile("file", "page"+string(rune('1'+i)))
 		if err != nil {
-			s.t.Fatal(err)
+			s.T.Fatal(err)
 		}
 		_, _ = part.Write(f)
 	}
 	_ = mw.Close()
 	header.Set("Content-Type", mw.FormDataContentType())
-	return s.doWith("POST", "/exams/"+examID+"/answer-sheet-scans", key, body.String(), header)
+	return s.DoWith("POST", "/exams/"+examID+"/answer-sheet-scans", key, body.String(), header)
 }
 
 // sheets downloads the printable sheets and rasterizes them.
-func (s *env) sheets(examID, key string, userIDs ...string) []image.Image {
-	s.t.Helper()
+func sheets(s *env, examID, key string, userIDs ...string) []image.Image {
+	s.T.Helper()
 	q := ""
 	for i, id := range userIDs {
 		q += map[bool]string{true: "?", false: "&"}[i == 0] + "userId=" + id
 	}
-	r := s.do("GET", "/exams/"+examID+"/answer-sheets"+q, key, nil).must(s.t, 200)
-	if ct := r.header.Get("Content-Type"); ct != "application/pdf" || !bytes.HasPrefix(r.raw, []byte("%PDF-")) {
-		s.t.Fatalf("answer sheets: %s, %.40q", ct, r.raw)
+	r := s.Do("GET", "/exams/"+examID+"/answer-sheets"+q, key, nil).Must(s.T, 200)
+	if ct := r.Header.Get("Content-Type"); ct != "application/pdf" || !bytes.HasPrefix(r.Raw, []byte("%PDF-")) {
+		s.T.Fatalf("answer sheets: %s, %.40q", ct, r.Raw)
 	}
 	var pages []image.Image
-	if err := answersheet.SplitPDF(context.Background(), r.raw, func(_ int, img image.Image) error {
+	if err := answersheet.SplitPDF(context.Background(), r.Raw, func(_ int, img image.Image) error {
 		pages = append(pages, img)
 		return nil
 	}); err != nil {
-		s.t.Fatal(err)
+		s.T.Fatal(err)
 	}
 	return pages
 }
@@ -175,7 +176,7 @@ func scannedValues(sheet map[string]any) map[string]any {
 	answers, _ := sheet["answers"].([]any)
 	for _, a := range answers {
 		m := a.(map[string]any)
-		out[str(m, "questionId")] = m["value"]
+		out[apptest.Str(m, "questionId")] = m["value"]
 	}
 	return out
 }
@@ -183,22 +184,22 @@ func scannedValues(sheet map[string]any) map[string]any {
 func TestAnswerSheetScanning(t *testing.T) {
 	t.Parallel()
 	s := newScanEnv(t)
-	tn := s.newTenant("US", tenancy.PlanPro)
-	teacher := tn.keys[tenancy.RoleTeacher]
-	student := tn.users[tenancy.RoleStudent]
-	a := s.authorAllTypes(t, teacher)
-	staff := tenancy.WithCaller(context.Background(), tenancy.SystemCaller(tn.org.ID))
-	exam, questions, err := s.app.Assessment.AnswerSheet(staff, a.exam)
+	tn := s.NewTenant("US", tenancy.PlanPro)
+	teacher := tn.Keys[tenancy.RoleTeacher]
+	student := tn.Users[tenancy.RoleStudent]
+	a := authorAllTypes(s.env, t, teacher)
+	staff := tenancy.WithCaller(context.Background(), tenancy.SystemCaller(tn.Org.ID))
+	exam, questions, err := s.App.Assessment.AnswerSheet(staff, a.exam)
 	if err != nil {
 		t.Fatal(err)
 	}
 	qid := a.questions
 
-	other := s.newTenant("CA", tenancy.PlanPro)
+	other := s.NewTenant("CA", tenancy.PlanPro)
 
 	// The student fills the sheet; one copy is scanned, one photographed
 	// at an angle with a phone.
-	page := s.sheets(a.exam, teacher, student.ID)[0]
+	page := sheets(s.env, a.exam, teacher, student.ID)[0]
 	filled := sheettest.Fill(t, exam, questions, page, []sheettest.Mark{
 		{QuestionID: qid["multiple_choice"], ChoiceID: "b", Ink: 30},
 		{QuestionID: qid["multiple_select"], ChoiceID: "a", Ink: 40}, {QuestionID: qid["multiple_select"], ChoiceID: "b", Ink: 30},
@@ -206,37 +207,37 @@ func TestAnswerSheetScanning(t *testing.T) {
 	})
 	sheettest.Write(t, exam, questions, filled, qid["short_text"])
 	sheettest.Write(t, exam, questions, filled, qid["essay"])
-	scan := s.upload(a.exam, teacher, encodePNG(t, filled)).must(t, 200)
-	if !strings.HasPrefix(str(scan.body, "id"), "scn_") || str(scan.body, "status") != "running" {
-		t.Fatalf("scan %s", scan.raw)
+	scan := upload(s.env, a.exam, teacher, encodePNG(t, filled)).Must(t, 200)
+	if !strings.HasPrefix(apptest.Str(scan.Body, "id"), "scn_") || apptest.Str(scan.Body, "status") != "running" {
+		t.Fatalf("scan %s", scan.Raw)
 	}
 	photo := sheettest.PhotoJPEG(t, filled, -4, 1.2, 7)
 	s.cdnFiles["/media/photo.jpg"] = photo
-	byURL := s.do("POST", "/exams/"+a.exam+"/answer-sheet-scans", teacher,
-		map[string]any{"files": []string{s.cdn.URL + "/media/photo.jpg"}}).must(t, 200)
+	byURL := s.Do("POST", "/exams/"+a.exam+"/answer-sheet-scans", teacher,
+		map[string]any{"files": []string{s.cdn.URL + "/media/photo.jpg"}}).Must(t, 200)
 
 	want := map[string]any{
 		qid["multiple_choice"]: "b", qid["multiple_select"]: []any{"a", "b"}, qid["true_false"]: true,
 		qid["short_text"]: "Light, water and CO2 make sugar.", qid["numeric"]: nil, qid["essay"]: "Light, water and CO2 make sugar.",
 	}
-	for _, id := range []string{str(scan.body, "id"), str(byURL.body, "id")} {
+	for _, id := range []string{apptest.Str(scan.Body, "id"), apptest.Str(byURL.Body, "id")} {
 		done := waitStatus(t, s.env, "/answer-sheet-scans/"+id, teacher, "completed")
-		sheets := items(done.body, "sheets")
-		if len(sheets) != 1 || str(sheets[0], "userId") != student.ID || str(done.body, "region") != "global" {
-			t.Fatalf("scan %s", done.raw)
+		sheets := apptest.Items(done.Body, "sheets")
+		if len(sheets) != 1 || apptest.Str(sheets[0], "userId") != student.ID || apptest.Str(done.Body, "region") != "global" {
+			t.Fatalf("scan %s", done.Raw)
 		}
 		if got := scannedValues(sheets[0]); !reflect.DeepEqual(got, want) {
 			t.Fatalf("read %v, want %v", got, want)
 		}
-		res := waitStatus(t, s.env, "/results/"+str(sheets[0], "resultId"), teacher, "graded")
-		if str(res.body, "source") != "scan" || str(res.body, "userId") != student.ID {
-			t.Fatalf("result %s", res.raw)
+		res := waitStatus(t, s.env, "/results/"+apptest.Str(sheets[0], "resultId"), teacher, "graded")
+		if apptest.Str(res.Body, "source") != "scan" || apptest.Str(res.Body, "userId") != student.ID {
+			t.Fatalf("result %s", res.Raw)
 		}
 		// Multiple choice (2), multiple select (1), true/false (1) and the
 		// essay's AI grade (4 of 5); the short text is wrong, the numeric
 		// box blank.
-		if num(res.body, "score") != 8 {
-			t.Fatalf("score %v: %s", res.body["score"], res.raw)
+		if apptest.Num(res.Body, "score") != 8 {
+			t.Fatalf("score %v: %s", res.Body["score"], res.Raw)
 		}
 	}
 	if n := len(s.eu.requests()); n != 0 {
@@ -246,52 +247,52 @@ func TestAnswerSheetScanning(t *testing.T) {
 	// A printed PDF of two sheets, scanned untouched, is split into its
 	// pages: every bubble row blank and left for review; the second copy
 	// of the same student's sheet is reported.
-	printed := s.do("GET", "/exams/"+a.exam+"/answer-sheets?userId="+student.ID+"&userId="+student.ID, teacher, nil).must(t, 200).raw
-	pdfScan := s.upload(a.exam, teacher, printed).must(t, 200)
-	done := waitStatus(t, s.env, "/answer-sheet-scans/"+str(pdfScan.body, "id"), teacher, "completed")
-	sheets, errs := items(done.body, "sheets"), items(done.body, "errors")
-	if num(done.body, "pages") != 2 || len(sheets) != 2 || len(errs) != 1 || str(errs[0], "reason") != "DUPLICATE_SHEET" {
-		t.Fatalf("PDF scan %s", done.raw)
+	printed := s.Do("GET", "/exams/"+a.exam+"/answer-sheets?userId="+student.ID+"&userId="+student.ID, teacher, nil).Must(t, 200).Raw
+	pdfScan := upload(s.env, a.exam, teacher, printed).Must(t, 200)
+	done := waitStatus(t, s.env, "/answer-sheet-scans/"+apptest.Str(pdfScan.Body, "id"), teacher, "completed")
+	sheets, errs := apptest.Items(done.Body, "sheets"), apptest.Items(done.Body, "errors")
+	if apptest.Num(done.Body, "pages") != 2 || len(sheets) != 2 || len(errs) != 1 || apptest.Str(errs[0], "reason") != "DUPLICATE_SHEET" {
+		t.Fatalf("PDF scan %s", done.Raw)
 	}
 	for _, an := range sheets[0]["answers"].([]any) {
 		m := an.(map[string]any)
-		switch str(m, "questionId") {
+		switch apptest.Str(m, "questionId") {
 		case qid["multiple_choice"], qid["multiple_select"], qid["true_false"]:
-			if m["needsReview"] != true || str(m, "reason") != "blank" {
+			if m["needsReview"] != true || apptest.Str(m, "reason") != "blank" {
 				t.Fatalf("an untouched bubble row not left for review: %v", m)
 			}
 		}
 	}
 
 	// The teacher corrects the numeric answer the scan left for review.
-	res := waitStatus(t, s.env, "/results/"+str(items(waitStatus(t, s.env, "/answer-sheet-scans/"+str(scan.body, "id"), teacher, "completed").body, "sheets")[0], "resultId"), teacher, "graded")
-	resultID := str(res.body, "id")
-	for _, an := range items(res.body, "answers") {
-		if str(an, "questionId") == qid["numeric"] && an["needsReview"] != true {
+	res := waitStatus(t, s.env, "/results/"+apptest.Str(apptest.Items(waitStatus(t, s.env, "/answer-sheet-scans/"+apptest.Str(scan.Body, "id"), teacher, "completed").Body, "sheets")[0], "resultId"), teacher, "graded")
+	resultID := apptest.Str(res.Body, "id")
+	for _, an := range apptest.Items(res.Body, "answers") {
+		if apptest.Str(an, "questionId") == qid["numeric"] && an["needsReview"] != true {
 			t.Fatalf("blank numeric box not flagged for review: %v", an)
 		}
 	}
-	fixed := s.do("PATCH", "/results/"+resultID+"/answers/"+qid["numeric"], teacher, map[string]any{"value": 3.14}).must(t, 200)
-	if num(fixed.body, "score") != num(res.body, "score")+1 {
-		t.Fatalf("corrected score %v, was %v", fixed.body["score"], res.body["score"])
+	fixed := s.Do("PATCH", "/results/"+resultID+"/answers/"+qid["numeric"], teacher, map[string]any{"value": 3.14}).Must(t, 200)
+	if apptest.Num(fixed.Body, "score") != apptest.Num(res.Body, "score")+1 {
+		t.Fatalf("corrected score %v, was %v", fixed.Body["score"], res.Body["score"])
 	}
-	s.do("PATCH", "/results/"+resultID+"/answers/"+qid["numeric"], tn.keys[tenancy.RoleStudent], map[string]any{"value": 1}).must(t, 403)
-	s.do("PATCH", "/results/"+resultID+"/answers/"+qid["numeric"], other.keys[tenancy.RoleTeacher], map[string]any{"value": 1}).must(t, 404)
+	s.Do("PATCH", "/results/"+resultID+"/answers/"+qid["numeric"], tn.Keys[tenancy.RoleStudent], map[string]any{"value": 1}).Must(t, 403)
+	s.Do("PATCH", "/results/"+resultID+"/answers/"+qid["numeric"], other.Keys[tenancy.RoleTeacher], map[string]any{"value": 1}).Must(t, 404)
 	// An answer graded by AI is graded again, on the result's region.
-	regrading := s.do("PATCH", "/results/"+resultID+"/answers/"+qid["essay"], teacher,
-		map[string]any{"value": "Plants make sugar from light, water and carbon dioxide."}).must(t, 200)
-	if str(regrading.body, "status") != "grading" {
-		t.Fatalf("an AI-graded correction did not put the result back to grading: %s", regrading.raw)
+	regrading := s.Do("PATCH", "/results/"+resultID+"/answers/"+qid["essay"], teacher,
+		map[string]any{"value": "Plants make sugar from light, water and carbon dioxide."}).Must(t, 200)
+	if apptest.Str(regrading.Body, "status") != "grading" {
+		t.Fatalf("an AI-graded correction did not put the result back to grading: %s", regrading.Raw)
 	}
 	regraded := waitStatus(t, s.env, "/results/"+resultID, teacher, "graded")
-	for _, an := range items(regraded.body, "answers") {
-		if str(an, "questionId") == qid["essay"] && (str(an, "status") != "graded" || an["value"] != "Plants make sugar from light, water and carbon dioxide.") {
+	for _, an := range apptest.Items(regraded.Body, "answers") {
+		if apptest.Str(an, "questionId") == qid["essay"] && (apptest.Str(an, "status") != "graded" || an["value"] != "Plants make sugar from light, water and carbon dioxide.") {
 			t.Fatalf("corrected essay answer %v", an)
 		}
 	}
-	audit := s.do("GET", "/audit-logs?action=result.answer_corrected", tn.keys[tenancy.RoleOwner], nil).must(t, 200)
-	if len(items(audit.body, "auditLogs")) != 2 {
-		t.Fatalf("audit %s", audit.raw)
+	audit := s.Do("GET", "/audit-logs?action=result.answer_corrected", tn.Keys[tenancy.RoleOwner], nil).Must(t, 200)
+	if len(apptest.Items(audit.Body, "auditLogs")) != 2 {
+		t.Fatalf("audit %s", audit.Raw)
 	}
 
 }
@@ -299,24 +300,24 @@ func TestAnswerSheetScanning(t *testing.T) {
 func TestAnswerSheetScanOfAnEUOrganizationStaysInTheEU(t *testing.T) {
 	t.Parallel()
 	s := newScanEnv(t)
-	tn := s.newTenant("DE", tenancy.PlanPro)
-	teacher := tn.keys[tenancy.RoleTeacher]
-	s.do("PATCH", "/org", tn.keys[tenancy.RoleOwner], `{"settings":{"aiRegion":"eu"}}`).must(t, 200)
-	a := s.authorAllTypes(t, teacher)
-	staff := tenancy.WithCaller(context.Background(), tenancy.SystemCaller(tn.org.ID))
-	exam, questions, err := s.app.Assessment.AnswerSheet(staff, a.exam)
+	tn := s.NewTenant("DE", tenancy.PlanPro)
+	teacher := tn.Keys[tenancy.RoleTeacher]
+	s.Do("PATCH", "/org", tn.Keys[tenancy.RoleOwner], `{"settings":{"aiRegion":"eu"}}`).Must(t, 200)
+	a := authorAllTypes(s.env, t, teacher)
+	staff := tenancy.WithCaller(context.Background(), tenancy.SystemCaller(tn.Org.ID))
+	exam, questions, err := s.App.Assessment.AnswerSheet(staff, a.exam)
 	if err != nil {
 		t.Fatal(err)
 	}
-	page := s.sheets(a.exam, teacher, tn.users[tenancy.RoleStudent].ID)[0]
+	page := sheets(s.env, a.exam, teacher, tn.Users[tenancy.RoleStudent].ID)[0]
 	filled := sheettest.Fill(t, exam, questions, page, nil)
 	sheettest.Write(t, exam, questions, filled, a.questions["essay"])
-	scan := s.upload(a.exam, teacher, encodePNG(t, filled)).must(t, 200)
-	done := waitStatus(t, s.env, "/answer-sheet-scans/"+str(scan.body, "id"), teacher, "completed")
-	if str(done.body, "region") != "eu" {
-		t.Fatalf("scan %s", done.raw)
+	scan := upload(s.env, a.exam, teacher, encodePNG(t, filled)).Must(t, 200)
+	done := waitStatus(t, s.env, "/answer-sheet-scans/"+apptest.Str(scan.Body, "id"), teacher, "completed")
+	if apptest.Str(done.Body, "region") != "eu" {
+		t.Fatalf("scan %s", done.Raw)
 	}
-	waitStatus(t, s.env, "/results/"+str(items(done.body, "sheets")[0], "resultId"), teacher, "graded")
+	waitStatus(t, s.env, "/results/"+apptest.Str(apptest.Items(done.Body, "sheets")[0], "resultId"), teacher, "graded")
 	eu := s.eu.requests()
 	if len(eu) == 0 || !strings.Contains(strings.Join(eu, ""), `"name":"transcription"`) {
 		t.Fatalf("the EU endpoint got %d requests, none a transcription", len(eu))
@@ -328,30 +329,30 @@ func TestAnswerSheetScanOfAnEUOrganizationStaysInTheEU(t *testing.T) {
 
 func TestAnswerSheetsAndUploadChecks(t *testing.T) {
 	cdn := "https://cdn.example.test/media/"
-	e := newEnvWithConfig(t, func(c *app.Config) { c.MediaCDN = []string{cdn} })
-	tn := e.newTenant("US", tenancy.PlanPro)
-	teacher := tn.keys[tenancy.RoleTeacher]
-	other := e.newTenant("CA", tenancy.PlanPro)
-	a := e.authorAllTypes(t, teacher)
+	e := apptest.NewWithConfig(t, func(c *app.Config) { c.MediaCDN = []string{cdn} })
+	tn := e.NewTenant("US", tenancy.PlanPro)
+	teacher := tn.Keys[tenancy.RoleTeacher]
+	other := e.NewTenant("CA", tenancy.PlanPro)
+	a := authorAllTypes(e, t, teacher)
 
 	// Sheets are printed for students of the organization only.
-	if blank := e.sheets(a.exam, teacher); len(blank) != 1 {
+	if blank := sheets(e, a.exam, teacher); len(blank) != 1 {
 		t.Fatalf("a sheet with a name box has %d pages", len(blank))
 	}
-	if two := e.sheets(a.exam, teacher, tn.users[tenancy.RoleStudent].ID, tn.users[tenancy.RoleStudent].ID); len(two) != 2 {
+	if two := sheets(e, a.exam, teacher, tn.Users[tenancy.RoleStudent].ID, tn.Users[tenancy.RoleStudent].ID); len(two) != 2 {
 		t.Fatalf("two sheets have %d pages", len(two))
 	}
 	for _, tc := range []struct {
 		query, key string
 		status     int
 	}{
-		{"?userId=" + tn.users[tenancy.RoleTeacher].ID, teacher, 400},
+		{"?userId=" + tn.Users[tenancy.RoleTeacher].ID, teacher, 400},
 		{"?userId=usr_nonsense", teacher, 400},
-		{"?userId=" + other.users[tenancy.RoleStudent].ID, teacher, 400},
-		{"", tn.keys[tenancy.RoleStudent], 403},
-		{"", other.keys[tenancy.RoleTeacher], 404},
+		{"?userId=" + other.Users[tenancy.RoleStudent].ID, teacher, 400},
+		{"", tn.Keys[tenancy.RoleStudent], 403},
+		{"", other.Keys[tenancy.RoleTeacher], 404},
 	} {
-		e.do("GET", "/exams/"+a.exam+"/answer-sheets"+tc.query, tc.key, nil).must(t, tc.status)
+		e.Do("GET", "/exams/"+a.exam+"/answer-sheets"+tc.query, tc.key, nil).Must(t, tc.status)
 	}
 
 	blank := image.NewGray(image.Rect(0, 0, 1240, 1754))
@@ -362,54 +363,54 @@ func TestAnswerSheetsAndUploadChecks(t *testing.T) {
 		r      func() response
 		status int
 	}{
-		{"not an image", func() response { return e.upload(a.exam, teacher, []byte("hello, not a picture")) }, 400},
-		{"a PNG cut off in its header", func() response { return e.upload(a.exam, teacher, encodePNG(t, blank)[:20]) }, 400},
-		{"a damaged PDF", func() response { return e.upload(a.exam, teacher, []byte("%PDF-1.4 garbage")) }, 400},
-		{"too large", func() response { return e.upload(a.exam, teacher, huge) }, 413},
-		{"no file", func() response { return e.upload(a.exam, teacher) }, 400},
+		{"not an image", func() response { return upload(e, a.exam, teacher, []byte("hello, not a picture")) }, 400},
+		{"a PNG cut off in its header", func() response { return upload(e, a.exam, teacher, encodePNG(t, blank)[:20]) }, 400},
+		{"a damaged PDF", func() response { return upload(e, a.exam, teacher, []byte("%PDF-1.4 garbage")) }, 400},
+		{"too large", func() response { return upload(e, a.exam, teacher, huge) }, 413},
+		{"no file", func() response { return upload(e, a.exam, teacher) }, 400},
 		{"a URL off the CDN", func() response {
-			return e.do("POST", "/exams/"+a.exam+"/answer-sheet-scans", teacher, map[string]any{"files": []string{"https://example.com/a.png"}})
+			return e.Do("POST", "/exams/"+a.exam+"/answer-sheet-scans", teacher, map[string]any{"files": []string{"https://example.com/a.png"}})
 		}, 400},
 		{"an unknown field", func() response {
-			return e.do("POST", "/exams/"+a.exam+"/answer-sheet-scans", teacher, map[string]any{"files": []string{cdn + "a.png"}, "x": 1})
+			return e.Do("POST", "/exams/"+a.exam+"/answer-sheet-scans", teacher, map[string]any{"files": []string{cdn + "a.png"}, "x": 1})
 		}, 400},
-		{"a student", func() response { return e.upload(a.exam, tn.keys[tenancy.RoleStudent], encodePNG(t, blank)) }, 403},
-		{"a foreign exam", func() response { return e.upload(a.exam, other.keys[tenancy.RoleTeacher], encodePNG(t, blank)) }, 404},
+		{"a student", func() response { return upload(e, a.exam, tn.Keys[tenancy.RoleStudent], encodePNG(t, blank)) }, 403},
+		{"a foreign exam", func() response { return upload(e, a.exam, other.Keys[tenancy.RoleTeacher], encodePNG(t, blank)) }, 404},
 		{"a foreign scan", func() response {
-			return e.do("GET", "/answer-sheet-scans/scn_01JB0000000000000000000000", teacher, nil)
+			return e.Do("GET", "/answer-sheet-scans/scn_01JB0000000000000000000000", teacher, nil)
 		}, 404},
 	} {
-		t.Run(tc.name, func(t *testing.T) { tc.r().must(t, tc.status) })
+		t.Run(tc.name, func(t *testing.T) { tc.r().Must(t, tc.status) })
 	}
 
 	// Accepted scans wait for their workflow (none runs here).
 	var running string
 	for _, r := range []response{
-		e.upload(a.exam, teacher, encodePNG(t, blank)).must(t, 200),
-		e.do("POST", "/exams/"+a.exam+"/answer-sheet-scans", teacher, map[string]any{"files": []string{cdn + "a.png"}}).must(t, 200),
+		upload(e, a.exam, teacher, encodePNG(t, blank)).Must(t, 200),
+		e.Do("POST", "/exams/"+a.exam+"/answer-sheet-scans", teacher, map[string]any{"files": []string{cdn + "a.png"}}).Must(t, 200),
 	} {
-		got := e.do("GET", "/answer-sheet-scans/"+str(r.body, "id"), teacher, nil).must(t, 200)
-		if str(got.body, "status") != "running" || str(got.body, "region") != "global" || str(got.body, "examId") != a.exam {
-			t.Fatalf("scan %s", got.raw)
+		got := e.Do("GET", "/answer-sheet-scans/"+apptest.Str(r.Body, "id"), teacher, nil).Must(t, 200)
+		if apptest.Str(got.Body, "status") != "running" || apptest.Str(got.Body, "region") != "global" || apptest.Str(got.Body, "examId") != a.exam {
+			t.Fatalf("scan %s", got.Raw)
 		}
-		e.do("GET", "/answer-sheet-scans/"+str(r.body, "id"), other.keys[tenancy.RoleTeacher], nil).must(t, 404)
-		running = str(r.body, "id")
+		e.Do("GET", "/answer-sheet-scans/"+apptest.Str(r.Body, "id"), other.Keys[tenancy.RoleTeacher], nil).Must(t, 404)
+		running = apptest.Str(r.Body, "id")
 	}
 
 	// Without poppler-utils a PDF is the deployment's fault, not the
 	// uploader's: 503, and images still go through.
-	pdf := e.do("GET", "/exams/"+a.exam+"/answer-sheets", teacher, nil).must(t, 200).raw
+	pdf := e.Do("GET", "/exams/"+a.exam+"/answer-sheets", teacher, nil).Must(t, 200).Raw
 	t.Setenv("PATH", t.TempDir())
-	if r := e.upload(a.exam, teacher, pdf).must(t, 503); r.reason() != "PDF_TOOL_MISSING" {
-		t.Fatalf("PDF without poppler: %s", r.raw)
+	if r := upload(e, a.exam, teacher, pdf).Must(t, 503); r.Reason() != "PDF_TOOL_MISSING" {
+		t.Fatalf("PDF without poppler: %s", r.Raw)
 	}
-	e.upload(a.exam, teacher, encodePNG(t, blank)).must(t, 200)
+	upload(e, a.exam, teacher, encodePNG(t, blank)).Must(t, 200)
 
 	// The exam is deleted while a scan of it runs: finishing the scan
 	// learns that it is gone, which its workflow does not retry.
-	e.do("DELETE", "/exams/"+a.exam, teacher, nil).must(t, 200)
-	scans := scanning.NewService(e.db, e.app.Assessment, e.app.Tenancy, nil)
-	_, err := scans.Finish(store.WithOrg(context.Background(), tn.org.ID), running, nil)
+	e.Do("DELETE", "/exams/"+a.exam, teacher, nil).Must(t, 200)
+	scans := scanning.NewService(e.DB, e.App.Assessment, e.App.Tenancy, nil)
+	_, err := scans.Finish(store.WithOrg(context.Background(), tn.Org.ID), running, nil)
 	if err := workflows.PermanentIfGone(err, "the scan"); !workflows.IsPermanent(err) || !strings.Contains(err.Error(), "the scan was deleted") {
 		t.Fatalf("finishing a scan of a deleted exam: %v", err)
 	}
@@ -418,9 +419,9 @@ func TestAnswerSheetsAndUploadChecks(t *testing.T) {
 func TestUnreadableAnswerSheetPagesAreReported(t *testing.T) {
 	t.Parallel()
 	s := newScanEnv(t)
-	tn := s.newTenant("US", tenancy.PlanPro)
-	teacher := tn.keys[tenancy.RoleTeacher]
-	a := s.authorAllTypes(t, teacher)
+	tn := s.NewTenant("US", tenancy.PlanPro)
+	teacher := tn.Keys[tenancy.RoleTeacher]
+	a := authorAllTypes(s.env, t, teacher)
 	blank := image.NewGray(image.Rect(0, 0, 1240, 1754))
 	for i := range blank.Pix {
 		blank.Pix[i] = 255
@@ -428,31 +429,31 @@ func TestUnreadableAnswerSheetPagesAreReported(t *testing.T) {
 	// Pages that are not answer sheets (blank paper, a sheet with its QR
 	// code covered, a PNG whose pixels are cut off) are reported per page,
 	// never attributed; a file missing from the CDN is reported per file.
-	exam, questions, err := s.app.Assessment.AnswerSheet(tenancy.WithCaller(context.Background(), tenancy.SystemCaller(tn.org.ID)), a.exam)
+	exam, questions, err := s.App.Assessment.AnswerSheet(tenancy.WithCaller(context.Background(), tenancy.SystemCaller(tn.Org.ID)), a.exam)
 	if err != nil {
 		t.Fatal(err)
 	}
-	covered := sheettest.Fill(t, exam, questions, s.sheets(a.exam, teacher, tn.users[tenancy.RoleStudent].ID)[0], nil)
+	covered := sheettest.Fill(t, exam, questions, sheets(s.env, a.exam, teacher, tn.Users[tenancy.RoleStudent].ID)[0], nil)
 	scale := float64(covered.Bounds().Dx()) / 210
 	draw.Draw(covered, image.Rect(int(160*scale), int(17*scale), int(197*scale), int(53*scale)), image.White, image.Point{}, draw.Src)
-	scan := s.upload(a.exam, teacher, encodePNG(t, blank), encodePNG(t, covered), encodePNG(t, blank)[:300]).must(t, 200)
-	missing := s.do("POST", "/exams/"+a.exam+"/answer-sheet-scans", teacher,
-		map[string]any{"files": []string{s.cdn.URL + "/media/missing.png"}}).must(t, 200)
+	scan := upload(s.env, a.exam, teacher, encodePNG(t, blank), encodePNG(t, covered), encodePNG(t, blank)[:300]).Must(t, 200)
+	missing := s.Do("POST", "/exams/"+a.exam+"/answer-sheet-scans", teacher,
+		map[string]any{"files": []string{s.cdn.URL + "/media/missing.png"}}).Must(t, 200)
 	for id, want := range map[string][]string{
-		str(scan.body, "id"):    {"1:NO_CORNER_MARKS", "2:NO_QR_CODE", "3:UNREADABLE_FILE"},
-		str(missing.body, "id"): {"0:FILE_NOT_FOUND"},
+		apptest.Str(scan.Body, "id"):    {"1:NO_CORNER_MARKS", "2:NO_QR_CODE", "3:UNREADABLE_FILE"},
+		apptest.Str(missing.Body, "id"): {"0:FILE_NOT_FOUND"},
 	} {
 		done := waitStatus(t, s.env, "/answer-sheet-scans/"+id, teacher, "completed")
 		var got []string
-		for _, e := range items(done.body, "errors") {
-			got = append(got, fmt.Sprintf("%v:%s", e["page"], str(e, "reason")))
+		for _, e := range apptest.Items(done.Body, "errors") {
+			got = append(got, fmt.Sprintf("%v:%s", e["page"], apptest.Str(e, "reason")))
 		}
-		if len(items(done.body, "sheets")) != 0 || !reflect.DeepEqual(got, want) {
-			t.Fatalf("errors %v, want %v: %s", got, want, done.raw)
+		if len(apptest.Items(done.Body, "sheets")) != 0 || !reflect.DeepEqual(got, want) {
+			t.Fatalf("errors %v, want %v: %s", got, want, done.Raw)
 		}
 	}
-	results := s.do("GET", "/exams/"+a.exam+"/results", teacher, nil).must(t, 200)
-	if n := len(items(results.body, "results")); n != 0 {
+	results := s.Do("GET", "/exams/"+a.exam+"/results", teacher, nil).Must(t, 200)
+	if n := len(apptest.Items(results.Body, "results")); n != 0 {
 		t.Fatalf("%d results from unreadable pages", n)
 	}
 }
@@ -460,22 +461,22 @@ func TestUnreadableAnswerSheetPagesAreReported(t *testing.T) {
 func TestAMultiPageSheetBecomesOneResult(t *testing.T) {
 	t.Parallel()
 	s := newScanEnv(t)
-	tn := s.newTenant("US", tenancy.PlanPro)
-	teacher := tn.keys[tenancy.RoleTeacher]
-	student := tn.users[tenancy.RoleStudent]
-	staff := tenancy.WithCaller(context.Background(), tenancy.SystemCaller(tn.org.ID))
-	examID := str(s.do("POST", "/exams", teacher, map[string]any{"name": "Long quiz", "language": "en"}).must(t, 200).body, "id")
+	tn := s.NewTenant("US", tenancy.PlanPro)
+	teacher := tn.Keys[tenancy.RoleTeacher]
+	student := tn.Users[tenancy.RoleStudent]
+	staff := tenancy.WithCaller(context.Background(), tenancy.SystemCaller(tn.Org.ID))
+	examID := apptest.Str(s.Do("POST", "/exams", teacher, map[string]any{"name": "Long quiz", "language": "en"}).Must(t, 200).Body, "id")
 	var qids []string
 	for i := range 25 {
-		q := s.do("POST", "/exams/"+examID+"/questions", teacher, map[string]any{"type": "true_false",
-			"prompt": fmt.Sprintf("Statement %d is true.", i+1), "config": map[string]any{"correct": true}}).must(t, 200)
-		qids = append(qids, str(q.body, "id"))
+		q := s.Do("POST", "/exams/"+examID+"/questions", teacher, map[string]any{"type": "true_false",
+			"prompt": fmt.Sprintf("Statement %d is true.", i+1), "config": map[string]any{"correct": true}}).Must(t, 200)
+		qids = append(qids, apptest.Str(q.Body, "id"))
 	}
-	exam, questions, err := s.app.Assessment.AnswerSheet(staff, examID)
+	exam, questions, err := s.App.Assessment.AnswerSheet(staff, examID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pages := s.sheets(examID, teacher, student.ID)
+	pages := sheets(s.env, examID, teacher, student.ID)
 	if len(pages) != 2 {
 		t.Fatalf("25 rows printed on %d pages, want 2", len(pages))
 	}
@@ -483,16 +484,16 @@ func TestAMultiPageSheetBecomesOneResult(t *testing.T) {
 	second := sheettest.Fill(t, exam, questions, pages[1], []sheettest.Mark{{QuestionID: qids[24], ChoiceID: "false", Ink: 30}})
 	// The second page comes first: pages are put together by the sheet
 	// page their QR code names.
-	scan := s.upload(examID, teacher, encodePNG(t, second), encodePNG(t, first)).must(t, 200)
-	done := waitStatus(t, s.env, "/answer-sheet-scans/"+str(scan.body, "id"), teacher, "completed")
-	sheets := items(done.body, "sheets")
-	if len(sheets) != 2 || num(sheets[0], "sheetPage") != 2 || str(sheets[0], "resultId") == "" || str(sheets[0], "resultId") != str(sheets[1], "resultId") {
-		t.Fatalf("scan %s", done.raw)
+	scan := upload(s.env, examID, teacher, encodePNG(t, second), encodePNG(t, first)).Must(t, 200)
+	done := waitStatus(t, s.env, "/answer-sheet-scans/"+apptest.Str(scan.Body, "id"), teacher, "completed")
+	sheets := apptest.Items(done.Body, "sheets")
+	if len(sheets) != 2 || apptest.Num(sheets[0], "sheetPage") != 2 || apptest.Str(sheets[0], "resultId") == "" || apptest.Str(sheets[0], "resultId") != apptest.Str(sheets[1], "resultId") {
+		t.Fatalf("scan %s", done.Raw)
 	}
-	res := waitStatus(t, s.env, "/results/"+str(sheets[0], "resultId"), teacher, "graded")
-	answers := items(res.body, "answers")
-	if len(answers) != 25 || answers[0]["value"] != true || answers[24]["value"] != false || num(res.body, "score") != 1 {
-		t.Fatalf("result %s", res.raw)
+	res := waitStatus(t, s.env, "/results/"+apptest.Str(sheets[0], "resultId"), teacher, "graded")
+	answers := apptest.Items(res.Body, "answers")
+	if len(answers) != 25 || answers[0]["value"] != true || answers[24]["value"] != false || apptest.Num(res.Body, "score") != 1 {
+		t.Fatalf("result %s", res.Raw)
 	}
 }
 
@@ -503,10 +504,10 @@ const scanCDN = "https://cdn.assessd.test/media/"
 // CDN, and a school with an exam, for tests that run the scanning steps
 // themselves; it returns a teacher's key and the exam.
 func newScanSchool(t *testing.T) (e *env, tn tenant, teacher, examID string) {
-	e = newEnvWithConfig(t, func(c *app.Config) { c.MediaCDN = []string{scanCDN} })
-	tn = e.newTenant("US", tenancy.PlanPro)
-	teacher = tn.keys[tenancy.RoleTeacher]
-	return e, tn, teacher, e.authorAllTypes(t, teacher).exam
+	e = apptest.NewWithConfig(t, func(c *app.Config) { c.MediaCDN = []string{scanCDN} })
+	tn = e.NewTenant("US", tenancy.PlanPro)
+	teacher = tn.Keys[tenancy.RoleTeacher]
+	return e, tn, teacher, authorAllTypes(e, t, teacher).exam
 }
 
 // newURLScan is newScanSchool with a scan of files named on scanCDN.
@@ -516,8 +517,8 @@ func newURLScan(t *testing.T, names ...string) (*env, tenant, string) {
 	for i, name := range names {
 		urls[i] = scanCDN + name
 	}
-	scan := e.do("POST", "/exams/"+exam+"/answer-sheet-scans", teacher, map[string]any{"files": urls}).must(t, 200)
-	return e, tn, str(scan.body, "id")
+	scan := e.Do("POST", "/exams/"+exam+"/answer-sheet-scans", teacher, map[string]any{"files": urls}).Must(t, 200)
+	return e, tn, apptest.Str(scan.Body, "id")
 }
 
 // TestSplitStoresPagesOverAFailedAttempt: a file's pages are stored as
@@ -526,9 +527,9 @@ func newURLScan(t *testing.T, names ...string) (*env, tenant, string) {
 func TestSplitStoresPagesOverAFailedAttempt(t *testing.T) {
 	t.Parallel()
 	e, tn, scanID := newURLScan(t, "a.png", "b.png")
-	ctx := store.WithOrg(context.Background(), tn.org.ID)
+	ctx := store.WithOrg(context.Background(), tn.Org.ID)
 	// An attempt that stored the second file's first page, then failed.
-	if _, err := e.db.Q(ctx).Exec(ctx, `INSERT INTO answer_sheet_scan_pages (scan_id, page, org_id, file, file_page, image)
+	if _, err := e.DB.Q(ctx).Exec(ctx, `INSERT INTO answer_sheet_scan_pages (scan_id, page, org_id, file, file_page, image)
 		VALUES ($1, 2, app_org_id(), 2, 1, 'stale')`, scanID); err != nil {
 		t.Fatal(err)
 	}
@@ -540,14 +541,14 @@ func TestSplitStoresPagesOverAFailedAttempt(t *testing.T) {
 		}
 		files[scanCDN+name] = encodePNG(t, img)
 	}
-	svc := scanning.NewService(e.db, e.app.Assessment, e.app.Tenancy, func(string) bool { return true })
+	svc := scanning.NewService(e.DB, e.App.Assessment, e.App.Tenancy, func(string) bool { return true })
 	pages, err := svc.Split(ctx, scanID, func(_ context.Context, url string) ([]byte, error) { return files[url], nil })
 	if err != nil || !reflect.DeepEqual(pages, []int{1, 2}) {
 		t.Fatalf("pages %v, %v; want [1 2]", pages, err)
 	}
 	for page, want := range map[int]string{1: scanCDN + "a.png", 2: scanCDN + "b.png"} {
 		var image []byte
-		if err := e.db.Q(ctx).QueryRow(ctx, `SELECT image FROM answer_sheet_scan_pages WHERE scan_id = $1 AND page = $2`, scanID, page).Scan(&image); err != nil {
+		if err := e.DB.Q(ctx).QueryRow(ctx, `SELECT image FROM answer_sheet_scan_pages WHERE scan_id = $1 AND page = $2`, scanID, page).Scan(&image); err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(image, files[want]) {
@@ -574,12 +575,12 @@ func (c *countedPageImages) PageImage(ctx context.Context, scanID string, page i
 func TestPageReadingWaitsForItsMemory(t *testing.T) {
 	t.Parallel()
 	e, tn, scanID := newURLScan(t, "a.jpg")
-	ctx := store.WithOrg(context.Background(), tn.org.ID)
+	ctx := store.WithOrg(context.Background(), tn.Org.ID)
 	var file bytes.Buffer
 	if err := jpeg.Encode(&file, image.NewGray(image.Rect(0, 0, 1240, 1754)), nil); err != nil {
 		t.Fatal(err)
 	}
-	svc := &countedPageImages{Service: scanning.NewService(e.db, e.app.Assessment, e.app.Tenancy, func(string) bool { return true })}
+	svc := &countedPageImages{Service: scanning.NewService(e.DB, e.App.Assessment, e.App.Tenancy, func(string) bool { return true })}
 	if _, err := svc.Split(ctx, scanID, func(context.Context, string) ([]byte, error) { return file.Bytes(), nil }); err != nil {
 		t.Fatal(err)
 	}
@@ -596,9 +597,9 @@ func TestPageReadingWaitsForItsMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acts := &scanningactivities.Activities{Scans: svc, Region: tn.org.AIRegion, Memory: budget,
+	acts := &scanningactivities.Activities{Scans: svc, Region: tn.Org.AIRegion, Memory: budget,
 		Metrics: scanningactivities.NewMetrics(nil, func(s string) string { return s })}
-	done := startActivity(acts.ReadPage, scanningworkflow.PageInput{OrgID: tn.org.ID, ScanID: scanID, Page: 1, Region: tn.org.AIRegion})
+	done := startActivity(acts.ReadPage, scanningworkflow.PageInput{OrgID: tn.Org.ID, ScanID: scanID, Page: 1, Region: tn.Org.AIRegion})
 	time.Sleep(300 * time.Millisecond)
 	if n := svc.loaded.Load(); n != 0 {
 		t.Fatalf("the image was loaded %d times while the budget was held", n)
@@ -614,7 +615,7 @@ func TestPageReadingWaitsForItsMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if _, err := e.db.Q(ctx).Exec(ctx, `UPDATE answer_sheet_scan_pages SET read_memory = NULL, read = false WHERE scan_id = $1`, scanID); err != nil {
+	if _, err := e.DB.Q(ctx).Exec(ctx, `UPDATE answer_sheet_scan_pages SET read_memory = NULL, read = false WHERE scan_id = $1`, scanID); err != nil {
 		t.Fatal(err)
 	}
 	if memory, _, err := svc.PageMemory(ctx, scanID, 1); memory != answersheet.MaxPageMemory || err != nil {
@@ -641,10 +642,10 @@ func startActivity(activity, input any) <-chan error {
 func TestSplitWaitsForItsMemory(t *testing.T) {
 	t.Parallel()
 	e, tn, teacher, exam := newScanSchool(t)
-	scanID := str(e.upload(exam, teacher, encodePNG(t, image.NewGray(image.Rect(0, 0, 620, 877)))).must(t, 200).body, "id")
-	ctx := store.WithOrg(context.Background(), tn.org.ID)
+	scanID := apptest.Str(upload(e, exam, teacher, encodePNG(t, image.NewGray(image.Rect(0, 0, 620, 877)))).Must(t, 200).Body, "id")
+	ctx := store.WithOrg(context.Background(), tn.Org.ID)
 	pages := func() (n int) {
-		if err := e.db.Q(ctx).QueryRow(ctx, `SELECT count(*) FROM answer_sheet_scan_pages WHERE scan_id = $1`, scanID).Scan(&n); err != nil {
+		if err := e.DB.Q(ctx).QueryRow(ctx, `SELECT count(*) FROM answer_sheet_scan_pages WHERE scan_id = $1`, scanID).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n
@@ -654,9 +655,9 @@ func TestSplitWaitsForItsMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acts := &scanningactivities.Activities{Scans: scanning.NewService(e.db, e.app.Assessment, e.app.Tenancy, func(string) bool { return true }),
-		Region: tn.org.AIRegion, Memory: budget}
-	done := startActivity(acts.SplitScan, scanningworkflow.Input{OrgID: tn.org.ID, ScanID: scanID, Region: tn.org.AIRegion})
+	acts := &scanningactivities.Activities{Scans: scanning.NewService(e.DB, e.App.Assessment, e.App.Tenancy, func(string) bool { return true }),
+		Region: tn.Org.AIRegion, Memory: budget}
+	done := startActivity(acts.SplitScan, scanningworkflow.Input{OrgID: tn.Org.ID, ScanID: scanID, Region: tn.Org.AIRegion})
 	time.Sleep(300 * time.Millisecond)
 	if n := pages(); n != 0 {
 		t.Fatalf("%d pages split while the budget lacked a byte", n)
@@ -693,20 +694,20 @@ func (s examDeletedAfterImage) PageImage(ctx context.Context, scanID string, pag
 func TestAPageReadAsItsExamIsDeletedIsNotRetried(t *testing.T) {
 	t.Parallel()
 	e, tn, teacher, exam := newScanSchool(t)
-	scanID := str(e.upload(exam, teacher, encodePNG(t, image.NewGray(image.Rect(0, 0, 620, 877)))).must(t, 200).body, "id")
-	ctx := store.WithOrg(context.Background(), tn.org.ID)
-	svc := examDeletedAfterImage{Service: scanning.NewService(e.db, e.app.Assessment, e.app.Tenancy, nil), deleteExam: func() error {
-		if r := e.do("DELETE", "/exams/"+exam, teacher, nil); r.status != http.StatusOK {
-			return fmt.Errorf("delete the exam: %d %s", r.status, r.raw)
+	scanID := apptest.Str(upload(e, exam, teacher, encodePNG(t, image.NewGray(image.Rect(0, 0, 620, 877)))).Must(t, 200).Body, "id")
+	ctx := store.WithOrg(context.Background(), tn.Org.ID)
+	svc := examDeletedAfterImage{Service: scanning.NewService(e.DB, e.App.Assessment, e.App.Tenancy, nil), deleteExam: func() error {
+		if r := e.Do("DELETE", "/exams/"+exam, teacher, nil); r.Status != http.StatusOK {
+			return fmt.Errorf("delete the exam: %d %s", r.Status, r.Raw)
 		}
 		return nil
 	}}
 	if pages, err := svc.Split(ctx, scanID, nil); err != nil || len(pages) != 1 {
 		t.Fatalf("pages %v, %v", pages, err)
 	}
-	acts := &scanningactivities.Activities{Scans: svc, Region: tn.org.AIRegion,
+	acts := &scanningactivities.Activities{Scans: svc, Region: tn.Org.AIRegion,
 		Metrics: scanningactivities.NewMetrics(nil, func(s string) string { return s })}
-	err := <-startActivity(acts.ReadPage, scanningworkflow.PageInput{OrgID: tn.org.ID, ScanID: scanID, Page: 1, Region: tn.org.AIRegion})
+	err := <-startActivity(acts.ReadPage, scanningworkflow.PageInput{OrgID: tn.Org.ID, ScanID: scanID, Page: 1, Region: tn.Org.AIRegion})
 	if !workflows.IsPermanent(err) || !strings.Contains(err.Error(), "the exam was deleted") {
 		t.Fatalf("reading a page as its exam is deleted: %v", err)
 	}

@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,15 +26,15 @@ func TestTypeScriptSDK(t *testing.T) {
 	if err != nil {
 		t.Skip("node is not installed")
 	}
-	e := newEnv(t)
-	tn := e.newTenant("US", "pro")
-	a := e.newOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
+	e := apptest.New(t)
+	tn := e.NewTenant("US", "pro")
+	a := e.NewOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
 	cmd := exec.Command(node, "--test", "test/")
 	cmd.Dir = sdk
 	cmd.Env = append(os.Environ(),
-		"ASSESSD_URL="+e.srv.URL, "ASSESSD_API_KEY="+tn.keys[tenancy.RoleOwner],
-		"ASSESSD_CLIENT_ID="+a.conf.ClientID, "ASSESSD_CLIENT_SECRET="+a.conf.ClientSecret,
-		"ASSESSD_REDIRECT_URI="+testRedirect, "ASSESSD_LOGIN_EMAIL="+a.email, "ASSESSD_LOGIN_PASSWORD="+a.password)
+		"ASSESSD_URL="+e.Srv.URL, "ASSESSD_API_KEY="+tn.Keys[tenancy.RoleOwner],
+		"ASSESSD_CLIENT_ID="+a.Conf.ClientID, "ASSESSD_CLIENT_SECRET="+a.Conf.ClientSecret,
+		"ASSESSD_REDIRECT_URI="+apptest.TestRedirect, "ASSESSD_LOGIN_EMAIL="+a.Email, "ASSESSD_LOGIN_PASSWORD="+a.Password)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("SDK tests failed: %v\n%s", err, out)

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"net/http"
 	"sync"
 	"testing"
@@ -25,15 +26,15 @@ func TestStarvedPoolAnswers503(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(db.Close)
-	e := newEnvOn(t, db, nil)
-	tn := e.newTenant("DE", "enterprise")
-	path := "/users/" + tn.users[tenancy.RoleStudent].ID
-	key := tn.keys[tenancy.RoleAdmin]
-	if r := e.do(http.MethodGet, path, key, nil); r.status != http.StatusOK {
-		t.Fatalf("before: %d %s", r.status, r.raw)
+	e := apptest.NewOn(t, db, nil)
+	tn := e.NewTenant("DE", "enterprise")
+	path := "/users/" + tn.Users[tenancy.RoleStudent].ID
+	key := tn.Keys[tenancy.RoleAdmin]
+	if r := e.Do(http.MethodGet, path, key, nil); r.Status != http.StatusOK {
+		t.Fatalf("before: %d %s", r.Status, r.Raw)
 	}
 
-	ctx := store.WithOrg(context.Background(), tn.org.ID)
+	ctx := store.WithOrg(context.Background(), tn.Org.ID)
 	release := make(chan struct{})
 	free := sync.OnceFunc(func() { close(release) })
 	t.Cleanup(free) // before db.Close, which waits for the held connections
@@ -58,11 +59,11 @@ func TestStarvedPoolAnswers503(t *testing.T) {
 	}
 
 	start := time.Now()
-	r := e.do(http.MethodGet, path, key, nil)
+	r := e.Do(http.MethodGet, path, key, nil)
 	took := time.Since(start)
 	free()
-	if r.status != http.StatusServiceUnavailable || r.reason() != "DATABASE_UNAVAILABLE" || r.header.Get("Retry-After") != "1" {
-		t.Fatalf("starved: %d %s (Retry-After %q), want 503 DATABASE_UNAVAILABLE with Retry-After 1", r.status, r.raw, r.header.Get("Retry-After"))
+	if r.Status != http.StatusServiceUnavailable || r.Reason() != "DATABASE_UNAVAILABLE" || r.Header.Get("Retry-After") != "1" {
+		t.Fatalf("starved: %d %s (Retry-After %q), want 503 DATABASE_UNAVAILABLE with Retry-After 1", r.Status, r.Raw, r.Header.Get("Retry-After"))
 	}
 	if took > wait+5*time.Second {
 		t.Errorf("starved request took %v, want about %v", took, wait)
@@ -72,7 +73,7 @@ func TestStarvedPoolAnswers503(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if r := e.do(http.MethodGet, path, key, nil); r.status != http.StatusOK {
-		t.Fatalf("after: %d %s", r.status, r.raw)
+	if r := e.Do(http.MethodGet, path, key, nil); r.Status != http.StatusOK {
+		t.Fatalf("after: %d %s", r.Status, r.Raw)
 	}
 }

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"errors"
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"net/http"
 	"net/url"
 	"testing"
@@ -20,30 +21,30 @@ import (
 func TestAccessTokenRevocationReachesOtherInstances(t *testing.T) {
 	t.Parallel()
 	db := storetest.New(t)
-	a, b := newEnvOn(t, db, nil), newEnvOn(t, db, nil)
-	tn := a.newTenant("DE", "pro")
-	app := a.newOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
-	app.conf.Scopes = []string{"profile", "users:read"}
-	tok := a.token(app)
+	a, b := apptest.NewOn(t, db, nil), apptest.NewOn(t, db, nil)
+	tn := a.NewTenant("DE", "pro")
+	app := a.NewOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
+	app.Conf.Scopes = []string{"profile", "users:read"}
+	tok := a.Token(app)
 	eventually.Succeeds(t, 10*time.Second, func() error {
-		if !a.app.Tenancy.CredentialListenerUp() || !b.app.Tenancy.CredentialListenerUp() {
+		if !a.App.Tenancy.CredentialListenerUp() || !b.App.Tenancy.CredentialListenerUp() {
 			return errors.New("credential listeners not connected")
 		}
 		return nil
 	})
 	for range 2 { // the second request of each is served from its cache
-		a.do("GET", "/me", tok.AccessToken, nil).must(t, http.StatusOK)
-		b.do("GET", "/me", tok.AccessToken, nil).must(t, http.StatusOK)
+		a.Do("GET", "/me", tok.AccessToken, nil).Must(t, http.StatusOK)
+		b.Do("GET", "/me", tok.AccessToken, nil).Must(t, http.StatusOK)
 	}
-	res, err := http.PostForm(a.srv.URL+"/oauth/revoke", url.Values{
-		"token": {tok.AccessToken}, "client_id": {app.conf.ClientID}, "client_secret": {app.conf.ClientSecret}})
+	res, err := http.PostForm(a.Srv.URL+"/oauth/revoke", url.Values{
+		"token": {tok.AccessToken}, "client_id": {app.Conf.ClientID}, "client_secret": {app.Conf.ClientSecret}})
 	if err != nil || res.StatusCode != http.StatusOK {
 		t.Fatalf("revoke: %v %v", res, err)
 	}
 	res.Body.Close()
-	a.do("GET", "/me", tok.AccessToken, nil).must(t, http.StatusUnauthorized)
+	a.Do("GET", "/me", tok.AccessToken, nil).Must(t, http.StatusUnauthorized)
 	eventually.Succeeds(t, time.Second, func() error {
-		switch status := b.do("GET", "/me", tok.AccessToken, nil).status; status {
+		switch status := b.Do("GET", "/me", tok.AccessToken, nil).Status; status {
 		case http.StatusUnauthorized:
 			return nil
 		case http.StatusOK:

@@ -3,6 +3,7 @@ package app_test
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"mime/multipart"
 	"net/http"
 	"path/filepath"
@@ -20,16 +21,16 @@ func exchangeFixture(t *testing.T, dir string) []byte {
 	return ziptest.Dir(t, filepath.Join("..", "exchange", "testdata", dir))
 }
 
-func (e *env) importExam(key, contentType string, body []byte) response {
-	e.t.Helper()
-	return e.doWith("POST", "/exam-imports", key, string(body), http.Header{"Content-Type": {contentType}})
+func importExam(e *env, key, contentType string, body []byte) response {
+	e.T.Helper()
+	return e.DoWith("POST", "/exam-imports", key, string(body), http.Header{"Content-Type": {contentType}})
 }
 
 // comparable content of an exam's questions, in order.
-func (e *env) questionContent(t *testing.T, key, examID string) (ids []string, content []map[string]any) {
+func questionContent(e *env, t *testing.T, key, examID string) (ids []string, content []map[string]any) {
 	t.Helper()
-	for _, q := range items(e.do("GET", "/exams/"+examID+"/questions?pageSize=200", key, nil).must(t, 200).body, "questions") {
-		ids = append(ids, str(q, "id"))
+	for _, q := range apptest.Items(e.Do("GET", "/exams/"+examID+"/questions?pageSize=200", key, nil).Must(t, 200).Body, "questions") {
+		ids = append(ids, apptest.Str(q, "id"))
 		def, _ := q["typeDefinition"].(map[string]any)
 		content = append(content, map[string]any{"type": def["key"], "prompt": q["prompt"], "config": q["config"], "points": q["points"]})
 	}
@@ -38,14 +39,14 @@ func (e *env) questionContent(t *testing.T, key, examID string) (ids []string, c
 
 func TestExamExportImportAcrossOrganizations(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	a, b := e.newTenant("US", "pro"), e.newTenant("DE", "pro")
-	keyA, keyB := a.keys[tenancy.RoleTeacher], b.keys[tenancy.RoleTeacher]
-	src := e.authorAllTypes(t, keyA)
-	qtp := str(e.do("POST", "/question-types", keyA, customType("word_count", false)).must(t, 200).body, "id")
-	e.do("POST", "/exams/"+src.exam+"/questions", keyA, map[string]any{"type": qtp, "prompt": "Answer in three words.",
-		"config": map[string]any{"words": 3}}).must(t, 200)
-	srcIDs, want := e.questionContent(t, keyA, src.exam)
+	e := apptest.New(t)
+	a, b := e.NewTenant("US", "pro"), e.NewTenant("DE", "pro")
+	keyA, keyB := a.Keys[tenancy.RoleTeacher], b.Keys[tenancy.RoleTeacher]
+	src := authorAllTypes(e, t, keyA)
+	qtp := apptest.Str(e.Do("POST", "/question-types", keyA, customType("word_count", false)).Must(t, 200).Body, "id")
+	e.Do("POST", "/exams/"+src.exam+"/questions", keyA, map[string]any{"type": qtp, "prompt": "Answer in three words.",
+		"config": map[string]any{"words": 3}}).Must(t, 200)
+	srcIDs, want := questionContent(e, t, keyA, src.exam)
 
 	answers := map[string]any{ // by type key
 		"multiple_choice": "b", "multiple_select": []any{"a", "b"}, "true_false": false, "short_text": "Paris",
@@ -58,35 +59,35 @@ func TestExamExportImportAcrossOrganizations(t *testing.T) {
 				given = append(given, map[string]any{"questionId": id, "value": v})
 			}
 		}
-		return num(e.do("POST", "/exams/"+examID+"/results", key, map[string]any{"userId": student, "answers": given}).must(t, 200).body, "score")
+		return apptest.Num(e.Do("POST", "/exams/"+examID+"/results", key, map[string]any{"userId": student, "answers": given}).Must(t, 200).Body, "score")
 	}
-	wantScore := submit(keyA, src.exam, srcIDs, want, a.users[tenancy.RoleStudent].ID)
+	wantScore := submit(keyA, src.exam, srcIDs, want, a.Users[tenancy.RoleStudent].ID)
 	if wantScore != 6 {
 		t.Fatalf("source score %v", wantScore)
 	}
 
 	for _, tc := range []struct{ format, ctype string }{{"", "application/zip"}, {"qti3", "application/zip"}, {"json", "application/json"}} {
-		exp := e.do("GET", "/exams/"+src.exam+"/export?format="+tc.format, keyA, nil).must(t, 200)
-		if ct := exp.header.Get("Content-Type"); ct != tc.ctype || !strings.HasPrefix(exp.header.Get("Content-Disposition"), "attachment") {
-			t.Fatalf("%q: content type %q, disposition %q", tc.format, ct, exp.header.Get("Content-Disposition"))
+		exp := e.Do("GET", "/exams/"+src.exam+"/export?format="+tc.format, keyA, nil).Must(t, 200)
+		if ct := exp.Header.Get("Content-Type"); ct != tc.ctype || !strings.HasPrefix(exp.Header.Get("Content-Disposition"), "attachment") {
+			t.Fatalf("%q: content type %q, disposition %q", tc.format, ct, exp.Header.Get("Content-Disposition"))
 		}
-		if tc.format == "json" && (exp.body["schema"] != "assessd.exam/v1" || len(exp.body["questions"].([]any)) != 8) {
-			t.Fatalf("native document %s", exp.raw)
+		if tc.format == "json" && (exp.Body["schema"] != "assessd.exam/v1" || len(exp.Body["questions"].([]any)) != 8) {
+			t.Fatalf("native document %s", exp.Raw)
 		}
-		imp := e.importExam(keyB, tc.ctype, exp.raw).must(t, 200).body
-		if !strings.HasPrefix(str(imp, "id"), "imp_") || len(items(imp, "warnings")) != 0 {
+		imp := importExam(e, keyB, tc.ctype, exp.Raw).Must(t, 200).Body
+		if !strings.HasPrefix(apptest.Str(imp, "id"), "imp_") || len(apptest.Items(imp, "warnings")) != 0 {
 			t.Fatalf("%q: import %v", tc.format, imp)
 		}
-		ids, got := e.questionContent(t, keyB, str(imp, "examId"))
+		ids, got := questionContent(e, t, keyB, apptest.Str(imp, "examId"))
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("%q: imported questions\n got %v\nwant %v", tc.format, got, want)
 		}
-		if s := submit(keyB, str(imp, "examId"), ids, got, b.users[tenancy.RoleStudent].ID); s != wantScore {
+		if s := submit(keyB, apptest.Str(imp, "examId"), ids, got, b.Users[tenancy.RoleStudent].ID); s != wantScore {
 			t.Fatalf("%q: imported exam scores %v, want %v", tc.format, s, wantScore)
 		}
 	}
 	// The custom type was created in B.
-	if l := items(e.do("GET", "/question-types?pageSize=200", keyB, nil).must(t, 200).body, "questionTypes"); len(l) == 0 {
+	if l := apptest.Items(e.Do("GET", "/question-types?pageSize=200", keyB, nil).Must(t, 200).Body, "questionTypes"); len(l) == 0 {
 		t.Fatalf("no custom type in the importing organization")
 	}
 
@@ -94,24 +95,24 @@ func TestExamExportImportAcrossOrganizations(t *testing.T) {
 	var mp bytes.Buffer
 	mw := multipart.NewWriter(&mp)
 	fw, _ := mw.CreateFormFile("file", "exam.zip")
-	_, _ = fw.Write(e.do("GET", "/exams/"+src.exam+"/export", keyA, nil).must(t, 200).raw)
+	_, _ = fw.Write(e.Do("GET", "/exams/"+src.exam+"/export", keyA, nil).Must(t, 200).Raw)
 	_ = mw.Close()
-	e.importExam(keyB, mw.FormDataContentType(), mp.Bytes()).must(t, 200)
+	importExam(e, keyB, mw.FormDataContentType(), mp.Bytes()).Must(t, 200)
 
 	// Access: foreign exam 404, students 403, bad format 400 naming it.
-	e.do("GET", "/exams/"+src.exam+"/export", keyB, nil).must(t, 404)
-	e.do("GET", "/exams/"+src.exam+"/export", a.keys[tenancy.RoleStudent], nil).must(t, 403)
-	e.do("GET", "/exams/"+src.exam+"/export", "", nil).must(t, 401)
-	if r := e.do("GET", "/exams/"+src.exam+"/export?format=pdf", keyA, nil).must(t, 400); r.field() != "format" {
-		t.Fatalf("bad format: %s", r.raw)
+	e.Do("GET", "/exams/"+src.exam+"/export", keyB, nil).Must(t, 404)
+	e.Do("GET", "/exams/"+src.exam+"/export", a.Keys[tenancy.RoleStudent], nil).Must(t, 403)
+	e.Do("GET", "/exams/"+src.exam+"/export", "", nil).Must(t, 401)
+	if r := e.Do("GET", "/exams/"+src.exam+"/export?format=pdf", keyA, nil).Must(t, 400); r.Field() != "format" {
+		t.Fatalf("bad format: %s", r.Raw)
 	}
-	e.importExam(b.keys[tenancy.RoleStudent], "application/zip", exchangeFixture(t, "qti21")).must(t, 403)
+	importExam(e, b.Keys[tenancy.RoleStudent], "application/zip", exchangeFixture(t, "qti21")).Must(t, 403)
 
 	for _, action := range []string{"exam.exported", "exam.imported"} {
-		if l := items(e.do("GET", "/audit-logs?action="+action, a.keys[tenancy.RoleOwner], nil).must(t, 200).body, "auditLogs"); action == "exam.exported" && len(l) == 0 {
+		if l := apptest.Items(e.Do("GET", "/audit-logs?action="+action, a.Keys[tenancy.RoleOwner], nil).Must(t, 200).Body, "auditLogs"); action == "exam.exported" && len(l) == 0 {
 			t.Fatalf("no %s audit entry in A", action)
 		}
-		if l := items(e.do("GET", "/audit-logs?action="+action, b.keys[tenancy.RoleOwner], nil).must(t, 200).body, "auditLogs"); action == "exam.imported" && len(l) != 4 {
+		if l := apptest.Items(e.Do("GET", "/audit-logs?action="+action, b.Keys[tenancy.RoleOwner], nil).Must(t, 200).Body, "auditLogs"); action == "exam.imported" && len(l) != 4 {
 			t.Fatalf("%d %s audit entries in B", len(l), action)
 		}
 	}
@@ -119,27 +120,27 @@ func TestExamExportImportAcrossOrganizations(t *testing.T) {
 
 func TestExamImportOfOtherToolsPackages(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	tn := e.newTenant("FR", "pro")
-	key := tn.keys[tenancy.RoleTeacher]
-	imp := e.importExam(key, "application/zip", exchangeFixture(t, "foreign-qti3")).must(t, 200).body
-	if w := items(imp, "warnings"); len(w) != 1 || str(w[0], "item") != "order" {
+	e := apptest.New(t)
+	tn := e.NewTenant("FR", "pro")
+	key := tn.Keys[tenancy.RoleTeacher]
+	imp := importExam(e, key, "application/zip", exchangeFixture(t, "foreign-qti3")).Must(t, 200).Body
+	if w := apptest.Items(imp, "warnings"); len(w) != 1 || apptest.Str(w[0], "item") != "order" {
 		t.Fatalf("foreign QTI 3 warnings %v", w)
 	}
-	if _, qs := e.questionContent(t, key, str(imp, "examId")); len(qs) != 3 || qs[2]["type"] != "numeric" {
+	if _, qs := questionContent(e, t, key, apptest.Str(imp, "examId")); len(qs) != 3 || qs[2]["type"] != "numeric" {
 		t.Fatalf("foreign QTI 3 questions %v", qs)
 	}
-	imp = e.importExam(key, "application/zip", exchangeFixture(t, "qti21")).must(t, 200).body
-	if _, qs := e.questionContent(t, key, str(imp, "examId")); len(qs) != 3 || len(items(imp, "warnings")) != 0 {
+	imp = importExam(e, key, "application/zip", exchangeFixture(t, "qti21")).Must(t, 200).Body
+	if _, qs := questionContent(e, t, key, apptest.Str(imp, "examId")); len(qs) != 3 || len(apptest.Items(imp, "warnings")) != 0 {
 		t.Fatalf("QTI 2.1 import %v: %v", imp, qs)
 	}
 }
 
 func TestExamImportRefusesHostilePackages(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	tn := e.newTenant("GB", "pro")
-	key := tn.keys[tenancy.RoleTeacher]
+	e := apptest.New(t)
+	tn := e.NewTenant("GB", "pro")
+	key := tn.Keys[tenancy.RoleTeacher]
 	manifest := []byte(`<?xml version="1.0"?><manifest xmlns="http://www.imsglobal.org/xsd/qti/qtiv3p0/imscp_v1p1"><resources/></manifest>`)
 	for _, tc := range []struct {
 		name   string
@@ -155,54 +156,54 @@ func TestExamImportRefusesHostilePackages(t *testing.T) {
 		{"bad native document", []byte(`{"schema":"assessd.exam/v9"}`), 400, "IMPORT_MALFORMED"},
 		{"too many questions", tooManyQuestions(t), 400, "INVALID_ARGUMENT"},
 	} {
-		r := e.importExam(key, "application/zip", tc.body)
-		if r.status != tc.status || r.reason() != tc.reason || r.field() != "file" {
-			t.Errorf("%s: %d %s, want %d %s", tc.name, r.status, r.raw, tc.status, tc.reason)
+		r := importExam(e, key, "application/zip", tc.body)
+		if r.Status != tc.status || r.Reason() != tc.reason || r.Field() != "file" {
+			t.Errorf("%s: %d %s, want %d %s", tc.name, r.Status, r.Raw, tc.status, tc.reason)
 		}
 	}
-	if l := items(e.do("GET", "/exams", key, nil).must(t, 200).body, "exams"); len(l) != 0 {
+	if l := apptest.Items(e.Do("GET", "/exams", key, nil).Must(t, 200).Body, "exams"); len(l) != 0 {
 		t.Fatalf("refused imports created exams: %v", l)
 	}
 }
 
 func TestEmbedAuthoringExport(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	tn := e.newTenant("NL", "pro")
-	key := tn.keys[tenancy.RoleTeacher]
-	src := e.authorAllTypes(t, key)
-	sess := e.do("POST", "/embed-sessions", key, map[string]any{"flow": "authoring", "actor": tn.users[tenancy.RoleTeacher].ID,
-		"examId": src.exam, "allowedOrigins": []any{"https://lms.example.com"}}).must(t, 200).body
+	e := apptest.New(t)
+	tn := e.NewTenant("NL", "pro")
+	key := tn.Keys[tenancy.RoleTeacher]
+	src := authorAllTypes(e, t, key)
+	sess := e.Do("POST", "/embed-sessions", key, map[string]any{"flow": "authoring", "actor": tn.Users[tenancy.RoleTeacher].ID,
+		"examId": src.exam, "allowedOrigins": []any{"https://lms.example.com"}}).Must(t, 200).Body
 	get := func(u string) response {
 		req, _ := http.NewRequest("GET", u, nil)
 		req.Header.Set("Sec-Fetch-Dest", "iframe")
-		res, err := e.srv.Client().Do(req)
+		res, err := e.Srv.Client().Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer res.Body.Close()
 		var buf bytes.Buffer
 		_, _ = buf.ReadFrom(res.Body)
-		return response{status: res.StatusCode, header: res.Header, raw: buf.Bytes()}
+		return response{Status: res.StatusCode, Header: res.Header, Raw: buf.Bytes()}
 	}
-	page := get(str(sess, "url")).must(t, 200)
-	if !bytes.Contains(page.raw, []byte("/export?format=qti3")) {
-		t.Fatalf("the authoring page offers no export:\n%s", page.raw)
+	page := get(apptest.Str(sess, "url")).Must(t, 200)
+	if !bytes.Contains(page.Raw, []byte("/export?format=qti3")) {
+		t.Fatalf("the authoring page offers no export:\n%s", page.Raw)
 	}
-	zipped := get(str(sess, "url")+"/export").must(t, 200)
-	if zipped.header.Get("Content-Type") != "application/zip" || !bytes.HasPrefix(zipped.raw, []byte("PK")) {
-		t.Fatalf("embed export: %s %q", zipped.header.Get("Content-Type"), zipped.raw[:min(len(zipped.raw), 64)])
+	zipped := get(apptest.Str(sess, "url")+"/export").Must(t, 200)
+	if zipped.Header.Get("Content-Type") != "application/zip" || !bytes.HasPrefix(zipped.Raw, []byte("PK")) {
+		t.Fatalf("embed export: %s %q", zipped.Header.Get("Content-Type"), zipped.Raw[:min(len(zipped.Raw), 64)])
 	}
 	// The download imports like the API's.
-	imp := e.importExam(key, "application/zip", zipped.raw).must(t, 200).body
-	if _, qs := e.questionContent(t, key, str(imp, "examId")); len(qs) != 7 {
+	imp := importExam(e, key, "application/zip", zipped.Raw).Must(t, 200).Body
+	if _, qs := questionContent(e, t, key, apptest.Str(imp, "examId")); len(qs) != 7 {
 		t.Fatalf("imported %d questions", len(qs))
 	}
-	native := get(str(sess, "url")+"/export?format=json").must(t, 200)
-	if !bytes.Contains(native.raw, []byte(`"schema": "assessd.exam/v1"`)) {
-		t.Fatalf("embed native export %s", native.raw)
+	native := get(apptest.Str(sess, "url")+"/export?format=json").Must(t, 200)
+	if !bytes.Contains(native.Raw, []byte(`"schema": "assessd.exam/v1"`)) {
+		t.Fatalf("embed native export %s", native.Raw)
 	}
-	get(str(sess, "url")+"/export?format=pdf").must(t, 400)
+	get(apptest.Str(sess, "url")+"/export?format=pdf").Must(t, 400)
 }
 
 // tooManyQuestions is a native document of one question more than an exam
@@ -225,17 +226,17 @@ func tooManyQuestions(t *testing.T) []byte {
 // organization (decision 0072).
 func TestExamImportKeepsDeprecatedTypes(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	a, b := e.newTenant("US", "pro"), e.newTenant("DE", "pro")
-	keyA, keyB := a.keys[tenancy.RoleTeacher], b.keys[tenancy.RoleTeacher]
-	exam := str(e.do("POST", "/exams", keyA, map[string]any{"name": "Old", "language": "en"}).must(t, 200).body, "id")
-	qtp := str(e.do("POST", "/question-types", keyA, customType("word_count", false)).must(t, 200).body, "id")
-	e.do("POST", "/exams/"+exam+"/questions", keyA, map[string]any{"type": qtp, "prompt": "Answer in two words.",
-		"config": map[string]any{"words": 2}}).must(t, 200)
-	e.do("PATCH", "/question-types/"+qtp, keyA, map[string]any{"deprecated": true}).must(t, 200)
-	pkg := e.do("GET", "/exams/"+exam+"/export", keyA, nil).must(t, 200).raw
-	imp := e.importExam(keyB, "application/zip", pkg).must(t, 200).body
-	qs := items(e.do("GET", "/exams/"+str(imp, "examId")+"/questions", keyB, nil).must(t, 200).body, "questions")
+	e := apptest.New(t)
+	a, b := e.NewTenant("US", "pro"), e.NewTenant("DE", "pro")
+	keyA, keyB := a.Keys[tenancy.RoleTeacher], b.Keys[tenancy.RoleTeacher]
+	exam := apptest.Str(e.Do("POST", "/exams", keyA, map[string]any{"name": "Old", "language": "en"}).Must(t, 200).Body, "id")
+	qtp := apptest.Str(e.Do("POST", "/question-types", keyA, customType("word_count", false)).Must(t, 200).Body, "id")
+	e.Do("POST", "/exams/"+exam+"/questions", keyA, map[string]any{"type": qtp, "prompt": "Answer in two words.",
+		"config": map[string]any{"words": 2}}).Must(t, 200)
+	e.Do("PATCH", "/question-types/"+qtp, keyA, map[string]any{"deprecated": true}).Must(t, 200)
+	pkg := e.Do("GET", "/exams/"+exam+"/export", keyA, nil).Must(t, 200).Raw
+	imp := importExam(e, keyB, "application/zip", pkg).Must(t, 200).Body
+	qs := apptest.Items(e.Do("GET", "/exams/"+apptest.Str(imp, "examId")+"/questions", keyB, nil).Must(t, 200).Body, "questions")
 	if len(qs) != 1 {
 		t.Fatalf("imported questions %v", qs)
 	}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -40,57 +41,57 @@ import (
 // nothing, and every change is audited.
 func TestWebhookEndpointsAPI(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	tn := e.newTenant("US", tenancy.PlanPro)
-	other := e.newTenant("FR", tenancy.PlanPro)
-	owner, teacher := tn.keys[tenancy.RoleOwner], tn.keys[tenancy.RoleTeacher]
+	e := apptest.New(t)
+	tn := e.NewTenant("US", tenancy.PlanPro)
+	other := e.NewTenant("FR", tenancy.PlanPro)
+	owner, teacher := tn.Keys[tenancy.RoleOwner], tn.Keys[tenancy.RoleTeacher]
 	body := map[string]any{"url": "https://93.184.215.14/hooks", "events": []string{"result.graded", "user.created"}, "description": "sync"}
 
-	e.do("POST", "/webhook-endpoints", teacher, body).must(t, http.StatusForbidden)
-	e.do("GET", "/webhook-endpoints", teacher, nil).must(t, http.StatusForbidden)
+	e.Do("POST", "/webhook-endpoints", teacher, body).Must(t, http.StatusForbidden)
+	e.Do("GET", "/webhook-endpoints", teacher, nil).Must(t, http.StatusForbidden)
 	for _, u := range []string{"https://127.0.0.1/x", "https://localhost/x", "https://10.0.0.7/", "https://169.254.169.254/latest/meta-data",
 		"https://[fd00:ec2::254]/", "https://[::1]/", "https://100.64.0.1/", "http://93.184.215.14/"} {
-		r := e.do("POST", "/webhook-endpoints", owner, map[string]any{"url": u, "events": []string{"user.created"}}).must(t, http.StatusBadRequest)
-		if r.field() != "url" {
-			t.Errorf("%s refused naming %q: %s", u, r.field(), r.raw)
+		r := e.Do("POST", "/webhook-endpoints", owner, map[string]any{"url": u, "events": []string{"user.created"}}).Must(t, http.StatusBadRequest)
+		if r.Field() != "url" {
+			t.Errorf("%s refused naming %q: %s", u, r.Field(), r.Raw)
 		}
 	}
-	if r := e.do("POST", "/webhook-endpoints", owner, map[string]any{"url": body["url"], "events": []string{"exam.deleted"}}).must(t, http.StatusBadRequest); r.field() != "events.0" {
-		t.Errorf("unknown event refused naming %q", r.field())
+	if r := e.Do("POST", "/webhook-endpoints", owner, map[string]any{"url": body["url"], "events": []string{"exam.deleted"}}).Must(t, http.StatusBadRequest); r.Field() != "events.0" {
+		t.Errorf("unknown event refused naming %q", r.Field())
 	}
 
-	created := e.do("POST", "/webhook-endpoints", owner, body).must(t, http.StatusOK).body
-	id, secret := str(created, "id"), str(created, "secret")
+	created := e.Do("POST", "/webhook-endpoints", owner, body).Must(t, http.StatusOK).Body
+	id, secret := apptest.Str(created, "id"), apptest.Str(created, "secret")
 	if !strings.HasPrefix(id, "whe_") || !strings.HasPrefix(secret, "whsec_") || created["enabled"] != true {
 		t.Fatalf("created %v", created)
 	}
-	got := e.do("GET", "/webhook-endpoints/"+id, owner, nil).must(t, http.StatusOK).body
+	got := e.Do("GET", "/webhook-endpoints/"+id, owner, nil).Must(t, http.StatusOK).Body
 	if got["secret"] != "" || got["url"] != body["url"] {
 		t.Fatalf("read back %v: the secret must not be shown again", got)
 	}
-	if list := items(e.do("GET", "/webhook-endpoints", owner, nil).must(t, http.StatusOK).body, "webhookEndpoints"); len(list) != 1 || list[0]["secret"] != "" {
+	if list := apptest.Items(e.Do("GET", "/webhook-endpoints", owner, nil).Must(t, http.StatusOK).Body, "webhookEndpoints"); len(list) != 1 || list[0]["secret"] != "" {
 		t.Fatalf("list %v", list)
 	}
-	e.do("GET", "/webhook-endpoints/"+id, other.keys[tenancy.RoleOwner], nil).must(t, http.StatusNotFound)
-	e.do("DELETE", "/webhook-endpoints/"+id, other.keys[tenancy.RoleOwner], nil).must(t, http.StatusNotFound)
+	e.Do("GET", "/webhook-endpoints/"+id, other.Keys[tenancy.RoleOwner], nil).Must(t, http.StatusNotFound)
+	e.Do("DELETE", "/webhook-endpoints/"+id, other.Keys[tenancy.RoleOwner], nil).Must(t, http.StatusNotFound)
 
-	patched := e.do("PATCH", "/webhook-endpoints/"+id, owner, map[string]any{"events": []string{"user.deleted"}, "enabled": false}).must(t, http.StatusOK).body
+	patched := e.Do("PATCH", "/webhook-endpoints/"+id, owner, map[string]any{"events": []string{"user.deleted"}, "enabled": false}).Must(t, http.StatusOK).Body
 	if fmt.Sprint(patched["events"]) != "[user.deleted]" || patched["enabled"] != false || patched["description"] != "sync" {
 		t.Fatalf("patched %v", patched)
 	}
-	rotated := e.do("POST", "/webhook-endpoints/"+id+"/rotate-secret", owner, map[string]any{}).must(t, http.StatusOK).body
-	if s := str(rotated, "secret"); !strings.HasPrefix(s, "whsec_") || s == secret {
+	rotated := e.Do("POST", "/webhook-endpoints/"+id+"/rotate-secret", owner, map[string]any{}).Must(t, http.StatusOK).Body
+	if s := apptest.Str(rotated, "secret"); !strings.HasPrefix(s, "whsec_") || s == secret {
 		t.Fatalf("rotated secret %q", s)
 	}
-	if d := items(e.do("GET", "/webhook-endpoints/"+id+"/deliveries", owner, nil).must(t, http.StatusOK).body, "webhookDeliveries"); len(d) != 0 {
+	if d := apptest.Items(e.Do("GET", "/webhook-endpoints/"+id+"/deliveries", owner, nil).Must(t, http.StatusOK).Body, "webhookDeliveries"); len(d) != 0 {
 		t.Fatalf("deliveries before any event: %v", d)
 	}
-	e.do("DELETE", "/webhook-endpoints/"+id, owner, nil).must(t, http.StatusOK)
-	e.do("GET", "/webhook-endpoints/"+id, owner, nil).must(t, http.StatusNotFound)
+	e.Do("DELETE", "/webhook-endpoints/"+id, owner, nil).Must(t, http.StatusOK)
+	e.Do("GET", "/webhook-endpoints/"+id, owner, nil).Must(t, http.StatusNotFound)
 
 	var actions []string
-	for _, a := range items(e.do("GET", "/audit-logs?targetId="+id, owner, nil).must(t, http.StatusOK).body, "auditLogs") {
-		actions = append(actions, str(a, "action"))
+	for _, a := range apptest.Items(e.Do("GET", "/audit-logs?targetId="+id, owner, nil).Must(t, http.StatusOK).Body, "auditLogs") {
+		actions = append(actions, apptest.Str(a, "action"))
 	}
 	slices.Sort(actions)
 	if want := []string{"webhook_endpoint.created", "webhook_endpoint.deleted", "webhook_endpoint.secret_rotated", "webhook_endpoint.updated"}; !slices.Equal(actions, want) {
@@ -98,7 +99,7 @@ func TestWebhookEndpointsAPI(t *testing.T) {
 	}
 	// The secret is stored sealed, never in the clear.
 	var stored []byte
-	if err := e.db.Unscoped().QueryRow(context.Background(), `SELECT value FROM provider_secrets WHERE name = 'webhook_secret_key'`).Scan(&stored); err != nil || len(stored) != 32 {
+	if err := e.DB.Unscoped().QueryRow(context.Background(), `SELECT value FROM provider_secrets WHERE name = 'webhook_secret_key'`).Scan(&stored); err != nil || len(stored) != 32 {
 		t.Fatalf("sealing key %d bytes, %v", len(stored), err)
 	}
 }
@@ -220,16 +221,16 @@ func verifyWithReferenceLibrary(t *testing.T, secret string, ds []delivery) {
 func TestWebhookDeliveries(t *testing.T) {
 	t.Parallel()
 	tc := devenvtest.Temporal(t)
-	e := newEnvWithConfig(t, func(c *app.Config) {
+	e := apptest.NewWithConfig(t, func(c *app.Config) {
 		c.Temporal = tc
 		c.Dispatch = workflows.DispatchOptions{Sweep: 200 * time.Millisecond}
 		c.Webhooks = webhooks.Targets{AllowPrivate: true}
 		c.WebhookRetry = webhookworkflow.Retry{Initial: 200 * time.Millisecond, Window: 4 * time.Second}
 	})
-	grading := gradingactivities.NewMetrics(e.app.Metrics.Registry, e.app.Metrics.Org)
+	grading := gradingactivities.NewMetrics(e.App.Metrics.Registry, e.App.Metrics.Org)
 	for _, region := range []string{"eu", "global"} {
-		w, err := app.NewWorker(tc, e.db, app.WorkerConfig{Region: region, Provider: ai.NewBuiltin(), Fetcher: media.NewFetcher(nil, media.Options{}),
-			Metrics: grading, Registry: e.app.Metrics.Registry, Webhooks: webhooks.Targets{AllowPrivate: true}})
+		w, err := app.NewWorker(tc, e.DB, app.WorkerConfig{Region: region, Provider: ai.NewBuiltin(), Fetcher: media.NewFetcher(nil, media.Options{}),
+			Metrics: grading, Registry: e.App.Metrics.Registry, Webhooks: webhooks.Targets{AllowPrivate: true}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -238,21 +239,21 @@ func TestWebhookDeliveries(t *testing.T) {
 		}
 		t.Cleanup(w.Stop)
 	}
-	tn := e.newTenant("DE", tenancy.PlanPro)
-	owner := tn.keys[tenancy.RoleOwner]
+	tn := e.NewTenant("DE", tenancy.PlanPro)
+	owner := tn.Keys[tenancy.RoleOwner]
 	rc := newReceiver(t)
-	ep := e.do("POST", "/webhook-endpoints", owner, map[string]any{"url": rc.srv.URL + "/hooks",
-		"events": []string{"user.created", "user.updated", "user.deleted"}}).must(t, http.StatusOK).body
-	epID, secret := str(ep, "id"), str(ep, "secret")
+	ep := e.Do("POST", "/webhook-endpoints", owner, map[string]any{"url": rc.srv.URL + "/hooks",
+		"events": []string{"user.created", "user.updated", "user.deleted"}}).Must(t, http.StatusOK).Body
+	epID, secret := apptest.Str(ep, "id"), apptest.Str(ep, "secret")
 
 	// The receiver is down for its first two requests: the event is retried.
 	rc.mu.Lock()
 	rc.downFor = 2
 	rc.mu.Unlock()
-	user := e.do("POST", "/users", owner, map[string]any{"email": "grace@school.test", "name": "Grace"}).must(t, http.StatusOK)
-	userID := str(user.body, "id")
-	e.do("PATCH", "/users/"+userID, owner, map[string]any{"name": "Grace Hopper"}).must(t, http.StatusOK)
-	e.do("DELETE", "/users/"+userID, owner, nil).must(t, http.StatusOK)
+	user := e.Do("POST", "/users", owner, map[string]any{"email": "grace@school.test", "name": "Grace"}).Must(t, http.StatusOK)
+	userID := apptest.Str(user.Body, "id")
+	e.Do("PATCH", "/users/"+userID, owner, map[string]any{"name": "Grace Hopper"}).Must(t, http.StatusOK)
+	e.Do("DELETE", "/users/"+userID, owner, nil).Must(t, http.StatusOK)
 	ds := rc.waitFor(t, 3)
 
 	types := map[string]map[string]any{}
@@ -268,13 +269,13 @@ func TestWebhookDeliveries(t *testing.T) {
 			t.Fatal(err)
 		}
 		data, _ := p["data"].(map[string]any)
-		types[str(p, "type")] = data
-		if _, err := time.Parse(time.RFC3339, str(p, "timestamp")); err != nil {
+		types[apptest.Str(p, "type")] = data
+		if _, err := time.Parse(time.RFC3339, apptest.Str(p, "timestamp")); err != nil {
 			t.Fatalf("payload timestamp: %s", d.Body)
 		}
 	}
 	var apiUser map[string]any
-	_ = json.Unmarshal(user.raw, &apiUser)
+	_ = json.Unmarshal(user.Raw, &apiUser)
 	if created := types["user.created"]; fmt.Sprint(created) != fmt.Sprint(apiUser) {
 		t.Fatalf("user.created data %v, want the API's user %v", created, apiUser)
 	}
@@ -283,13 +284,13 @@ func TestWebhookDeliveries(t *testing.T) {
 	}
 	verifyWithReferenceLibrary(t, secret, ds)
 
-	attempts := items(e.do("GET", "/webhook-endpoints/"+epID+"/deliveries", owner, nil).must(t, http.StatusOK).body, "webhookDeliveries")
+	attempts := apptest.Items(e.Do("GET", "/webhook-endpoints/"+epID+"/deliveries", owner, nil).Must(t, http.StatusOK).Body, "webhookDeliveries")
 	var failed, succeeded int
 	for _, a := range attempts {
 		switch a["status"] {
 		case "failed":
 			failed++
-			if a["responseCode"] != float64(503) || !strings.Contains(str(a, "responseExcerpt"), "down for maintenance") {
+			if a["responseCode"] != float64(503) || !strings.Contains(apptest.Str(a, "responseExcerpt"), "down for maintenance") {
 				t.Fatalf("failed attempt %v", a)
 			}
 		case "succeeded":
@@ -310,8 +311,8 @@ func TestWebhookDeliveries(t *testing.T) {
 	}
 
 	// Rotation: both the new and the previous secret verify the next one.
-	newSecret := str(e.do("POST", "/webhook-endpoints/"+epID+"/rotate-secret", owner, map[string]any{}).must(t, http.StatusOK).body, "secret")
-	e.do("POST", "/users", owner, map[string]any{"email": "ada@school.test", "name": "Ada"}).must(t, http.StatusOK)
+	newSecret := apptest.Str(e.Do("POST", "/webhook-endpoints/"+epID+"/rotate-secret", owner, map[string]any{}).Must(t, http.StatusOK).Body, "secret")
+	e.Do("POST", "/users", owner, map[string]any{"email": "ada@school.test", "name": "Ada"}).Must(t, http.StatusOK)
 	rotated := rc.waitFor(t, 4)[3]
 	if err := verify(newSecret, rotated); err != nil {
 		t.Fatalf("new secret: %v", err)
@@ -323,29 +324,29 @@ func TestWebhookDeliveries(t *testing.T) {
 	verifyWithReferenceLibrary(t, secret, []delivery{rotated})
 
 	// Redelivery sends the same message again.
-	e.do("POST", "/webhook-endpoints/"+epID+"/deliveries/"+str(attempts[0], "id")+"/redeliver", owner, map[string]any{}).must(t, http.StatusOK)
+	e.Do("POST", "/webhook-endpoints/"+epID+"/deliveries/"+apptest.Str(attempts[0], "id")+"/redeliver", owner, map[string]any{}).Must(t, http.StatusOK)
 	again := rc.waitFor(t, 5)[4]
-	if again.Headers["webhook-id"] != str(attempts[0], "eventId") {
-		t.Fatalf("redelivered %s, want %s", again.Headers["webhook-id"], str(attempts[0], "eventId"))
+	if again.Headers["webhook-id"] != apptest.Str(attempts[0], "eventId") {
+		t.Fatalf("redelivered %s, want %s", again.Headers["webhook-id"], apptest.Str(attempts[0], "eventId"))
 	}
 
 	// A rule-scored result is graded at submission: result.graded carries
 	// the result exactly as GET returns it.
 	results := newReceiver(t)
-	resultsSecret := str(e.do("POST", "/webhook-endpoints", owner, map[string]any{"url": results.srv.URL,
-		"events": []string{"result.graded"}}).must(t, http.StatusOK).body, "secret")
-	staff := tenancy.WithCaller(context.Background(), tenancy.SystemCaller(tn.org.ID))
-	exam, err := e.app.Assessment.CreateExam(staff, assessment.NewExam{Name: "Quiz", Language: "en"})
+	resultsSecret := apptest.Str(e.Do("POST", "/webhook-endpoints", owner, map[string]any{"url": results.srv.URL,
+		"events": []string{"result.graded"}}).Must(t, http.StatusOK).Body, "secret")
+	staff := tenancy.WithCaller(context.Background(), tenancy.SystemCaller(tn.Org.ID))
+	exam, err := e.App.Assessment.CreateExam(staff, assessment.NewExam{Name: "Quiz", Language: "en"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := e.app.Assessment.CreateQuestion(staff, exam.ID, assessment.NewQuestion{Type: assessment.TypeMultipleChoice, Prompt: "1/2?", Points: 1,
+	q, err := e.App.Assessment.CreateQuestion(staff, exam.ID, assessment.NewQuestion{Type: assessment.TypeMultipleChoice, Prompt: "1/2?", Points: 1,
 		Config: map[string]any{"options": []any{map[string]any{"id": "a", "text": "0.5", "correct": true}, map[string]any{"id": "b", "text": "2"}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	submitted := e.do("POST", "/exams/"+exam.ID+"/results", owner, map[string]any{"userId": tn.users[tenancy.RoleStudent].ID,
-		"answers": []any{map[string]any{"questionId": q.ID, "value": "a"}}}).must(t, http.StatusOK)
+	submitted := e.Do("POST", "/exams/"+exam.ID+"/results", owner, map[string]any{"userId": tn.Users[tenancy.RoleStudent].ID,
+		"answers": []any{map[string]any{"questionId": q.ID, "value": "a"}}}).Must(t, http.StatusOK)
 	graded := results.waitFor(t, 1)[0]
 	if err := verify(resultsSecret, graded); err != nil {
 		t.Fatal(err)
@@ -355,26 +356,26 @@ func TestWebhookDeliveries(t *testing.T) {
 		Data json.RawMessage `json:"data"`
 	}
 	_ = json.Unmarshal([]byte(graded.Body), &payload)
-	got := e.do("GET", "/exams/"+exam.ID+"/results/"+str(submitted.body, "id"), owner, nil).must(t, http.StatusOK)
-	if payload.Type != "result.graded" || string(payload.Data) != string(got.raw) {
-		t.Fatalf("result.graded data\n%s\nwant the API's result\n%s", payload.Data, got.raw)
+	got := e.Do("GET", "/exams/"+exam.ID+"/results/"+apptest.Str(submitted.Body, "id"), owner, nil).Must(t, http.StatusOK)
+	if payload.Type != "result.graded" || string(payload.Data) != string(got.Raw) {
+		t.Fatalf("result.graded data\n%s\nwant the API's result\n%s", payload.Data, got.Raw)
 	}
 
 	// An endpoint that never recovers is disabled after the retry window.
 	rc.mu.Lock()
 	rc.alwaysErr = true
 	rc.mu.Unlock()
-	e.do("POST", "/users", owner, map[string]any{"email": "lin@school.test", "name": "Lin"}).must(t, http.StatusOK)
+	e.Do("POST", "/users", owner, map[string]any{"email": "lin@school.test", "name": "Lin"}).Must(t, http.StatusOK)
 	eventually.Succeeds(t, time.Minute, func() error {
-		r := e.do("GET", "/webhook-endpoints/"+epID, owner, nil).must(t, http.StatusOK).body
-		if r["enabled"] != false || str(r, "disabledReason") == "" {
+		r := e.Do("GET", "/webhook-endpoints/"+epID, owner, nil).Must(t, http.StatusOK).Body
+		if r["enabled"] != false || apptest.Str(r, "disabledReason") == "" {
 			return fmt.Errorf("endpoint %v", r)
 		}
 		return nil
 	})
-	entries := items(e.do("GET", "/audit-logs?action=webhook_endpoint.disabled", owner, nil).must(t, http.StatusOK).body, "auditLogs")
-	if len(entries) != 1 || str(entries[0], "targetId") != epID && fmt.Sprint(entries[0]["target"]) != fmt.Sprint(map[string]any{"type": "webhook_endpoint", "id": epID}) {
+	entries := apptest.Items(e.Do("GET", "/audit-logs?action=webhook_endpoint.disabled", owner, nil).Must(t, http.StatusOK).Body, "auditLogs")
+	if len(entries) != 1 || apptest.Str(entries[0], "targetId") != epID && fmt.Sprint(entries[0]["target"]) != fmt.Sprint(map[string]any{"type": "webhook_endpoint", "id": epID}) {
 		t.Fatalf("audit entries %v", entries)
 	}
-	waitMetric(t, e, `assessd_webhook_deliveries_total{event="user.created",org="`+tn.org.ID+`",outcome="delivered"}`, func(v float64) bool { return v >= 2 })
+	waitMetric(t, e, `assessd_webhook_deliveries_total{event="user.created",org="`+tn.Org.ID+`",outcome="delivered"}`, func(v float64) bool { return v >= 2 })
 }
