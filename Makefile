@@ -88,8 +88,9 @@ SQL_PACKAGES := ./internal/store/... ./tenancy/... ./internal/assessment/... ./i
 # slower machine beyond go test's default 10 minutes per package.
 test: deps lint sdk webhook-verify $(BIN)/temporal tools/qti-check/node_modules
 	QTI_CHECK=1 $(GO) test -count=1 -race -timeout 20m ./...
-	# The packages that own SQL again, with prepared statements (decision 0122).
-	TEST_QUERY_EXEC_MODE=cache_statement $(GO) test -count=1 $(SQL_PACKAGES)
+	# The packages that own SQL again, with prepared statements (decision 0122),
+	# and the random sweeps at full length without the race detector (0210).
+	TEST_QUERY_EXEC_MODE=cache_statement $(GO) test -count=1 $(SQL_PACKAGES) ./internal/app/sweeps
 
 bench: $(BIN)/temporal
 	$(GO) run ./cmd/benchhttp

@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"github.com/assessd/assessd/internal/testkit/apptest"
 	"net/http"
 	"regexp"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/assessd/assessd/api"
 	v1 "github.com/assessd/assessd/api/gen/assessd/v1"
 	"github.com/assessd/assessd/internal/identity"
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"github.com/assessd/assessd/tenancy"
 )
 

@@ -2,13 +2,13 @@ package app_test
 
 import (
 	"fmt"
-	"github.com/assessd/assessd/internal/testkit/apptest"
 	"math"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"github.com/assessd/assessd/tenancy"
 )
 

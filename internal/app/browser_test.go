@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"github.com/assessd/assessd/internal/testkit/apptest"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/assessd/assessd/internal/identity"
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"github.com/assessd/assessd/internal/testkit/browsertest"
 	"github.com/assessd/assessd/tenancy"
 )

@@ -2,12 +2,12 @@ package app_test
 
 import (
 	"context"
-	"github.com/assessd/assessd/internal/testkit/apptest"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"github.com/assessd/assessd/tenancy"
 )
 

@@ -5,7 +5,6 @@ import (
 	"compress/flate"
 	"compress/gzip"
 	"encoding/binary"
-	"github.com/assessd/assessd/internal/testkit/apptest"
 	"hash/crc32"
 	"io"
 	"net/http"
@@ -13,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"github.com/assessd/assessd/tenancy"
 )
 

@@ -3,11 +3,11 @@ package app_test
 import (
 	"context"
 	"fmt"
-	"github.com/assessd/assessd/internal/testkit/apptest"
 	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"github.com/assessd/assessd/tenancy"
 )
 

@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"bytes"
-	"github.com/assessd/assessd/internal/testkit/apptest"
 	"image"
 	"image/png"
 	"net/http"
@@ -10,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/assessd/assessd/internal/identity"
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"github.com/assessd/assessd/internal/testkit/storetest"
 	"github.com/assessd/assessd/tenancy"
 )

@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"github.com/assessd/assessd/internal/testkit/apptest"
 	"io"
 	"net/http"
 	"net/url"
@@ -9,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"github.com/assessd/assessd/tenancy"
 )
 
@@ -86,7 +86,7 @@ func TestEmbedSessionOfAnAssignment(t *testing.T) {
 	asg := apptest.Str(e.Do("POST", "/assignments", teacher, map[string]any{"examId": exam, "userIds": []string{student},
 		"opensAt": time.Now().Add(-time.Minute).Format(time.RFC3339), "closesAt": time.Now().Add(time.Hour).Format(time.RFC3339)}).
 		Must(t, http.StatusOK).Body, "id")
-	id := embedSession(e, teacher, map[string]any{"flow": "student-exam", "actor": student, "assignmentId": asg})
+	id := e.EmbedSession(teacher, map[string]any{"flow": "student-exam", "actor": student, "assignmentId": asg})
 	res, err := http.PostForm(e.Srv.URL+"/embed/"+id+"/answers", url.Values{"shown": {q}, q: {"true"}})
 	if err != nil {
 		t.Fatal(err)
@@ -123,13 +123,6 @@ func TestEmbedSessionOfAnAssignment(t *testing.T) {
 	}
 }
 
-// embedSession creates, with key, the embed session body describes and
-// returns its id.
-func embedSession(e *env, key string, body map[string]any) string {
-	e.T.Helper()
-	return apptest.Str(e.Do("POST", "/embed-sessions", key, body).Must(e.T, http.StatusOK).Body, "id")
-}
-
 // TestEmbedFormsAnswerWhatRefusedThem: the generate form shows a refusal
 // with its own status. A teacher made a student while the session is open
 // may no longer create exams: 403, not the 400 of a form to fix.
@@ -138,7 +131,7 @@ func TestEmbedFormsAnswerWhatRefusedThem(t *testing.T) {
 	e := apptest.New(t)
 	tn := e.NewTenant("US", "pro")
 	actor := tn.Users[tenancy.RoleTeacher].ID
-	generating := embedSession(e, tn.Keys[tenancy.RoleTeacher], map[string]any{"flow": "generate-exam", "actor": actor})
+	generating := e.EmbedSession(tn.Keys[tenancy.RoleTeacher], map[string]any{"flow": "generate-exam", "actor": actor})
 	form := url.Values{"subject": {"Maths"}, "studentLevel": {"7"}, "durationMinutes": {"30"}, "questionTypes": {"true_false"}}
 	if p := e.NewBrowser().Post(e.Srv.URL+"/embed/"+generating+"/generate", url.Values{"subject": {""}}); p.Status != http.StatusBadRequest {
 		t.Fatalf("a form without a subject: %d", p.Status)

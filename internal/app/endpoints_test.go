@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"encoding/json"
-	"github.com/assessd/assessd/internal/testkit/apptest"
 	"net/url"
 	"slices"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"github.com/assessd/assessd/tenancy"
 )
 

@@ -1,9 +1,6 @@
 package app_test
 
 import (
-	"io"
-	"log/slog"
-	"os"
 	"testing"
 
 	"github.com/assessd/assessd/internal/testkit/apptest"
@@ -20,8 +17,4 @@ type (
 	page     = apptest.Page
 )
 
-// TestMain silences the OIDC library's default-logger output.
-func TestMain(m *testing.M) {
-	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { apptest.Main(m) }

@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"context"
-	"github.com/assessd/assessd/internal/testkit/apptest"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/assessd/assessd/internal/identity"
 	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"github.com/assessd/assessd/tenancy"
 )
 

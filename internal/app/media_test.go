@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/assessd/assessd/internal/testkit/apptest"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -20,6 +19,7 @@ import (
 	"github.com/assessd/assessd/internal/media"
 	"github.com/assessd/assessd/internal/platform/ids"
 	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"github.com/assessd/assessd/internal/testkit/storetest"
 	"github.com/assessd/assessd/tenancy"
 )

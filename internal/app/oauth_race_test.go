@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"context"
-	"github.com/assessd/assessd/internal/testkit/apptest"
 	"net/http"
 	"net/url"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/assessd/assessd/internal/identity"
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"github.com/assessd/assessd/internal/testkit/storetest"
 	"github.com/assessd/assessd/tenancy"
 )

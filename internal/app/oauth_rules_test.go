@@ -3,12 +3,7 @@ package app_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
-	"github.com/assessd/assessd/internal/testkit/apptest"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -18,12 +13,12 @@ import (
 	"testing"
 	"time"
 
-	jose "github.com/go-jose/go-jose/v4"
 	"github.com/zitadel/oidc/v3/pkg/oidc"
 	"golang.org/x/oauth2"
 
 	"github.com/assessd/assessd/internal/identity"
 	"github.com/assessd/assessd/internal/platform/errs"
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"github.com/assessd/assessd/internal/testkit/storetest"
 	"github.com/assessd/assessd/tenancy"
 )
@@ -239,58 +234,19 @@ func TestAuditLogWriteByCallerKind(t *testing.T) {
 // exchanges a signed assertion for a JWT access token (RFC 7523).
 func serviceAccountToken(e *env, tn tenant, role tenancy.Role, scope string) string {
 	e.T.Helper()
-	sa := newServiceAccount(e, tn, role)
-	status, tok, code := exchangeAssertion(e, sa, sa.addKey(e), scope)
+	sa := e.NewServiceAccount(tn, role)
+	status, tok, code := exchangeAssertion(e, sa, e.AddKey(sa), scope)
 	if status != http.StatusOK || tok == "" {
 		e.T.Fatalf("jwt-bearer grant: %d %s", status, code)
 	}
 	return tok
 }
 
-// serviceAccount is a service account the test signs assertions for.
-type serviceAccount struct {
-	identity.ServiceAccount
-	ctx context.Context // the organization's system caller
-}
-
-// signingKey is a service account's registered key and its private half.
-type signingKey struct {
-	id      string
-	private *rsa.PrivateKey
-}
-
-func newServiceAccount(e *env, tn tenant, role tenancy.Role) serviceAccount {
-	e.T.Helper()
-	ctx := tenancy.WithCaller(context.Background(), tenancy.SystemCaller(tn.Org.ID))
-	sa, err := e.App.Identity.CreateServiceAccount(ctx, "sync bot", role)
-	if err != nil {
-		e.T.Fatal(err)
-	}
-	return serviceAccount{sa, ctx}
-}
-
-// addKey registers a fresh RSA key for the account.
-func (sa serviceAccount) addKey(e *env) signingKey {
-	e.T.Helper()
-	key, err := sa.tryAddKey(e)
-	if err != nil {
-		e.T.Fatal(err)
-	}
-	return key
-}
-
-func (sa serviceAccount) tryAddKey(e *env) (signingKey, error) {
-	key, _ := rsa.GenerateKey(rand.Reader, 2048)
-	der, _ := x509.MarshalPKIXPublicKey(&key.PublicKey)
-	keyID, err := e.App.Identity.AddServiceAccountKey(sa.ctx, sa.ID, string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})))
-	return signingKey{keyID, key}, err
-}
-
 // exchangeAssertion signs an assertion with key and posts it to the token
 // endpoint: the status, then the access token or the error code.
-func exchangeAssertion(e *env, sa serviceAccount, key signingKey, scope string) (status int, token, errorCode string) {
+func exchangeAssertion(e *env, sa apptest.ServiceAccount, key apptest.SigningKey, scope string) (status int, token, errorCode string) {
 	e.T.Helper()
-	form := url.Values{"grant_type": {string(oidc.GrantTypeBearer)}, "assertion": {assertion(e, sa, key)}}
+	form := url.Values{"grant_type": {string(oidc.GrantTypeBearer)}, "assertion": {e.Assertion(sa, key)}}
 	if scope != "" {
 		form.Set("scope", scope)
 	}
@@ -307,25 +263,15 @@ func exchangeAssertion(e *env, sa serviceAccount, key signingKey, scope string) 
 	return res.StatusCode, out.AccessToken, out.Error
 }
 
-// assertion is a JWT assertion (RFC 7523) for the account, signed with key.
-func assertion(e *env, sa serviceAccount, key signingKey) string {
-	signer, _ := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: key.private}, (&jose.SignerOptions{}).WithHeader("kid", key.id))
-	now := time.Now()
-	claims, _ := json.Marshal(map[string]any{"iss": sa.ID, "sub": sa.ID, "aud": e.Srv.URL, "iat": now.Unix(), "exp": now.Add(5 * time.Minute).Unix()})
-	sig, _ := signer.Sign(claims)
-	assertion, _ := sig.CompactSerialize()
-	return assertion
-}
-
 // signedInServiceAccount starts an environment with a teacher service
 // account of a new organization and a key of it, checks that the token its
 // assertion obtains reads /users, and returns them with a second
 // organization's system caller.
-func signedInServiceAccount(t *testing.T) (e *env, tn tenant, sa serviceAccount, key signingKey, jwt string, foreign context.Context) {
+func signedInServiceAccount(t *testing.T) (e *env, tn tenant, sa apptest.ServiceAccount, key apptest.SigningKey, jwt string, foreign context.Context) {
 	e = apptest.New(t)
 	tn, other := e.NewTenant("US", "pro"), e.NewTenant("DE", "pro")
-	sa = newServiceAccount(e, tn, tenancy.RoleTeacher)
-	key = sa.addKey(e)
+	sa = e.NewServiceAccount(tn, tenancy.RoleTeacher)
+	key = e.AddKey(sa)
 	_, jwt, _ = exchangeAssertion(e, sa, key, "users:read")
 	e.Do("GET", "/users", jwt, nil).Must(t, http.StatusOK)
 	return e, tn, sa, key, jwt, tenancy.WithCaller(context.Background(), tenancy.SystemCaller(other.Org.ID))
@@ -338,7 +284,7 @@ func signedInServiceAccount(t *testing.T) (e *env, tn tenant, sa serviceAccount,
 func TestServiceAccountRevocation(t *testing.T) {
 	t.Parallel()
 	e, tn, sa, key, jwt, foreign := signedInServiceAccount(t)
-	if err := e.App.Identity.RevokeServiceAccountKey(foreign, key.id); !errs.Is(err, errs.KindNotFound) {
+	if err := e.App.Identity.RevokeServiceAccountKey(foreign, key.ID); !errs.Is(err, errs.KindNotFound) {
 		t.Fatalf("another organization revoking the key: %v, want not found", err)
 	}
 	if err := e.App.Identity.SetServiceAccountDisabled(foreign, sa.ID, true); !errs.Is(err, errs.KindNotFound) {
@@ -346,7 +292,7 @@ func TestServiceAccountRevocation(t *testing.T) {
 	}
 	e.Do("GET", "/users", jwt, nil).Must(t, http.StatusOK)
 
-	if err := e.App.Identity.RevokeServiceAccountKey(sa.ctx, key.id); err != nil {
+	if err := e.App.Identity.RevokeServiceAccountKey(sa.Ctx, key.ID); err != nil {
 		t.Fatal(err)
 	}
 	// RFC 7523, section 3.1: an assertion that does not verify is invalid_grant.
@@ -355,29 +301,29 @@ func TestServiceAccountRevocation(t *testing.T) {
 	}
 	e.Do("GET", "/users", jwt, nil).Must(t, http.StatusOK)
 
-	if err := e.App.Identity.SetServiceAccountDisabled(sa.ctx, sa.ID, true); err != nil {
+	if err := e.App.Identity.SetServiceAccountDisabled(sa.Ctx, sa.ID, true); err != nil {
 		t.Fatal(err)
 	}
 	e.Do("GET", "/users", jwt, nil).Must(t, http.StatusUnauthorized)
-	if err := e.App.Identity.SetServiceAccountDisabled(sa.ctx, sa.ID, false); err != nil {
+	if err := e.App.Identity.SetServiceAccountDisabled(sa.Ctx, sa.ID, false); err != nil {
 		t.Fatal(err)
 	}
 	e.Do("GET", "/users", jwt, nil).Must(t, http.StatusOK)
 
 	for range identity.MaxServiceAccountKeys {
-		key = sa.addKey(e)
+		key = e.AddKey(sa)
 	}
-	if _, err := sa.tryAddKey(e); !isConflict(err, "SERVICE_ACCOUNT_KEY_LIMIT") {
+	if _, err := e.TryAddKey(sa); !isConflict(err, "SERVICE_ACCOUNT_KEY_LIMIT") {
 		t.Fatalf("key %d: %v, want SERVICE_ACCOUNT_KEY_LIMIT", identity.MaxServiceAccountKeys+1, err)
 	}
-	keys, err := e.App.Identity.ServiceAccountKeys(sa.ctx, sa.ID)
-	if err != nil || len(keys) != identity.MaxServiceAccountKeys+1 || keys[0].ID != key.id || keys[len(keys)-1].RevokedAt == nil {
+	keys, err := e.App.Identity.ServiceAccountKeys(sa.Ctx, sa.ID)
+	if err != nil || len(keys) != identity.MaxServiceAccountKeys+1 || keys[0].ID != key.ID || keys[len(keys)-1].RevokedAt == nil {
 		t.Fatalf("keys: %v %+v, want the %d active newest first and the revoked one last", err, keys, identity.MaxServiceAccountKeys)
 	}
-	if err := e.App.Identity.RevokeServiceAccountKey(sa.ctx, key.id); err != nil {
+	if err := e.App.Identity.RevokeServiceAccountKey(sa.Ctx, key.ID); err != nil {
 		t.Fatal(err)
 	}
-	sa.addKey(e)
+	e.AddKey(sa)
 
 	logged := e.Do("GET", "/audit-logs?targetId="+sa.ID, tn.Keys[tenancy.RoleOwner], nil).Must(t, http.StatusOK)
 	for _, action := range []string{"service_account.key_revoked", "service_account.disabled", "service_account.enabled"} {
@@ -398,17 +344,17 @@ func TestServiceAccountDeletion(t *testing.T) {
 	}
 	e.Do("GET", "/users", jwt, nil).Must(t, http.StatusOK)
 
-	if err := e.App.Identity.DeleteServiceAccount(sa.ctx, sa.ID); err != nil {
+	if err := e.App.Identity.DeleteServiceAccount(sa.Ctx, sa.ID); err != nil {
 		t.Fatal(err)
 	}
 	e.Do("GET", "/users", jwt, nil).Must(t, http.StatusUnauthorized)
 	if status, tok, code := exchangeAssertion(e, sa, key, "users:read"); status != http.StatusBadRequest || tok != "" || code != "invalid_grant" {
 		t.Fatalf("a deleted account's key: %d %q, want 400 invalid_grant", status, code)
 	}
-	if err := e.App.Identity.DeleteServiceAccount(sa.ctx, sa.ID); !errs.Is(err, errs.KindNotFound) {
+	if err := e.App.Identity.DeleteServiceAccount(sa.Ctx, sa.ID); !errs.Is(err, errs.KindNotFound) {
 		t.Fatalf("deleting it again: %v, want not found", err)
 	}
-	if _, err := e.App.Identity.ServiceAccountKeys(sa.ctx, sa.ID); !errs.Is(err, errs.KindNotFound) {
+	if _, err := e.App.Identity.ServiceAccountKeys(sa.Ctx, sa.ID); !errs.Is(err, errs.KindNotFound) {
 		t.Fatalf("its keys: %v, want not found", err)
 	}
 	logged := e.Do("GET", "/audit-logs?action=service_account.deleted&targetId="+sa.ID, tn.Keys[tenancy.RoleOwner], nil).Must(t, http.StatusOK)
@@ -418,18 +364,18 @@ func TestServiceAccountDeletion(t *testing.T) {
 
 	var last identity.ServiceAccount
 	for range identity.MaxServiceAccounts {
-		last = newServiceAccount(e, tn, tenancy.RoleStudent).ServiceAccount
+		last = e.NewServiceAccount(tn, tenancy.RoleStudent).ServiceAccount
 	}
-	if _, err := e.App.Identity.CreateServiceAccount(sa.ctx, "one too many", tenancy.RoleStudent); !isConflict(err, "SERVICE_ACCOUNT_LIMIT") {
+	if _, err := e.App.Identity.CreateServiceAccount(sa.Ctx, "one too many", tenancy.RoleStudent); !isConflict(err, "SERVICE_ACCOUNT_LIMIT") {
 		t.Fatalf("service account %d: %v, want SERVICE_ACCOUNT_LIMIT", identity.MaxServiceAccounts+1, err)
 	}
 	if _, err := e.App.Identity.CreateServiceAccount(foreign, "another organization's", tenancy.RoleStudent); err != nil {
 		t.Fatalf("another organization is under its own bound: %v", err)
 	}
-	if err := e.App.Identity.DeleteServiceAccount(sa.ctx, last.ID); err != nil {
+	if err := e.App.Identity.DeleteServiceAccount(sa.Ctx, last.ID); err != nil {
 		t.Fatal(err)
 	}
-	newServiceAccount(e, tn, tenancy.RoleStudent)
+	e.NewServiceAccount(tn, tenancy.RoleStudent)
 }
 
 // TestServiceAccountKeyRacingItsAccountsDeletion adds a key while its
@@ -439,9 +385,9 @@ func TestServiceAccountKeyRacingItsAccountsDeletion(t *testing.T) {
 	t.Parallel()
 	url := storetest.NewURL(t)
 	e := apptest.NewAt(t, url)
-	sa := newServiceAccount(e, e.NewTenant("US", "pro"), tenancy.RoleTeacher)
+	sa := e.NewServiceAccount(e.NewTenant("US", "pro"), tenancy.RoleTeacher)
 	err := storetest.DeleteDuring(t, url, `DELETE FROM service_accounts WHERE id = $1`, []any{sa.ID}, func() error {
-		_, err := sa.tryAddKey(e)
+		_, err := e.TryAddKey(sa)
 		return err
 	})
 	if !errs.Is(err, errs.KindNotFound) {

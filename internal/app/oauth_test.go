@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"context"
-	"github.com/assessd/assessd/internal/testkit/apptest"
 	"net/http"
 	"net/url"
 	"slices"
@@ -14,6 +13,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/assessd/assessd/internal/identity"
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"github.com/assessd/assessd/tenancy"
 )
 

@@ -1,11 +1,11 @@
 package app_test
 
 import (
-	"github.com/assessd/assessd/internal/testkit/apptest"
 	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"github.com/assessd/assessd/tenancy"
 )
 

@@ -3,7 +3,6 @@ package app_test
 import (
 	"context"
 	"fmt"
-	"github.com/assessd/assessd/internal/testkit/apptest"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -19,6 +18,7 @@ import (
 	"github.com/assessd/assessd/internal/assessment"
 	"github.com/assessd/assessd/internal/devenv"
 	"github.com/assessd/assessd/internal/media"
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"github.com/assessd/assessd/internal/testkit/devenvtest"
 	"github.com/assessd/assessd/internal/testkit/eventually"
 	"github.com/assessd/assessd/tenancy"

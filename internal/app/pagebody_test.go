@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/assessd/assessd/internal/testkit/apptest"
 	"io"
 	"mime/multipart"
 	"net"
@@ -14,6 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"github.com/assessd/assessd/tenancy"
 )
 
@@ -27,7 +27,7 @@ func TestPageBodiesBounded(t *testing.T) {
 	e := apptest.New(t)
 	tn := e.NewTenant("US", "pro")
 	exam, question := fileUploadExam(e, tn.Keys[tenancy.RoleTeacher])
-	sess := embedSession(e, tn.Keys[tenancy.RoleTeacher], map[string]any{"flow": "student-exam", "actor": tn.Users[tenancy.RoleStudent].ID, "examId": exam})
+	sess := e.EmbedSession(tn.Keys[tenancy.RoleTeacher], map[string]any{"flow": "student-exam", "actor": tn.Users[tenancy.RoleStudent].ID, "examId": exam})
 
 	for _, path := range []string{"/oauth/token", "/login", "/embed/" + sess + "/answers"} {
 		form := "grant_type=client_credentials&x=" + strings.Repeat("a", 1<<20)

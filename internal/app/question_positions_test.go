@@ -3,12 +3,12 @@ package app_test
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/assessd/assessd/internal/testkit/apptest"
 	"net/http"
 	"slices"
 	"sync"
 	"testing"
 
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"github.com/assessd/assessd/tenancy"
 )
 

@@ -1,11 +1,11 @@
 package app_test
 
 import (
-	"github.com/assessd/assessd/internal/testkit/apptest"
 	"net/http"
 	"testing"
 
 	"github.com/assessd/assessd/internal/assessment"
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"github.com/assessd/assessd/tenancy"
 )
 

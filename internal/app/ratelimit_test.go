@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/assessd/assessd/internal/testkit/apptest"
 	"io"
 	"net/http"
 	"net/url"
@@ -22,6 +21,7 @@ import (
 	"github.com/assessd/assessd/internal/identity"
 	"github.com/assessd/assessd/internal/platform/clientaddr"
 	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"github.com/assessd/assessd/internal/testkit/eventually"
 	"github.com/assessd/assessd/internal/testkit/redistest"
 	"github.com/assessd/assessd/internal/testkit/storetest"
@@ -284,13 +284,13 @@ func TestDatabaseDownIsUnavailableForEveryCallerKind(t *testing.T) {
 	login := b.Get(e.Srv.URL + "/login")
 	verifier := oauth2.GenerateVerifier()
 	code := e.CodeFor(oauth, oauth2.S256ChallengeOption(verifier))
-	sa := newServiceAccount(e, tn, tenancy.RoleTeacher)
-	key := sa.addKey(e)
+	sa := e.NewServiceAccount(tn, tenancy.RoleTeacher)
+	key := e.AddKey(sa)
 	signedIn := e.NewBrowser()
 	e.SignIn(signedIn, oauth)
 	teacher := tn.Keys[tenancy.RoleOwner]
 	exam := apptest.Str(e.Do("POST", "/exams", teacher, map[string]any{"name": "Outage", "language": "en"}).Must(t, http.StatusOK).Body, "id")
-	studentPage := e.Srv.URL + "/embed/" + embedSession(e, teacher, map[string]any{"flow": "student-exam",
+	studentPage := e.Srv.URL + "/embed/" + e.EmbedSession(teacher, map[string]any{"flow": "student-exam",
 		"actor": tn.Users[tenancy.RoleStudent].ID, "examId": exam})
 
 	e.DB.Close()

@@ -3,11 +3,11 @@ package app_test
 import (
 	"context"
 	"encoding/json"
-	"github.com/assessd/assessd/internal/testkit/apptest"
 	"net/http"
 	"testing"
 	"time"
 
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"github.com/assessd/assessd/tenancy"
 )
 

@@ -1,13 +1,13 @@
 package app_test
 
 import (
-	"github.com/assessd/assessd/internal/testkit/apptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 
 	"github.com/assessd/assessd/internal/identity"
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"github.com/assessd/assessd/tenancy"
 )
 

@@ -2,13 +2,13 @@ package app_test
 
 import (
 	"context"
-	"github.com/assessd/assessd/internal/testkit/apptest"
 	"net/http"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"github.com/assessd/assessd/internal/testkit/storetest"
 	"github.com/assessd/assessd/tenancy"
 )

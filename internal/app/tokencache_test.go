@@ -2,13 +2,13 @@ package app_test
 
 import (
 	"errors"
-	"github.com/assessd/assessd/internal/testkit/apptest"
 	"net/http"
 	"net/url"
 	"testing"
 	"time"
 
 	"github.com/assessd/assessd/internal/identity"
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"github.com/assessd/assessd/internal/testkit/eventually"
 	"github.com/assessd/assessd/internal/testkit/storetest"
 	"github.com/assessd/assessd/tenancy"

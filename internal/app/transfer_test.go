@@ -3,7 +3,6 @@ package app_test
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/assessd/assessd/internal/testkit/apptest"
 	"mime/multipart"
 	"net/http"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"github.com/assessd/assessd/internal/testkit/ziptest"
 	"github.com/assessd/assessd/tenancy"
 )

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"testing"
 	"time"
 
@@ -228,4 +229,17 @@ func Throttled(t *testing.T, burst, perMinute int, send func() Response) Respons
 			t.Fatalf("request %d answered %d; a burst of %d and the %d refills of %s allow %d", n, r.Status, burst, refills, took.Round(time.Millisecond), burst+refills)
 		}
 	}
+}
+
+// EmbedSession creates an embed session with body and returns its id.
+func (e *Env) EmbedSession(key string, body map[string]any) string {
+	e.T.Helper()
+	return Str(e.Do("POST", "/embed-sessions", key, body).Must(e.T, http.StatusOK).Body, "id")
+}
+
+// Main runs a package's end-to-end tests with the default logger silenced
+// (the OIDC library writes to it): call it from TestMain.
+func Main(m *testing.M) {
+	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	os.Exit(m.Run())
 }

@@ -1,9 +1,8 @@
-package app_test
+package sweeps_test
 
 import (
 	"bytes"
 	"fmt"
-	"github.com/assessd/assessd/internal/testkit/apptest"
 	"io"
 	"maps"
 	"math/rand/v2"
@@ -16,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"github.com/assessd/assessd/tenancy"
 )
 
@@ -41,11 +41,11 @@ func TestHostileInputOverEmbedPages(t *testing.T) {
 		map[string]any{"id": "a", "text": "Paris", "correct": true}, map[string]any{"id": "b", "text": "Lyon", "correct": false}}})
 	numeric := question("numeric", map[string]any{"correct": 4})
 	file := question("file_upload", map[string]any{"rubric": "notes"})
-	authoring := embedSession(e, teacher, map[string]any{"flow": "authoring", "actor": tn.Users[tenancy.RoleTeacher].ID, "examId": exam})
-	generating := embedSession(e, teacher, map[string]any{"flow": "generate-exam", "actor": tn.Users[tenancy.RoleTeacher].ID})
-	student := embedSession(e, teacher, map[string]any{"flow": "student-exam", "actor": tn.Users[tenancy.RoleStudent].ID, "examId": exam})
+	authoring := e.EmbedSession(teacher, map[string]any{"flow": "authoring", "actor": tn.Users[tenancy.RoleTeacher].ID, "examId": exam})
+	generating := e.EmbedSession(teacher, map[string]any{"flow": "generate-exam", "actor": tn.Users[tenancy.RoleTeacher].ID})
+	student := e.EmbedSession(teacher, map[string]any{"flow": "student-exam", "actor": tn.Users[tenancy.RoleStudent].ID, "examId": exam})
 	otherExam := apptest.Str(e.Do("POST", "/exams", other.Keys[tenancy.RoleTeacher], map[string]any{"name": "Theirs", "language": "de"}).Must(t, http.StatusOK).Body, "id")
-	foreign := embedSession(e, other.Keys[tenancy.RoleTeacher], map[string]any{"flow": "authoring", "actor": other.Users[tenancy.RoleTeacher].ID, "examId": otherExam})
+	foreign := e.EmbedSession(other.Keys[tenancy.RoleTeacher], map[string]any{"flow": "authoring", "actor": other.Users[tenancy.RoleTeacher].ID, "examId": otherExam})
 	generated := regexp.MustCompile(`/generations/(gen_[0-9A-Za-z]+)`).FindStringSubmatch(
 		e.NewBrowser().Post(e.Srv.URL+"/embed/"+generating+"/generate", url.Values{"subject": {"Maths"}, "studentLevel": {"7"},
 			"durationMinutes": {"30"}, "questionTypes": {"true_false"}}).URL.Path)

@@ -1,8 +1,7 @@
-package app_test
+package sweeps_test
 
 import (
 	"fmt"
-	"github.com/assessd/assessd/internal/testkit/apptest"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -10,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/assessd/assessd/internal/app"
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"github.com/assessd/assessd/tenancy"
 )
 

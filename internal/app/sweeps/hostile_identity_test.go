@@ -1,10 +1,9 @@
-package app_test
+package sweeps_test
 
 import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"github.com/assessd/assessd/internal/testkit/apptest"
 	"io"
 	"maps"
 	"math/rand/v2"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/assessd/assessd/internal/app"
 	"github.com/assessd/assessd/internal/identity"
+	"github.com/assessd/assessd/internal/testkit/apptest"
 	"github.com/assessd/assessd/tenancy"
 )
 
@@ -43,8 +43,8 @@ func TestHostileInputOverOAuth(t *testing.T) {
 	// a grant of their own, which stays live.
 	tok, rotating := e.Token(a), e.Token(a)
 	foreign := e.NewOAuthApp(other, tenancy.RoleTeacher, identity.ClientInput{})
-	sa := newServiceAccount(e, tn, tenancy.RoleTeacher)
-	key := sa.addKey(e)
+	sa := e.NewServiceAccount(tn, tenancy.RoleTeacher)
+	key := e.AddKey(sa)
 	verifier := oauth2.GenerateVerifier()
 	code := e.CodeFor(a, oauth2.S256ChallengeOption(verifier))
 	idToken, _ := tok.Extra("id_token").(string)
@@ -57,7 +57,7 @@ func TestHostileInputOverOAuth(t *testing.T) {
 			"code_verifier": {verifier}, "client_id": {a.Conf.ClientID}, "client_secret": {a.Conf.ClientSecret}}},
 		{"POST", "/oauth/token", url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rotating.RefreshToken}, "scope": {"openid profile"},
 			"client_id": {a.Conf.ClientID}, "client_secret": {a.Conf.ClientSecret}}},
-		{"POST", "/oauth/token", url.Values{"grant_type": {"urn:ietf:params:oauth:grant-type:jwt-bearer"}, "assertion": {assertion(e, sa, key)}, "scope": {"users:read"}}},
+		{"POST", "/oauth/token", url.Values{"grant_type": {"urn:ietf:params:oauth:grant-type:jwt-bearer"}, "assertion": {e.Assertion(sa, key)}, "scope": {"users:read"}}},
 		{"POST", "/oauth/introspect", url.Values{"token": {tok.AccessToken}, "token_type_hint": {"access_token"},
 			"client_id": {a.Conf.ClientID}, "client_secret": {a.Conf.ClientSecret}}},
 		{"POST", "/oauth/revoke", url.Values{"token": {rotating.RefreshToken}, "token_type_hint": {"refresh_token"},

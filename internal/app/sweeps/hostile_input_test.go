@@ -1,11 +1,10 @@
-package app_test
+package sweeps_test
 
 import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"github.com/assessd/assessd/internal/testkit/apptest"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -23,16 +22,19 @@ import (
 
 	v1 "github.com/assessd/assessd/api/gen/assessd/v1"
 	"github.com/assessd/assessd/api/openapi"
+	"github.com/assessd/assessd/internal/testkit/apptest"
+	"github.com/assessd/assessd/internal/testkit/race"
 	"github.com/assessd/assessd/tenancy"
 )
 
-// hostileRounds is how many mutated requests each operation gets. The
-// default keeps `make test` fast, -short takes a tenth of it;
-// ASSESSD_HOSTILE_ROUNDS raises it for a longer hunt (the seed stays fixed
-// unless ASSESSD_HOSTILE_SEED is set).
+// hostileRounds is how many mutated requests each operation gets: 120, or
+// a tenth with -short or the race detector, which multiplies a request's
+// cost about threefold. `make test` runs this package once more without it,
+// at full length (decision 0210). ASSESSD_HOSTILE_ROUNDS sets the rounds for
+// a longer hunt (the seed stays fixed unless ASSESSD_HOSTILE_SEED is set).
 func hostileRounds(t *testing.T) (rounds int, seed uint64) {
 	rounds, seed = 120, 20261123
-	if testing.Short() {
+	if testing.Short() || race.Enabled {
 		rounds = 12
 	}
 	if s := os.Getenv("ASSESSD_HOSTILE_ROUNDS"); s != "" {
@@ -202,7 +204,7 @@ type hostileFixtures struct {
 	byCollection map[string]string // "exams" -> an exam id
 }
 
-func newHostileFixtures(e *env, tn tenant, key string) hostileFixtures {
+func newHostileFixtures(e *apptest.Env, tn apptest.Tenant, key string) hostileFixtures {
 	folder := e.Do("POST", "/folders", key, map[string]any{"name": "Fuzz"}).Must(e.T, 200).Body
 	exam := e.Do("POST", "/exams", key, map[string]any{"name": "Fuzz", "language": "en"}).Must(e.T, 200).Body
 	examID := exam["id"].(string)
@@ -463,7 +465,7 @@ func newShapeChecker() shapeChecker {
 }
 
 // problem returns what is wrong with r, or "".
-func (c shapeChecker) problem(r response) string {
+func (c shapeChecker) problem(r apptest.Response) string {
 	if r.Status >= 500 {
 		return "a 5xx"
 	}
