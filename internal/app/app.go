@@ -26,6 +26,7 @@ import (
 	"github.com/assessd/assessd/internal/identity"
 	"github.com/assessd/assessd/internal/media"
 	"github.com/assessd/assessd/internal/platform/clientaddr"
+	"github.com/assessd/assessd/internal/platform/egress"
 	"github.com/assessd/assessd/internal/platform/failurelog"
 	"github.com/assessd/assessd/internal/platform/ratelimit"
 	"github.com/assessd/assessd/internal/regeneration"
@@ -78,7 +79,7 @@ type Config struct {
 	// media.DefaultMaxUploadBytes.
 	MediaMaxUploadBytes int64
 	// Webhooks decides which URLs webhook endpoints may have.
-	Webhooks webhooks.Targets
+	Webhooks egress.Targets
 	// WebhookRetry is the webhook delivery schedule; zero means
 	// webhookworkflow.DefaultRetry (tests shorten it).
 	WebhookRetry webhookworkflow.Retry
