@@ -24,6 +24,8 @@ import (
 	"github.com/assessd/assessd/internal/generation"
 	"github.com/assessd/assessd/internal/idempotency"
 	"github.com/assessd/assessd/internal/identity"
+	"github.com/assessd/assessd/internal/lti"
+	"github.com/assessd/assessd/internal/ltiflow"
 	"github.com/assessd/assessd/internal/media"
 	"github.com/assessd/assessd/internal/platform/clientaddr"
 	"github.com/assessd/assessd/internal/platform/egress"
@@ -78,7 +80,9 @@ type Config struct {
 	// MediaMaxUploadBytes bounds an uploaded answer file; 0 means
 	// media.DefaultMaxUploadBytes.
 	MediaMaxUploadBytes int64
-	// Webhooks decides which URLs webhook endpoints may have.
+	// Webhooks decides which URLs webhook endpoints and LTI platform
+	// registrations may have (ASSESSD_WEBHOOK_ALLOW_PRIVATE lifts the
+	// address rule for both).
 	Webhooks egress.Targets
 	// WebhookRetry is the webhook delivery schedule; zero means
 	// webhookworkflow.DefaultRetry (tests shorten it).
@@ -97,6 +101,8 @@ type App struct {
 	// Classes holds rosters; Delivery assignments and attempts.
 	Classes  *classes.Service
 	Delivery *delivery.Service
+	// LTI is the LTI 1.3 tool: platform registrations and launches.
+	LTI      *lti.Service
 	Metrics  *observability.Metrics
 	limiter  *ratelimit.Limiter
 	webhooks *webhooks.Service
@@ -229,8 +235,10 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	attempts := newDelivery(db, content, metrics.Registry, metrics.Org)
 	rosters := classes.NewService(db)
 	embeds.Attempts = attempts
+	tool := lti.NewService(db, lti.Config{BaseURL: cfg.BaseURL, Targets: cfg.Webhooks, Redis: cfg.Redis, Users: ten, Classes: rosters,
+		Metrics: lti.NewMetrics(metrics.Registry, metrics.Org), Now: cfg.Now})
 	apiHandler, err := api.NewHandler(api.Services{Tenancy: ten, Assessment: content, Generation: gen, Embed: embeds, AllowedClients: idp,
-		Regeneration: regen, Scans: scans, Transfers: transfers, Webhooks: hooks, Delivery: attempts, Classes: rosters})
+		Regeneration: regen, Scans: scans, Transfers: transfers, Webhooks: hooks, Delivery: attempts, Classes: rosters, LTI: tool})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("api: %w", err), limiter.Close())
 	}
@@ -240,6 +248,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	idp.Routes(pages)
 	embeds.Routes(pages)
 	embeds.ExportRoutes(pages, transfers)
+	ltiflow.New(tool, embeds, attempts).Routes(pages)
 	h := server.New(server.Config{
 		Logger:  cfg.Logger,
 		Metrics: metrics,
@@ -270,6 +279,9 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 			"/docs":                             docs,
 			"/docs/":                            docs,
 			"/embed/":                           pages,
+			"/lti/login":                        pages,
+			"POST /lti/launch":                  pages,
+			"GET /lti/jwks":                     pages,
 			"GET /media/{id}/{name}":            api.MediaFiles(files),
 		},
 		// The OAuth endpoints refuse an oversized form in RFC 6749's shape.
@@ -295,7 +307,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &App{Handler: h, Tenancy: ten, Assessment: content, Identity: idp, Media: files, Classes: rosters, Delivery: attempts,
+	return &App{Handler: h, Tenancy: ten, Assessment: content, Identity: idp, Media: files, Classes: rosters, Delivery: attempts, LTI: tool,
 		Metrics: metrics, limiter: limiter,
 		webhooks: hooks, idempotencyKeys: keys, now: now, dispatcher: dispatcher}, nil
 }

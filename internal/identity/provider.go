@@ -26,6 +26,7 @@ import (
 
 	"github.com/assessd/assessd/internal/platform/clientaddr"
 	"github.com/assessd/assessd/internal/platform/ratelimit"
+	"github.com/assessd/assessd/internal/platform/signingkeys"
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/tenancy"
 )
@@ -89,7 +90,7 @@ func New(ctx context.Context, cfg Config, db *store.DB, ten *tenancy.Service) (*
 	if err != nil {
 		return nil, err
 	}
-	st := &storage{db: db, users: ten, keys: &signingKeys{db: db, now: now}, now: now}
+	st := &storage{db: db, users: ten, keys: signingKeys{signingkeys.New(db, signingkeys.PurposeOIDC, now)}, now: now}
 	scopes := make([]string, len(tenancy.AllScopes))
 	for i, s := range tenancy.AllScopes {
 		scopes[i] = string(s)
