@@ -50,6 +50,11 @@ type keySet struct {
 	mu        sync.Mutex
 	keys      map[string]*rsa.PublicKey
 	fetchedAt time.Time
+	// triedAt is the last fetch, successful or not, and failed its error:
+	// a platform that is down is asked again after refetchAfter, not by
+	// every launch.
+	triedAt time.Time
+	failed  error
 }
 
 func newPlatformKeys(client httpClient, now func() time.Time) *platformKeys {
@@ -68,23 +73,30 @@ func (k *platformKeys) set(url string) *keySet {
 	return s
 }
 
-// key returns the RS256 key kid of the key set at url.
+// key returns the RS256 key kid of the key set at url. A key known from
+// an earlier fetch keeps serving while the platform cannot be reached.
 func (k *platformKeys) key(ctx context.Context, url, kid string) (*rsa.PublicKey, error) {
 	s := k.set(url)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := k.now()
 	key, known := s.keys[kid]
-	fresh := !s.fetchedAt.IsZero() && now.Sub(s.fetchedAt) < keysTTL
-	if known && fresh {
+	if known && now.Sub(s.fetchedAt) < keysTTL {
 		return key, nil
 	}
-	if !known && fresh && now.Sub(s.fetchedAt) < refetchAfter {
+	if !s.triedAt.IsZero() && now.Sub(s.triedAt) < refetchAfter {
+		switch {
+		case known:
+			return key, nil
+		case s.failed != nil:
+			return nil, s.failed
+		}
 		return nil, errKeyUnknown
 	}
+	s.triedAt = now
 	keys, err := k.fetch(ctx, url)
-	if err != nil {
-		if known { // a stale key beats no key while the platform is down
+	if s.failed = err; err != nil {
+		if known {
 			return key, nil
 		}
 		return nil, err

@@ -37,8 +37,8 @@ func (h *Handler) launch(w http.ResponseWriter, r *http.Request) {
 // student-exam session of the assignment, the page it redirects to.
 func (h *Handler) learner(w http.ResponseWriter, r *http.Request, ctx context.Context, l lti.Launch) {
 	if l.AssignmentID == "" {
-		refusedPage(w, r, "Nothing to take yet", errs.FailedPrecondition("LINK_WITHOUT_ASSIGNMENT",
-			"This link opens no assignment yet: your instructor chooses its exam."))
+		web.RenderFramed(w, r, http.StatusOK, "lti-assignment.html", assignmentView{Title: "Nothing to take yet",
+			Notice: "This link opens no assignment yet: your instructor chooses its exam."}, l.FrameOrigins)
 		return
 	}
 	sess, err := h.embeds.Create(ctx, embedflow.NewSession{Flow: string(embedflow.FlowStudentExam), ActorID: l.UserID,
@@ -66,8 +66,10 @@ func assignmentProblem(err error) error {
 	return err
 }
 
-// instructorView is an instructor's page.
-type instructorView struct {
+// assignmentView is the page of a link: for an instructor, the
+// assignment's progress and its exam to edit; a notice when there is
+// nothing to show.
+type assignmentView struct {
 	Title        string
 	Assignment   *delivery.Assignment
 	AuthoringURL string
@@ -78,7 +80,7 @@ type instructorView struct {
 // link to its exam's authoring page, an authoring session of theirs.
 func (h *Handler) instructor(w http.ResponseWriter, r *http.Request, ctx context.Context, l lti.Launch) {
 	if l.AssignmentID == "" {
-		web.RenderFramed(w, r, http.StatusOK, "lti-instructor.html", instructorView{Title: "No assignment yet",
+		web.RenderFramed(w, r, http.StatusOK, "lti-assignment.html", assignmentView{Title: "No assignment yet",
 			Notice: "This link opens no assignment yet. Add assessd to the course as content (deep linking) to choose an exam and its settings."},
 			l.FrameOrigins)
 		return
@@ -96,6 +98,6 @@ func (h *Handler) instructor(w http.ResponseWriter, r *http.Request, ctx context
 		refusedPage(w, r, "The exam cannot be opened", err)
 		return
 	}
-	web.RenderFramed(w, r, http.StatusOK, "lti-instructor.html", instructorView{Title: "Assignment", Assignment: &a,
+	web.RenderFramed(w, r, http.StatusOK, "lti-assignment.html", assignmentView{Title: "Assignment", Assignment: &a,
 		AuthoringURL: h.embeds.URL(sess)}, l.FrameOrigins)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/assessd/assessd/internal/embedflow"
 	"github.com/assessd/assessd/internal/lti"
 	"github.com/assessd/assessd/internal/platform/errs"
+	"github.com/assessd/assessd/internal/platform/textcheck"
 	"github.com/assessd/assessd/internal/web"
 	"github.com/assessd/assessd/tenancy"
 )
@@ -52,10 +53,31 @@ func New(tool *lti.Service, embeds Embeds, assignments Assignments) *Handler {
 // Routes registers the endpoints on mux: GET and POST /lti/login, POST
 // /lti/launch, GET /lti/jwks.
 func (h *Handler) Routes(mux *http.ServeMux) {
-	mux.HandleFunc("GET /lti/login", h.login)
-	mux.HandleFunc("POST /lti/login", h.login)
-	mux.HandleFunc("POST /lti/launch", h.launch)
+	mux.HandleFunc("GET /lti/login", textChecked(h.login))
+	mux.HandleFunc("POST /lti/login", textChecked(h.login))
+	mux.HandleFunc("POST /lti/launch", textChecked(h.launch))
 	mux.HandleFunc("GET /lti/jwks", h.jwks)
+}
+
+// textChecked holds a request's query and form to the API's text rule
+// (textcheck) before h reads them: a NUL, which PostgreSQL cannot store,
+// would otherwise reach a query and be answered as an outage.
+func textChecked(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		problem := "form could not be read"
+		if err := r.ParseForm(); err == nil {
+			field, p := textcheck.FormProblem(r.Form)
+			if problem = p; field != "" {
+				problem = field + " " + p
+			}
+		}
+		if problem != "" {
+			refusedPage(w, r, "Request refused", &errs.Error{Kind: errs.KindInvalid, Reason: "REQUEST_TEXT_INVALID",
+				Message: "The request's " + problem + "."})
+			return
+		}
+		h(w, r)
+	}
 }
 
 // login answers a platform's login initiation (query or form) with a
