@@ -103,8 +103,8 @@ func New(t testing.TB, toolURL string) *Platform {
 	return p
 }
 
-// AuthLoginURL, JWKSURL and TokenURL are the platform's endpoints as a
-// tool registers them.
+// AuthLoginURL is the platform's OIDC authentication endpoint, as a tool
+// registers it.
 func (p *Platform) AuthLoginURL() string { return p.URL + "/auth" }
 
 // JWKSURL is where the platform publishes its key.
