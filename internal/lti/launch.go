@@ -115,7 +115,7 @@ func (s *Service) launch(ctx context.Context, idToken, state string) (l Launch, 
 	if !ok {
 		return l, "", "", refused(errs.KindInvalid, "STATE_UNKNOWN", "This launch's login expired or was already used. Launch again from your course.")
 	}
-	ctx = tenancy.WithCaller(ctx, platformCaller(st.OrgID, st.PlatformID))
+	ctx = tenancy.WithCaller(ctx, PlatformCaller(st.OrgID, st.PlatformID, provisioning...))
 	p, err := s.loadPlatform(ctx, s.db.Q(ctx), st.PlatformID, "")
 	if errs.Is(err, errs.KindNotFound) {
 		return l, st.OrgID, st.PlatformID, refused(errs.KindForbidden, "PLATFORM_UNKNOWN", "The platform's registration was removed.")
@@ -281,7 +281,7 @@ func (s *Service) auditRefusal(ctx context.Context, org, platformID string, refu
 	if e, ok := errs.As(refusal); ok {
 		reason, message = e.Reason, e.Message
 	}
-	ctx = tenancy.WithCaller(ctx, platformCaller(org, platformID))
+	ctx = tenancy.WithCaller(ctx, PlatformCaller(org, platformID))
 	err := audit.Record(ctx, s.db, audit.Entry{Action: "lti.launch_refused",
 		Actor:  audit.Actor{Kind: audit.ActorSystem, ID: platformID},
 		Target: audit.Target{Type: "lti_platform", ID: platformID}, After: map[string]any{"reason": reason, "message": message}})

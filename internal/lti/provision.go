@@ -16,14 +16,17 @@ import (
 	"github.com/assessd/assessd/tenancy"
 )
 
-// platformCaller is who a launch's changes are made by: its platform,
-// acting in its organization with what matching users and contexts takes.
-// The audit log shows them as the system actor named by the platform's
-// registration.
-func platformCaller(orgID, platformID string) *tenancy.Caller {
-	return &tenancy.Caller{Kind: tenancy.KindSystem, OrgID: orgID, UserID: platformID, Role: tenancy.RoleOwner,
-		Scopes: []tenancy.Scope{tenancy.ScopeUsersRead, tenancy.ScopeUsersWrite, tenancy.ScopeClassesRead, tenancy.ScopeClassesWrite}}
+// PlatformCaller is who a launch's changes are made by: its platform,
+// acting in its organization with scopes, which the audit log shows as
+// the system actor named by the registration's id. Matching users and
+// contexts takes the users and classes scopes; what the launch opens,
+// others.
+func PlatformCaller(orgID, platformID string, scopes ...tenancy.Scope) *tenancy.Caller {
+	return &tenancy.Caller{Kind: tenancy.KindSystem, OrgID: orgID, UserID: platformID, Role: tenancy.RoleOwner, Scopes: scopes}
 }
+
+// provisioning are the scopes of matching a launch's user and context.
+var provisioning = []tenancy.Scope{tenancy.ScopeUsersRead, tenancy.ScopeUsersWrite, tenancy.ScopeClassesRead, tenancy.ScopeClassesWrite}
 
 // match is what the organization already holds of a launch: its user and
 // their role, its context's class and the user's role in it; "" for what

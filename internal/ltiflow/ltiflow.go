@@ -135,8 +135,7 @@ type refusedView struct {
 // launchCaller is who the pages a launch opens are created by: the
 // launch's platform in its organization, with what creating them takes.
 func launchCaller(l lti.Launch) *tenancy.Caller {
-	return &tenancy.Caller{Kind: tenancy.KindSystem, OrgID: l.OrgID, UserID: l.Platform.ID, Role: tenancy.RoleOwner,
-		Scopes: []tenancy.Scope{tenancy.ScopeEmbedWrite, tenancy.ScopeAssignmentsRead, tenancy.ScopeExamsRead}}
+	return lti.PlatformCaller(l.OrgID, l.Platform.ID, tenancy.ScopeEmbedWrite, tenancy.ScopeAssignmentsRead, tenancy.ScopeExamsRead)
 }
 
 // logLaunch notes a launch that was verified but could not open its page.
