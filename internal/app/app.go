@@ -248,7 +248,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	idp.Routes(pages)
 	embeds.Routes(pages)
 	embeds.ExportRoutes(pages, transfers)
-	ltiflow.New(tool, embeds, attempts).Routes(pages)
+	ltiflow.New(tool, embeds, attempts, content).Routes(pages)
 	h := server.New(server.Config{
 		Logger:  cfg.Logger,
 		Metrics: metrics,
@@ -282,6 +282,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 			"/lti/login":                        pages,
 			"POST /lti/launch":                  pages,
 			"GET /lti/jwks":                     pages,
+			"POST /lti/deep-linking/{id}":       pages,
 			"GET /media/{id}/{name}":            api.MediaFiles(files),
 		},
 		// The OAuth endpoints refuse an oversized form in RFC 6749's shape.

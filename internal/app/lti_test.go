@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -546,4 +547,90 @@ func TestLTILaunchInABrowser(t *testing.T) {
 		t.Fatalf("CSP violations: %v", v)
 	}
 	browsertest.CheckPage(t, ctx, frameURL, "lti-launch-attempt")
+}
+
+// TestLTIDeepLinkingLinksAnAssignment: an instructor's deep-linking
+// request offers the organization's exams; the choice makes an assignment
+// of the course's class and answers a signed LtiDeepLinkingResponse, an
+// ltiResourceLink with its line item, auto-posted to the platform, which
+// verifies it with the tool's published keys; the link it made opens the
+// learner's attempt; the choice is made once; learners are refused.
+func TestLTIDeepLinkingLinksAnAssignment(t *testing.T) {
+	t.Parallel()
+	l := newLTIEnv(t)
+	owner := l.tn.keys[tenancy.RoleOwner]
+	exam := str(l.do("POST", "/exams", owner, map[string]any{"name": "Unit 1", "language": "en", "description": "Fractions and decimals"}).must(t, 200).body, "id")
+	l.do("POST", "/exams/"+exam+"/questions", owner, map[string]any{"type": "true_false", "prompt": "One half is more than one third.",
+		"points": 2, "config": map[string]any{"correct": true}}).must(t, 200)
+	l.do("POST", "/exams/"+exam+"/questions", owner, map[string]any{"type": "true_false", "prompt": "0.5 is one half.",
+		"config": map[string]any{"correct": true}}).must(t, 200)
+
+	request := instructor("teacher-1")
+	request.MessageType = ltiplatform.MessageDeepLinking
+	res := l.platform.Run(t, l.client, request)
+	action := regexp.MustCompile(`action="(/lti/deep-linking/[^"]+)"`).FindStringSubmatch(res.Body)
+	if res.Status != 200 || action == nil || !strings.Contains(res.Body, `<option value="`+exam+`"`) {
+		t.Fatalf("deep-linking request: %d %s", res.Status, res.Body)
+	}
+	choose := l.srv.URL + action[1]
+	now := time.Now().UTC().Truncate(time.Minute)
+	form := url.Values{"examId": {exam}, "title": {"Unit 1 quiz"}, "opensAt": {now.Add(-time.Minute).Format("2006-01-02T15:04")},
+		"closesAt": {now.Add(-time.Hour).Format("2006-01-02T15:04")}, "timeLimitMinutes": {"30"}, "maxAttempts": {"2"}}
+	if bad := ltiplatform.Post(t, l.client, choose, form); bad.Status != 400 || !strings.Contains(bad.Body, "closesAt") || !strings.Contains(bad.Body, "Unit 1 quiz") {
+		t.Fatalf("a close before the open: %d %s", bad.Status, bad.Body)
+	}
+	form.Set("closesAt", now.Add(time.Hour).Format("2006-01-02T15:04"))
+	answer := ltiplatform.Post(t, l.client, choose, form)
+	if answer.Status != 200 || !strings.Contains(answer.Header.Get("Content-Security-Policy"), "form-action 'self' "+l.platform.URL) {
+		t.Fatalf("the choice: %d %v %s", answer.Status, answer.Header, answer.Body)
+	}
+	back := regexp.MustCompile(`<form method="post" action="([^"]+)" data-autosubmit>`).FindStringSubmatch(answer.Body)
+	token := regexp.MustCompile(`name="JWT" value="([^"]+)"`).FindStringSubmatch(answer.Body)
+	if back == nil || token == nil || back[1] != l.platform.DeepLinkReturnURL() {
+		t.Fatalf("the response's form: %s", answer.Body)
+	}
+	// A forged response is refused by the platform; the tool's is taken.
+	if forged := ltiplatform.Post(t, l.client, back[1], url.Values{"JWT": {token[1][:len(token[1])-4] + "AAAA"}}); forged.Status != 400 {
+		t.Fatalf("a forged response: %d %s", forged.Status, forged.Body)
+	}
+	if taken := ltiplatform.Post(t, l.client, back[1], url.Values{"JWT": {token[1]}}); taken.Status != 200 || !strings.Contains(taken.Body, "Added 1 item") {
+		t.Fatalf("the platform refused the response: %d %s", taken.Status, taken.Body)
+	}
+	links := l.platform.DeepLinks()
+	if len(links) != 1 || len(links[0].Items) != 1 {
+		t.Fatalf("deep links: %v", links)
+	}
+	item := links[0].Items[0]
+	custom, _ := item["custom"].(map[string]any)
+	lineItem, _ := item["lineItem"].(map[string]any)
+	asg, _ := custom["assignment_id"].(string)
+	if item["title"] != "Unit 1 quiz" || item["url"] != l.srv.URL+"/lti/launch" || item["text"] != "Fractions and decimals" ||
+		lineItem["scoreMaximum"] != 3.0 || lineItem["resourceId"] != asg || lineItem["label"] != "Unit 1 quiz" {
+		t.Fatalf("content item: %v", item)
+	}
+	a := l.do("GET", "/assignments/"+asg, owner, nil).must(t, 200).body
+	classes := l.do("GET", "/classes", owner, nil).must(t, 200).body["classes"].([]any)
+	if a["examId"] != exam || a["timeLimitMinutes"] != 30.0 || a["maxAttempts"] != 2.0 || len(classes) != 1 ||
+		a["classIds"].([]any)[0] != classes[0].(map[string]any)["id"] {
+		t.Fatalf("the linked assignment: %v (classes %v)", a, classes)
+	}
+	if entry := l.auditEntry(l.tn, "assignment.created", str(a, "createdBy"), "assignment", asg); entry["actor"].(map[string]any)["kind"] != "user" {
+		t.Fatalf("assignment.created: %v", entry)
+	}
+	// The choice is made once.
+	if again := ltiplatform.Post(t, l.client, choose, form); again.Status != 400 || !strings.Contains(again.Body, "DEEP_LINKING_GONE") {
+		t.Fatalf("the choice made again: %d %s", again.Status, again.Body)
+	}
+	// The link opens the learner's attempt.
+	launch := learner("student-1")
+	launch.Custom = map[string]string{"assignment_id": asg}
+	if r := l.platform.Run(t, l.client, launch); r.Status != http.StatusSeeOther || !strings.Contains(r.Header.Get("Location"), "/embed/emb_") {
+		t.Fatalf("the learner's launch of the link: %d %s", r.Status, r.Body)
+	}
+	// Learners choose nothing.
+	learnerRequest := learner("student-2")
+	learnerRequest.MessageType = ltiplatform.MessageDeepLinking
+	if r := l.platform.Run(t, l.client, learnerRequest); r.Status != http.StatusForbidden || !strings.Contains(r.Body, "DEEP_LINKING_NOT_INSTRUCTOR") {
+		t.Fatalf("a learner's deep-linking request: %d %s", r.Status, r.Body)
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/assessd/assessd/internal/audit"
 	"github.com/assessd/assessd/internal/platform/egress"
 	"github.com/assessd/assessd/internal/platform/errs"
+	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/tenancy"
 )
 
@@ -116,7 +117,7 @@ func (s *Service) launch(ctx context.Context, idToken, state string) (l Launch, 
 		return l, "", "", refused(errs.KindInvalid, "STATE_UNKNOWN", "This launch's login expired or was already used. Launch again from your course.")
 	}
 	ctx = tenancy.WithCaller(ctx, PlatformCaller(st.OrgID, st.PlatformID, provisioning...))
-	p, err := s.loadPlatform(ctx, s.db.Q(ctx), st.PlatformID, "")
+	p, err := s.loadPlatform(ctx, s.db.Q(ctx), st.PlatformID, store.NoLock)
 	if errs.Is(err, errs.KindNotFound) {
 		return l, st.OrgID, st.PlatformID, refused(errs.KindForbidden, "PLATFORM_UNKNOWN", "The platform's registration was removed.")
 	}

@@ -25,6 +25,10 @@ func (h *Handler) launch(w http.ResponseWriter, r *http.Request) {
 		refusedPage(w, r, "Launch refused", err)
 		return
 	}
+	if l.MessageType == lti.MessageDeepLinking {
+		h.deepLinking(w, r, l)
+		return
+	}
 	ctx := tenancy.WithCaller(r.Context(), launchCaller(l))
 	if l.Role == tenancy.RoleStudent {
 		h.learner(w, r, ctx, l)

@@ -28,9 +28,11 @@ type Embeds interface {
 	URL(sess embedflow.Session) string
 }
 
-// Assignments reads the assignment a link opens (delivery.Service).
+// Assignments reads the assignment a link opens and creates the one a
+// deep link makes (delivery.Service).
 type Assignments interface {
 	Assignment(ctx context.Context, id string) (delivery.Assignment, error)
+	CreateAssignment(ctx context.Context, in delivery.NewAssignment) (delivery.Assignment, error)
 }
 
 var (
@@ -43,19 +45,22 @@ type Handler struct {
 	tool        *lti.Service
 	embeds      Embeds
 	assignments Assignments
+	exams       Exams
 }
 
 // New returns the LTI endpoints of tool, opening pages through embeds.
-func New(tool *lti.Service, embeds Embeds, assignments Assignments) *Handler {
-	return &Handler{tool: tool, embeds: embeds, assignments: assignments}
+func New(tool *lti.Service, embeds Embeds, assignments Assignments, exams Exams) *Handler {
+	return &Handler{tool: tool, embeds: embeds, assignments: assignments, exams: exams}
 }
 
 // Routes registers the endpoints on mux: GET and POST /lti/login, POST
-// /lti/launch, GET /lti/jwks.
+// /lti/launch, GET /lti/jwks, and the deep-linking choice, POST
+// /lti/deep-linking/{id}.
 func (h *Handler) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /lti/login", textChecked(h.login))
 	mux.HandleFunc("POST /lti/login", textChecked(h.login))
 	mux.HandleFunc("POST /lti/launch", textChecked(h.launch))
+	mux.HandleFunc("POST /lti/deep-linking/{id}", textChecked(h.chooseLink))
 	mux.HandleFunc("GET /lti/jwks", h.jwks)
 }
 

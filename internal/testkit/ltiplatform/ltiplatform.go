@@ -75,6 +75,7 @@ type Platform struct {
 	jwksFetches   atomic.Int64
 	mu            sync.Mutex
 	launches      map[string]*Launch // by login_hint
+	deepLinks     []DeepLink
 	srv           *httptest.Server
 }
 
@@ -96,6 +97,7 @@ func New(t testing.TB, toolURL string) *Platform {
 	mux.HandleFunc("GET /auth", p.auth)
 	mux.HandleFunc("POST /auth", p.auth)
 	mux.HandleFunc("GET /course/{hint}", p.course)
+	mux.HandleFunc("POST /deep-link-return", p.deepLinkReturn)
 	p.srv = httptest.NewServer(mux)
 	t.Cleanup(p.srv.Close)
 	p.URL = p.srv.URL
@@ -136,7 +138,8 @@ type Launch struct {
 	TargetLinkURI string
 	// ReturnURL is the launch presentation's return_url.
 	ReturnURL string
-	// DeepLinkReturnURL is a deep-linking request's return URL.
+	// DeepLinkReturnURL is a deep-linking request's return URL (the
+	// platform's own when empty).
 	DeepLinkReturnURL string
 	// Signing is how the id_token is signed.
 	Signing Signing
@@ -312,9 +315,13 @@ func (p *Platform) Claims(l *Launch, nonce string) map[string]any {
 		c[claim+"launch_presentation"] = map[string]any{"document_target": "iframe", "return_url": l.ReturnURL}
 	}
 	if msg == MessageDeepLinking {
+		ret := l.DeepLinkReturnURL
+		if ret == "" {
+			ret = p.DeepLinkReturnURL()
+		}
 		c["https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings"] = map[string]any{
-			"deep_link_return_url": l.DeepLinkReturnURL, "accept_types": []string{"ltiResourceLink"},
-			"accept_presentation_document_targets": []string{"iframe", "window"}, "accept_multiple": false, "data": "platform-data-1"}
+			"deep_link_return_url": ret, "accept_types": []string{"ltiResourceLink"},
+			"accept_presentation_document_targets": []string{"iframe", "window"}, "accept_multiple": false, "data": DeepLinkData}
 	}
 	if l.Tamper != nil {
 		l.Tamper(c)
