@@ -208,8 +208,11 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	limiter := ratelimit.New(ratelimit.Options{Redis: cfg.Redis, Prefix: prefix, Registerer: metrics.Registry,
 		OrgLabel: metrics.Org, Logger: cfg.Logger})
 	hooks := webhooks.NewService(db, cfg.Webhooks)
+	rosters := classes.NewService(db)
+	tool := lti.NewService(db, lti.Config{BaseURL: cfg.BaseURL, Targets: cfg.Webhooks, Redis: cfg.Redis, Users: ten, Classes: rosters,
+		Metrics: lti.NewMetrics(metrics.Registry, metrics.Org), Now: cfg.Now})
 	idp, err := identity.New(ctx, identity.Config{Issuer: cfg.BaseURL, Now: cfg.Now, Registerer: metrics.Registry, Logger: cfg.Logger,
-		Limiter: limiter, Webhooks: hooks}, db, ten)
+		Limiter: limiter, Webhooks: hooks, LTI: tool}, db, ten)
 	if err != nil {
 		return nil, errors.Join(err, limiter.Close())
 	}
@@ -233,10 +236,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	scans := scanning.NewService(db, content, ten, media.NewFetcher(cdn, media.Options{}).OnCDN)
 	transfers := transfer.NewService(db, content)
 	attempts := newDelivery(db, content, metrics.Registry, metrics.Org)
-	rosters := classes.NewService(db)
 	embeds.Attempts = attempts
-	tool := lti.NewService(db, lti.Config{BaseURL: cfg.BaseURL, Targets: cfg.Webhooks, Redis: cfg.Redis, Users: ten, Classes: rosters,
-		Metrics: lti.NewMetrics(metrics.Registry, metrics.Org), Now: cfg.Now})
 	apiHandler, err := api.NewHandler(api.Services{Tenancy: ten, Assessment: content, Generation: gen, Embed: embeds, AllowedClients: idp,
 		Regeneration: regen, Scans: scans, Transfers: transfers, Webhooks: hooks, Delivery: attempts, Classes: rosters, LTI: tool})
 	if err != nil {

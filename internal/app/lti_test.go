@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/assessd/assessd/internal/app"
+	"github.com/assessd/assessd/internal/identity"
 	"github.com/assessd/assessd/internal/platform/egress"
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/internal/testkit/browsertest"
@@ -632,5 +633,56 @@ func TestLTIDeepLinkingLinksAnAssignment(t *testing.T) {
 	learnerRequest.MessageType = ltiplatform.MessageDeepLinking
 	if r := l.platform.Run(t, l.client, learnerRequest); r.Status != http.StatusForbidden || !strings.Contains(r.Body, "DEEP_LINKING_NOT_INSTRUCTOR") {
 		t.Fatalf("a learner's deep-linking request: %d %s", r.Status, r.Body)
+	}
+}
+
+// TestDeveloperAreaLTIPlatforms registers a platform in the developer
+// area: the tool's configuration is on the page, a bad URL is refused in
+// the form's words, edits and removal work, and teachers are kept out.
+func TestDeveloperAreaLTIPlatforms(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tn := e.newTenant("US", "pro")
+	admin := e.newOAuthApp(tn, tenancy.RoleAdmin, identity.ClientInput{})
+	b := e.newBrowser()
+	csrf := e.signIn(b, admin).field("csrf")
+
+	list := b.get(e.srv.URL + "/developer/lti")
+	for _, want := range []string{`<code id="tool-login">` + e.srv.URL + `/lti/login</code>`, `<code id="tool-launch">` + e.srv.URL + `/lti/launch</code>`,
+		`<code id="tool-jwks">` + e.srv.URL + `/lti/jwks</code>`, "No platforms yet."} {
+		if list.status != 200 || !strings.Contains(list.body, want) {
+			t.Fatalf("platforms page lacks %s: %d\n%s", want, list.status, list.body)
+		}
+	}
+	form := url.Values{"csrf": {csrf}, "name": {"Moodle"}, "issuer": {"https://moodle.school.example"}, "clientId": {"abc123"},
+		"deploymentIds": {"1\n\n2 \n"}, "authLoginUrl": {"https://moodle.school.example/mod/lti/auth.php"},
+		"accessTokenUrl": {"https://93.184.215.14/mod/lti/token.php"}, "jwksUrl": {"https://10.0.0.5/mod/lti/certs.php"}}
+	if bad := b.post(e.srv.URL+"/developer/lti", form); bad.status != 400 || !strings.Contains(bad.body, "jwksUrl") || !strings.Contains(bad.body, "abc123") {
+		t.Fatalf("a private JWKS URL: %d\n%s", bad.status, bad.body)
+	}
+	form.Set("jwksUrl", "https://93.184.215.14/mod/lti/certs.php")
+	created := b.post(e.srv.URL+"/developer/lti", form)
+	id := regexp.MustCompile(`/developer/lti/(ltp_[0-9A-Z]+)`).FindStringSubmatch(created.url.Path + created.body)
+	if created.status != 200 || id == nil || !strings.Contains(created.body, "Saved.") || !strings.Contains(created.body, `<code id="tool-deep-linking">`) {
+		t.Fatalf("registered: %d %s\n%s", created.status, created.url, created.body)
+	}
+	got := e.do("GET", "/lti/platforms/"+id[1], tn.keys[tenancy.RoleAdmin], nil).must(t, 200).body
+	if d := got["deploymentIds"].([]any); len(d) != 2 || d[1] != "2" || got["name"] != "Moodle" {
+		t.Fatalf("the registration: %v", got)
+	}
+	form.Set("deploymentIds", "3")
+	if edited := b.post(e.srv.URL+"/developer/lti/"+id[1], form); edited.status != 200 || !strings.Contains(edited.body, ">3</textarea>") {
+		t.Fatalf("edited: %d\n%s", edited.status, edited.body)
+	}
+	if removed := b.post(e.srv.URL+"/developer/lti/"+id[1]+"/delete", url.Values{"csrf": {csrf}}); removed.status != 200 || !strings.Contains(removed.body, "launches are refused") {
+		t.Fatalf("removed: %d\n%s", removed.status, removed.body)
+	}
+	e.do("GET", "/lti/platforms/"+id[1], tn.keys[tenancy.RoleAdmin], nil).must(t, 404)
+
+	teacher := e.newOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
+	tb := e.newBrowser()
+	e.signIn(tb, teacher)
+	if p := tb.get(e.srv.URL + "/developer/lti"); p.status != http.StatusForbidden {
+		t.Fatalf("a teacher's platforms page: %d", p.status)
 	}
 }

@@ -46,6 +46,9 @@ type Config struct {
 	Limiter *ratelimit.Limiter
 	// Webhooks backs the developer area's webhook pages.
 	Webhooks Webhooks
+	// LTI backs the developer area's learning platform pages; nil leaves
+	// them out.
+	LTI LTIPlatforms
 }
 
 // Provider is the OpenID provider and everything around it.
