@@ -80,7 +80,8 @@ lint: $(BIN)/golangci-lint $(BIN)/workflowcheck
 SQL_PACKAGES := ./internal/store/... ./tenancy/... ./internal/assessment/... ./internal/identity/... \
 	./internal/webhooks/... ./internal/outbox/... ./internal/media/... ./internal/audit/... \
 	./internal/generation/... ./internal/regeneration/... ./internal/scanning/... ./internal/idempotency/... \
-	./internal/classes/... ./internal/delivery/... ./activities/...
+	./internal/classes/... ./internal/delivery/... ./internal/lti/... ./internal/platform/signingkeys/... \
+	./activities/...
 
 # QTI_CHECK=1: the QTI export is also scored by the independent player.
 # internal/app's end-to-end tests run in parallel and take 3-5 minutes under

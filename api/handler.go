@@ -24,6 +24,7 @@ import (
 	"github.com/assessd/assessd/internal/delivery"
 	"github.com/assessd/assessd/internal/embedflow"
 	"github.com/assessd/assessd/internal/generation"
+	"github.com/assessd/assessd/internal/lti"
 	"github.com/assessd/assessd/internal/platform/apihttp"
 	"github.com/assessd/assessd/internal/regeneration"
 	"github.com/assessd/assessd/internal/scanning"
@@ -58,6 +59,8 @@ type Services struct {
 	Delivery *delivery.Service
 	// Classes manages classes and their rosters.
 	Classes *classes.Service
+	// LTI registers the learning platforms that launch assessd.
+	LTI *lti.Service
 }
 
 // NewHandler returns the API handler: every service on its REST paths and
@@ -132,6 +135,9 @@ func newHandler(s Services, c codecs, extra ...connect.HandlerOption) (http.Hand
 		},
 		func() (string, http.Handler) {
 			return assessdv1connect.NewClassServiceHandler(classServer{s.Classes}, opts...)
+		},
+		func() (string, http.Handler) {
+			return assessdv1connect.NewLtiPlatformServiceHandler(ltiPlatformServer{s.LTI}, opts...)
 		},
 	} {
 		path, handler := h()

@@ -17,9 +17,9 @@ import (
 	gradingactivities "github.com/assessd/assessd/activities/grading"
 	"github.com/assessd/assessd/internal/ai"
 	"github.com/assessd/assessd/internal/media"
+	"github.com/assessd/assessd/internal/platform/egress"
 	"github.com/assessd/assessd/internal/platform/membudget"
 	"github.com/assessd/assessd/internal/store"
-	"github.com/assessd/assessd/internal/webhooks"
 )
 
 // config is the process configuration: environment variables, overridden
@@ -215,12 +215,12 @@ func (c *config) databaseOptions() ([]store.Option, error) {
 
 // webhookTargets is where webhook deliveries may go
 // (ASSESSD_WEBHOOK_ALLOW_PRIVATE).
-func (c *config) webhookTargets() (webhooks.Targets, error) {
+func (c *config) webhookTargets() (egress.Targets, error) {
 	allow, err := strconv.ParseBool(c.WebhookAllowPrivate)
 	if err != nil {
-		return webhooks.Targets{}, errors.New("ASSESSD_WEBHOOK_ALLOW_PRIVATE must be true or false")
+		return egress.Targets{}, errors.New("ASSESSD_WEBHOOK_ALLOW_PRIVATE must be true or false")
 	}
-	return webhooks.Targets{AllowPrivate: allow}, nil
+	return egress.Targets{AllowPrivate: allow}, nil
 }
 
 // mediaMaxUploadBytes parses ASSESSD_MEDIA_MAX_UPLOAD_BYTES.

@@ -30,8 +30,8 @@ import (
 	"github.com/assessd/assessd/internal/ai"
 	"github.com/assessd/assessd/internal/app"
 	"github.com/assessd/assessd/internal/media"
+	"github.com/assessd/assessd/internal/platform/egress"
 	"github.com/assessd/assessd/internal/testkit/benchenv"
-	"github.com/assessd/assessd/internal/webhooks"
 	"github.com/assessd/assessd/tenancy"
 	"github.com/assessd/assessd/workflows"
 )
@@ -79,7 +79,7 @@ func run(ctx context.Context) (err error) {
 	db, tc := env.DB, env.Temporal
 
 	// The receiver is on loopback: the benchmark allows private targets.
-	targets := webhooks.Targets{AllowPrivate: true}
+	targets := egress.Targets{AllowPrivate: true}
 	var handler http.Handler
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 	defer srv.Close()

@@ -24,8 +24,11 @@ import (
 	"github.com/assessd/assessd/internal/generation"
 	"github.com/assessd/assessd/internal/idempotency"
 	"github.com/assessd/assessd/internal/identity"
+	"github.com/assessd/assessd/internal/lti"
+	"github.com/assessd/assessd/internal/ltiflow"
 	"github.com/assessd/assessd/internal/media"
 	"github.com/assessd/assessd/internal/platform/clientaddr"
+	"github.com/assessd/assessd/internal/platform/egress"
 	"github.com/assessd/assessd/internal/platform/failurelog"
 	"github.com/assessd/assessd/internal/platform/ratelimit"
 	"github.com/assessd/assessd/internal/regeneration"
@@ -77,8 +80,10 @@ type Config struct {
 	// MediaMaxUploadBytes bounds an uploaded answer file; 0 means
 	// media.DefaultMaxUploadBytes.
 	MediaMaxUploadBytes int64
-	// Webhooks decides which URLs webhook endpoints may have.
-	Webhooks webhooks.Targets
+	// Webhooks decides which URLs webhook endpoints and LTI platform
+	// registrations may have (ASSESSD_WEBHOOK_ALLOW_PRIVATE lifts the
+	// address rule for both).
+	Webhooks egress.Targets
 	// WebhookRetry is the webhook delivery schedule; zero means
 	// webhookworkflow.DefaultRetry (tests shorten it).
 	WebhookRetry webhookworkflow.Retry
@@ -96,6 +101,8 @@ type App struct {
 	// Classes holds rosters; Delivery assignments and attempts.
 	Classes  *classes.Service
 	Delivery *delivery.Service
+	// LTI is the LTI 1.3 tool: platform registrations and launches.
+	LTI      *lti.Service
 	Metrics  *observability.Metrics
 	limiter  *ratelimit.Limiter
 	webhooks *webhooks.Service
@@ -201,8 +208,11 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	limiter := ratelimit.New(ratelimit.Options{Redis: cfg.Redis, Prefix: prefix, Registerer: metrics.Registry,
 		OrgLabel: metrics.Org, Logger: cfg.Logger})
 	hooks := webhooks.NewService(db, cfg.Webhooks)
+	rosters := classes.NewService(db)
+	tool := lti.NewService(db, lti.Config{BaseURL: cfg.BaseURL, Targets: cfg.Webhooks, Redis: cfg.Redis, Users: ten, Classes: rosters,
+		Metrics: lti.NewMetrics(metrics.Registry, metrics.Org), Now: cfg.Now})
 	idp, err := identity.New(ctx, identity.Config{Issuer: cfg.BaseURL, Now: cfg.Now, Registerer: metrics.Registry, Logger: cfg.Logger,
-		Limiter: limiter, Webhooks: hooks}, db, ten)
+		Limiter: limiter, Webhooks: hooks, LTI: tool}, db, ten)
 	if err != nil {
 		return nil, errors.Join(err, limiter.Close())
 	}
@@ -226,10 +236,9 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	scans := scanning.NewService(db, content, ten, media.NewFetcher(cdn, media.Options{}).OnCDN)
 	transfers := transfer.NewService(db, content)
 	attempts := newDelivery(db, content, metrics.Registry, metrics.Org)
-	rosters := classes.NewService(db)
 	embeds.Attempts = attempts
 	apiHandler, err := api.NewHandler(api.Services{Tenancy: ten, Assessment: content, Generation: gen, Embed: embeds, AllowedClients: idp,
-		Regeneration: regen, Scans: scans, Transfers: transfers, Webhooks: hooks, Delivery: attempts, Classes: rosters})
+		Regeneration: regen, Scans: scans, Transfers: transfers, Webhooks: hooks, Delivery: attempts, Classes: rosters, LTI: tool})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("api: %w", err), limiter.Close())
 	}
@@ -239,6 +248,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	idp.Routes(pages)
 	embeds.Routes(pages)
 	embeds.ExportRoutes(pages, transfers)
+	ltiflow.New(tool, embeds, attempts, content).Routes(pages)
 	h := server.New(server.Config{
 		Logger:  cfg.Logger,
 		Metrics: metrics,
@@ -269,6 +279,10 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 			"/docs":                             docs,
 			"/docs/":                            docs,
 			"/embed/":                           pages,
+			"/lti/login":                        pages,
+			"POST /lti/launch":                  pages,
+			"GET /lti/jwks":                     pages,
+			"POST /lti/deep-linking/{id}":       pages,
 			"GET /media/{id}/{name}":            api.MediaFiles(files),
 		},
 		// The OAuth endpoints refuse an oversized form in RFC 6749's shape.
@@ -294,7 +308,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &App{Handler: h, Tenancy: ten, Assessment: content, Identity: idp, Media: files, Classes: rosters, Delivery: attempts,
+	return &App{Handler: h, Tenancy: ten, Assessment: content, Identity: idp, Media: files, Classes: rosters, Delivery: attempts, LTI: tool,
 		Metrics: metrics, limiter: limiter,
 		webhooks: hooks, idempotencyKeys: keys, now: now, dispatcher: dispatcher}, nil
 }

@@ -26,10 +26,10 @@ import (
 	"github.com/assessd/assessd/internal/app"
 	"github.com/assessd/assessd/internal/assessment"
 	"github.com/assessd/assessd/internal/media"
+	"github.com/assessd/assessd/internal/platform/egress"
 	"github.com/assessd/assessd/internal/testkit/apptest"
 	"github.com/assessd/assessd/internal/testkit/devenvtest"
 	"github.com/assessd/assessd/internal/testkit/eventually"
-	"github.com/assessd/assessd/internal/webhooks"
 	"github.com/assessd/assessd/tenancy"
 	"github.com/assessd/assessd/workflows"
 	webhookworkflow "github.com/assessd/assessd/workflows/webhooks"
@@ -224,13 +224,13 @@ func TestWebhookDeliveries(t *testing.T) {
 	e := apptest.NewWithConfig(t, func(c *app.Config) {
 		c.Temporal = tc
 		c.Dispatch = workflows.DispatchOptions{Sweep: 200 * time.Millisecond}
-		c.Webhooks = webhooks.Targets{AllowPrivate: true}
+		c.Webhooks = egress.Targets{AllowPrivate: true}
 		c.WebhookRetry = webhookworkflow.Retry{Initial: 200 * time.Millisecond, Window: 4 * time.Second}
 	})
 	grading := gradingactivities.NewMetrics(e.App.Metrics.Registry, e.App.Metrics.Org)
 	for _, region := range []string{"eu", "global"} {
 		w, err := app.NewWorker(tc, e.DB, app.WorkerConfig{Region: region, Provider: ai.NewBuiltin(), Fetcher: media.NewFetcher(nil, media.Options{}),
-			Metrics: grading, Registry: e.App.Metrics.Registry, Webhooks: webhooks.Targets{AllowPrivate: true}})
+			Metrics: grading, Registry: e.App.Metrics.Registry, Webhooks: egress.Targets{AllowPrivate: true}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/assessd/assessd/internal/generation"
 	"github.com/assessd/assessd/internal/media"
 	"github.com/assessd/assessd/internal/outbox"
+	"github.com/assessd/assessd/internal/platform/egress"
 	"github.com/assessd/assessd/internal/platform/membudget"
 	"github.com/assessd/assessd/internal/scanning"
 	"github.com/assessd/assessd/internal/store"
@@ -49,7 +50,7 @@ type WorkerConfig struct {
 	// ScanMetrics are the scanning metrics; nil records them nowhere.
 	ScanMetrics *scanningactivities.Metrics
 	// Webhooks decides where webhook deliveries may go.
-	Webhooks webhooks.Targets
+	Webhooks egress.Targets
 	// Memory bounds the answer files, scan files and page images the
 	// worker holds at once (decision 0174); the regions of one process
 	// share it. nil shares membudget.Worker. Its metrics go to Registry.

@@ -34,6 +34,7 @@ func (p *Provider) accountRoutes(mux textRoutes) {
 	mux.HandleFunc("POST /developer/clients/{id}/rotate", p.signedIn(p.rotateClient))
 	mux.HandleFunc("POST /developer/clients/{id}/delete", p.signedIn(p.deleteClient))
 	p.webhookRoutes(mux)
+	p.ltiRoutes(mux)
 }
 
 // signedIn runs h for a signed-in browser as that user, with every scope
@@ -74,13 +75,14 @@ func (p *Provider) userGone(w http.ResponseWriter, r *http.Request, s *session) 
 
 // notices are the fixed messages a redirect may ask a page to show.
 var notices = map[string]string{
-	"saved":           "Saved.",
-	"key-revoked":     "The API key was revoked.",
-	"app-revoked":     "The app's access was revoked; its tokens no longer work.",
-	"client-delete":   "The client was deleted.",
-	"webhook-deleted": "The webhook endpoint was deleted; its pending deliveries stop.",
-	"app-allowed":     "The app may now write to your organization's audit log.",
-	"app-removed":     "The app may no longer write to your organization's audit log.",
+	"saved":                "Saved.",
+	"key-revoked":          "The API key was revoked.",
+	"app-revoked":          "The app's access was revoked; its tokens no longer work.",
+	"client-delete":        "The client was deleted.",
+	"webhook-deleted":      "The webhook endpoint was deleted; its pending deliveries stop.",
+	"lti-platform-deleted": "The learning platform was removed; its launches are refused from now on.",
+	"app-allowed":          "The app may now write to your organization's audit log.",
+	"app-removed":          "The app may no longer write to your organization's audit log.",
 }
 
 type keyRow struct {

@@ -26,6 +26,7 @@ import (
 
 	"github.com/assessd/assessd/internal/platform/clientaddr"
 	"github.com/assessd/assessd/internal/platform/ratelimit"
+	"github.com/assessd/assessd/internal/platform/signingkeys"
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/tenancy"
 )
@@ -45,6 +46,9 @@ type Config struct {
 	Limiter *ratelimit.Limiter
 	// Webhooks backs the developer area's webhook pages.
 	Webhooks Webhooks
+	// LTI backs the developer area's learning platform pages; nil leaves
+	// them out.
+	LTI LTIPlatforms
 }
 
 // Provider is the OpenID provider and everything around it.
@@ -89,7 +93,7 @@ func New(ctx context.Context, cfg Config, db *store.DB, ten *tenancy.Service) (*
 	if err != nil {
 		return nil, err
 	}
-	st := &storage{db: db, users: ten, keys: &signingKeys{db: db, now: now}, now: now}
+	st := &storage{db: db, users: ten, keys: signingKeys{signingkeys.New(db, signingkeys.PurposeOIDC, now)}, now: now}
 	scopes := make([]string, len(tenancy.AllScopes))
 	for i, s := range tenancy.AllScopes {
 		scopes[i] = string(s)

@@ -38,7 +38,7 @@ const (
 type storage struct {
 	db    *store.DB
 	users users
-	keys  *signingKeys
+	keys  signingKeys
 	now   func() time.Time
 }
 

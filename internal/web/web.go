@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 )
 
@@ -50,6 +51,22 @@ func Render(w http.ResponseWriter, r *http.Request, status int, name string, dat
 // answer's and not the page's, is a violation of the page's policy
 // (decision 0188).
 func RenderFramed(w http.ResponseWriter, r *http.Request, status int, name string, data any, frameAncestors []string) {
+	renderFramed(w, r, status, name, data, frameAncestors, "'self'")
+}
+
+// RenderFramedPostingTo is RenderFramed for a page whose form posts to
+// another origin, that of target (an LTI deep-linking response posted
+// back to the platform): the page's form-action allows it besides the
+// page's own.
+func RenderFramedPostingTo(w http.ResponseWriter, r *http.Request, status int, name string, data any, frameAncestors []string, target string) {
+	formAction := "'self'"
+	if u, err := url.Parse(target); err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" {
+		formAction += " " + u.Scheme + "://" + u.Host
+	}
+	renderFramed(w, r, status, name, data, frameAncestors, formAction)
+}
+
+func renderFramed(w http.ResponseWriter, r *http.Request, status int, name string, data any, frameAncestors []string, formAction string) {
 	ancestors := "'none'"
 	if len(frameAncestors) > 0 {
 		ancestors = strings.Join(frameAncestors, " ")
@@ -64,7 +81,7 @@ func RenderFramed(w http.ResponseWriter, r *http.Request, status int, name strin
 	partial := r.Header.Get("HX-Request") == "true"
 	t.Funcs(template.FuncMap{"nonce": func() string { return nonce }, "partial": func() bool { return partial }})
 	src := "'self' 'nonce-" + nonce + "'"
-	render(w, r, t, status, name, data, "default-src 'none'; script-src "+src+"; style-src "+src+"; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors "+ancestors)
+	render(w, r, t, status, name, data, "default-src 'none'; script-src "+src+"; style-src "+src+"; img-src 'self' data:; connect-src 'self'; form-action "+formAction+"; base-uri 'none'; frame-ancestors "+ancestors)
 }
 
 func render(w http.ResponseWriter, r *http.Request, t *template.Template, status int, name string, data any, csp string) {
@@ -90,7 +107,7 @@ func render(w http.ResponseWriter, r *http.Request, t *template.Template, status
 var embedAssets embed.FS
 
 // EmbedAssetNames are the files EmbedAssets serves under /embed/assets/.
-var EmbedAssetNames = []string{"devtools.js", "embed.css", "embed.js", "htmx.min.js"}
+var EmbedAssetNames = []string{"devtools.js", "embed.css", "embed.js", "htmx.min.js", "lti.js"}
 
 // EmbedAssets serves the scripts and stylesheet of the embedded flows from
 // the binary: the pages load nothing from elsewhere.

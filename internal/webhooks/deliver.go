@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/assessd/assessd/internal/audit"
+	"github.com/assessd/assessd/internal/platform/egress"
 	"github.com/assessd/assessd/internal/platform/ids"
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/observability"
@@ -49,6 +50,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 }
 
+// excerptLimit bounds what is kept of a receiver's answer.
+const excerptLimit = 1024
+
 // Deliverer sends events to endpoints; the delivery workflow's activities
 // call it with ctx scoped to the event's organization.
 type Deliverer struct {
@@ -60,7 +64,7 @@ type Deliverer struct {
 }
 
 // NewDeliverer returns a Deliverer on db sending through targets' client.
-func NewDeliverer(db *store.DB, targets Targets, m *Metrics) *Deliverer {
+func NewDeliverer(db *store.DB, targets egress.Targets, m *Metrics) *Deliverer {
 	if m == nil {
 		m = NewMetrics(nil)
 	}
@@ -208,7 +212,7 @@ func (d *Deliverer) send(ctx context.Context, m message, eventID string, keys []
 	req.Header.Set("webhook-timestamp", h.Timestamp)
 	req.Header.Set("webhook-signature", h.Signature)
 	start := time.Now()
-	resp, err := d.client.Do(req) //nolint:gosec // the URL is the integrator's; Targets checks every connected address
+	resp, err := d.client.Do(req) //nolint:gosec // the URL is the integrator's; egress checks every connected address
 	if err != nil {
 		rec.Duration = time.Since(start)
 		rec.Error = describe(err)
@@ -228,7 +232,7 @@ func (d *Deliverer) send(ctx context.Context, m message, eventID string, keys []
 // describe is the client-safe reason a request got no answer.
 func describe(err error) string {
 	switch {
-	case errors.Is(err, errForbiddenAddress):
+	case errors.Is(err, egress.ErrForbiddenAddress):
 		return "the endpoint resolves to an address that is not allowed"
 	case errors.Is(err, context.DeadlineExceeded), isTimeout(err):
 		return "the endpoint did not answer in time"

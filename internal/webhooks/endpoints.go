@@ -16,6 +16,7 @@ import (
 
 	"github.com/assessd/assessd/internal/audit"
 	"github.com/assessd/assessd/internal/outbox"
+	"github.com/assessd/assessd/internal/platform/egress"
 	"github.com/assessd/assessd/internal/platform/errs"
 	"github.com/assessd/assessd/internal/platform/ids"
 	"github.com/assessd/assessd/internal/platform/paging"
@@ -68,12 +69,12 @@ const maxDescription = 500
 type Service struct {
 	db      *store.DB
 	keys    *keyring
-	targets Targets
+	targets egress.Targets
 }
 
 // NewService returns the endpoints API on db; targets decides which URLs
 // are allowed.
-func NewService(db *store.DB, targets Targets) *Service {
+func NewService(db *store.DB, targets egress.Targets) *Service {
 	return &Service{db: db, keys: &keyring{db: db}, targets: targets}
 }
 
@@ -183,7 +184,7 @@ func (s *Service) CreateEndpoint(ctx context.Context, in NewEndpoint) (Endpoint,
 	if err != nil {
 		return Endpoint{}, err
 	}
-	if err := s.targets.Check(ctx, in.URL); err != nil {
+	if err := s.targets.Check(ctx, "url", in.URL); err != nil {
 		return Endpoint{}, err
 	}
 	evs, err := validEvents(in.Events)
@@ -227,7 +228,7 @@ func (s *Service) UpdateEndpoint(ctx context.Context, id string, p EndpointPatch
 		return Endpoint{}, err
 	}
 	if p.URL != nil {
-		if err := s.targets.Check(ctx, *p.URL); err != nil {
+		if err := s.targets.Check(ctx, "url", *p.URL); err != nil {
 			return Endpoint{}, err
 		}
 	}

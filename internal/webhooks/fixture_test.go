@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/assessd/assessd/internal/platform/egress"
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/internal/testkit/storetest"
 	"github.com/assessd/assessd/internal/webhooks"
@@ -40,6 +41,6 @@ func newFixture(t *testing.T) fixture {
 		t.Fatal(err)
 	}
 	f.ctx = tenancy.WithCaller(bg, tenancy.SystemCaller(org.ID))
-	f.hooks = webhooks.NewService(f.db, webhooks.Targets{AllowPrivate: true})
+	f.hooks = webhooks.NewService(f.db, egress.Targets{AllowPrivate: true})
 	return f
 }

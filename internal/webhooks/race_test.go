@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/assessd/assessd/internal/platform/egress"
 	"github.com/assessd/assessd/internal/testkit/storetest"
 	"github.com/assessd/assessd/internal/webhooks"
 	"github.com/assessd/assessd/internal/webhooks/event"
@@ -70,7 +71,7 @@ func TestEndpointDeletedMidway(t *testing.T) {
 
 	// The receiver's endpoint is deleted while its delivery is on the wire.
 	deleteOnDelivery = kept
-	deliverer := webhooks.NewDeliverer(db, webhooks.Targets{AllowPrivate: true}, nil)
+	deliverer := webhooks.NewDeliverer(db, egress.Targets{AllowPrivate: true}, nil)
 	if err := deliverer.Attempt(ctx, events[0], kept, 1); err != nil {
 		t.Fatalf("an attempt whose endpoint was deleted meanwhile: %v", err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/assessd/assessd/internal/platform/egress"
 	"github.com/assessd/assessd/internal/platform/paging"
 	"github.com/assessd/assessd/internal/webhooks"
 	"github.com/assessd/assessd/internal/webhooks/event"
@@ -29,7 +30,7 @@ func TestOldEventsAreSwept(t *testing.T) {
 		t.Fatal(err)
 	}
 	recorder := event.NewRecorder(func(r any) (json.RawMessage, error) { return json.Marshal(r) })
-	deliverer := webhooks.NewDeliverer(db, webhooks.Targets{AllowPrivate: true}, nil)
+	deliverer := webhooks.NewDeliverer(db, egress.Targets{AllowPrivate: true}, nil)
 	var old, pending, recent string
 	for _, id := range []*string{&old, &pending, &recent} {
 		if err := db.Tx(ctx, func(ctx context.Context) error {

@@ -127,6 +127,11 @@ const overview = dashboard('assessd-overview', 'assessd / Overview',
     'assessd_attempt_save_duration_seconds', `{${serve}}`, 'instance', '{{instance}}', 0.99))
   .withPanel(graph('Attempts finished', 'Attempts submitted or discarded per second, of the selected organizations, by status and by whom: student, staff, or system when the deadline closed them (the deadline workflow on the workers).', 'ops',
     `sum by (status, by) (rate(assessd_attempts_finished_total{job=~"assessd-serve|assessd-worker", org=~"$org"}[${rate}]))`, '{{status}} by {{by}}'))
+  .withRow(new RowBuilder('LTI'))
+  .withPanel(graph('LTI launches', 'LTI launches per second of the selected organizations by message type and outcome: ok, or the reason of the refusal (decision 0201).', 'ops',
+    `sum by (message, outcome) (rate(assessd_lti_launches_total{${tenant}}[${rate}]))`, '{{message}} {{outcome}}'))
+  .withPanel(graph('LTI logins', 'LTI login initiations per second by outcome: ok, or the reason of the refusal; org none when no registration matched (decision 0201).', 'ops',
+    `sum by (outcome) (rate(assessd_lti_logins_total{job="assessd-serve", org=~"$org|none"}[${rate}]))`, '{{outcome}}'))
   .withRow(new RowBuilder('Platform'))
   .withPanel(graph('Idempotency keys', 'Requests of the selected organizations sent with an Idempotency-Key by outcome: run (the key was new), replayed (a client resent a request that had answered), in_use (resent while it ran), reused (the key named another request), unanswered (the first request wrote, then its process died before it answered), invalid. Decisions 0178, 0179.', 'reqps',
     `sum by (outcome) (rate(assessd_idempotency_keys_total{${tenant}}[${rate}]))`, '{{outcome}}'))

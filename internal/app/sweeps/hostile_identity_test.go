@@ -151,7 +151,11 @@ func TestHostileInputOverPages(t *testing.T) {
 	if keyID == nil || hookID == nil {
 		t.Fatalf("fixtures: key %v, webhook %v (%d)", keyID, hookID, hook.Status)
 	}
-	ids := map[string]string{"{key}": keyID[1], "{client}": a.Client.ID, "{webhook}": hookID[1], "{delivery}": "whd_" + strings.Repeat("0", 26)}
+	platform := apptest.Str(e.Do("POST", "/lti/platforms", tn.Keys[tenancy.RoleAdmin], map[string]any{"name": "LMS", "issuer": "https://lms.example",
+		"clientId": "sweep", "authLoginUrl": "https://lms.example/auth", "accessTokenUrl": "http://127.0.0.1:9/token",
+		"jwksUrl": "http://127.0.0.1:9/jwks"}).Must(t, 200).Body, "id")
+	ids := map[string]string{"{key}": keyID[1], "{client}": a.Client.ID, "{webhook}": hookID[1], "{delivery}": "whd_" + strings.Repeat("0", 26),
+		"{lti}": platform}
 
 	forms := []struct {
 		path string
@@ -170,9 +174,14 @@ func TestHostileInputOverPages(t *testing.T) {
 		{"/developer/webhooks/{webhook}", url.Values{"url": {"http://127.0.0.1:9/hook"}, "events": {"user.created"}, "enabled": {"1"}}},
 		{"/developer/webhooks/{webhook}/rotate", url.Values{}},
 		{"/developer/webhooks/{webhook}/deliveries/{delivery}/redeliver", url.Values{}},
+		{"/developer/lti", url.Values{"name": {"LMS 2"}, "issuer": {"https://lms2.example"}, "clientId": {"c"}, "deploymentIds": {"1\n2"},
+			"authLoginUrl": {"https://lms2.example/auth"}, "accessTokenUrl": {"http://127.0.0.1:9/t"}, "jwksUrl": {"http://127.0.0.1:9/k"}}},
+		{"/developer/lti/{lti}", url.Values{"name": {"LMS"}, "issuer": {"https://lms.example"}, "clientId": {"sweep"}, "deploymentIds": {"1"},
+			"authLoginUrl": {"https://lms.example/auth"}, "accessTokenUrl": {"http://127.0.0.1:9/t"}, "jwksUrl": {"http://127.0.0.1:9/k"}}},
 		// The deletions go last: they remove the fixtures the others use.
 		{"/developer/clients/{client}/delete", url.Values{}},
 		{"/developer/webhooks/{webhook}/delete", url.Values{}},
+		{"/developer/lti/{lti}/delete", url.Values{}},
 	}
 	hostile := []string{
 		"", "\x00", "\xff\xfe", strings.Repeat("é", 40<<10), "<script>alert(1)</script>", "../../etc/passwd", "javascript:alert(1)",

@@ -17,6 +17,7 @@ export const operationTable = {
   createExamGeneration: { method: "post", path: "/exam-generations", pathParams: [], queryParams: [], body: "json", response: "json", keyed: true },
   createExamImport: { method: "post", path: "/exam-imports", pathParams: [], queryParams: [], body: "json", response: "json", keyed: true },
   createFolder: { method: "post", path: "/folders", pathParams: [], queryParams: [], body: "json", response: "json", keyed: true },
+  createLtiPlatform: { method: "post", path: "/lti/platforms", pathParams: [], queryParams: [], body: "json", response: "json", keyed: true },
   createQuestion: { method: "post", path: "/exams/{examId}/questions", pathParams: ["examId"], queryParams: [], body: "json", response: "json", keyed: true },
   createQuestionRegeneration: { method: "post", path: "/exams/{examId}/questions/{questionId}/regenerations", pathParams: ["examId","questionId"], queryParams: [], body: "json", response: "json", keyed: true },
   createQuestionType: { method: "post", path: "/question-types", pathParams: [], queryParams: [], body: "json", response: "json", keyed: true },
@@ -27,6 +28,7 @@ export const operationTable = {
   deleteClass: { method: "delete", path: "/classes/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json", keyed: false },
   deleteExam: { method: "delete", path: "/exams/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json", keyed: false },
   deleteFolder: { method: "delete", path: "/folders/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json", keyed: false },
+  deleteLtiPlatform: { method: "delete", path: "/lti/platforms/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json", keyed: false },
   deleteQuestion: { method: "delete", path: "/exams/{examId}/questions/{questionId}", pathParams: ["examId","questionId"], queryParams: [], body: "none", response: "json", keyed: false },
   deleteUser: { method: "delete", path: "/users/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json", keyed: false },
   deleteWebhookEndpoint: { method: "delete", path: "/webhook-endpoints/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json", keyed: false },
@@ -44,6 +46,7 @@ export const operationTable = {
   getExamGeneration: { method: "get", path: "/exam-generations/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json", keyed: false },
   getExamResult: { method: "get", path: "/exams/{examId}/results/{id}", pathParams: ["examId","id"], queryParams: ["wait"], body: "none", response: "json", keyed: false },
   getFolder: { method: "get", path: "/folders/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json", keyed: false },
+  getLtiPlatform: { method: "get", path: "/lti/platforms/{id}", pathParams: ["id"], queryParams: [], body: "none", response: "json", keyed: false },
   getMe: { method: "get", path: "/me", pathParams: [], queryParams: [], body: "none", response: "json", keyed: false },
   getOrg: { method: "get", path: "/org", pathParams: [], queryParams: [], body: "none", response: "json", keyed: false },
   getQuestion: { method: "get", path: "/exams/{examId}/questions/{questionId}", pathParams: ["examId","questionId"], queryParams: [], body: "none", response: "json", keyed: false },
@@ -65,6 +68,7 @@ export const operationTable = {
   listClassMembers: { method: "get", path: "/classes/{classId}/members", pathParams: ["classId"], queryParams: ["pageSize","pageToken","role"], body: "none", response: "json", keyed: false },
   listExams: { method: "get", path: "/exams", pathParams: [], queryParams: ["pageSize","pageToken","folderId","q"], body: "none", response: "json", keyed: false },
   listFolders: { method: "get", path: "/folders", pathParams: [], queryParams: ["pageSize","pageToken","parentId"], body: "none", response: "json", keyed: false },
+  listLtiPlatforms: { method: "get", path: "/lti/platforms", pathParams: [], queryParams: ["pageSize","pageToken"], body: "none", response: "json", keyed: false },
   listQuestionRevisions: { method: "get", path: "/exams/{examId}/questions/{questionId}/revisions", pathParams: ["examId","questionId"], queryParams: ["pageSize","pageToken"], body: "none", response: "json", keyed: false },
   listQuestions: { method: "get", path: "/exams/{examId}/questions", pathParams: ["examId"], queryParams: ["pageSize","pageToken"], body: "none", response: "json", keyed: false },
   listQuestionTypes: { method: "get", path: "/question-types", pathParams: [], queryParams: ["pageSize","pageToken"], body: "none", response: "json", keyed: false },
@@ -87,6 +91,7 @@ export const operationTable = {
   updateClass: { method: "patch", path: "/classes/{id}", pathParams: ["id"], queryParams: [], body: "json", response: "json", keyed: true },
   updateExam: { method: "patch", path: "/exams/{id}", pathParams: ["id"], queryParams: [], body: "json", response: "json", keyed: true },
   updateFolder: { method: "patch", path: "/folders/{id}", pathParams: ["id"], queryParams: [], body: "json", response: "json", keyed: true },
+  updateLtiPlatform: { method: "patch", path: "/lti/platforms/{id}", pathParams: ["id"], queryParams: [], body: "json", response: "json", keyed: true },
   updateMe: { method: "patch", path: "/me", pathParams: [], queryParams: [], body: "json", response: "json", keyed: true },
   updateOrg: { method: "patch", path: "/org", pathParams: [], queryParams: [], body: "json", response: "json", keyed: true },
   updateQuestion: { method: "patch", path: "/exams/{examId}/questions/{questionId}", pathParams: ["examId","questionId"], queryParams: [], body: "json", response: "json", keyed: true },
@@ -249,6 +254,20 @@ export interface Operations {
    */
   createFolder(params: Params<"createFolder">, config?: AxiosRequestConfig): Promise<Result<"createFolder">>;
   /**
+   * Registers a platform.
+   *
+   * Registers a platform. Its issuer and clientId together are unique
+   *  across organizations, since a login initiation names its registration
+   *  by them alone: 409 (PLATFORM_TAKEN) otherwise. The issuer and
+   *  authLoginUrl must be https URLs; accessTokenUrl and jwksUrl, which
+   *  assessd fetches, must also resolve to public addresses (as webhook
+   *  endpoints). An organization registers at most 50 platforms: 409
+   *  (PLATFORM_LIMIT) beyond. Audited as lti_platform.created.
+   *
+   * Requires scope `orgs:write` and one of the roles owner, admin.
+   */
+  createLtiPlatform(params: Params<"createLtiPlatform">, config?: AxiosRequestConfig): Promise<Result<"createLtiPlatform">>;
+  /**
    * Appends a question to an exam.
    *
    * Appends a question to an exam. Its config is validated against the type.
@@ -339,6 +358,17 @@ export interface Operations {
    * Requires scope `exams:write` and one of the roles owner, admin, teacher.
    */
   deleteFolder(params: Params<"deleteFolder">, config?: AxiosRequestConfig): Promise<Result<"deleteFolder">>;
+  /**
+   * Removes a registration: its launches are refused from then on; the
+   *  users and classes its launches made stay.
+   *
+   * Removes a registration: its launches are refused from then on; the
+   *  users and classes its launches made stay. Audited as
+   *  lti_platform.deleted.
+   *
+   * Requires scope `orgs:write` and one of the roles owner, admin.
+   */
+  deleteLtiPlatform(params: Params<"deleteLtiPlatform">, config?: AxiosRequestConfig): Promise<Result<"deleteLtiPlatform">>;
   /**
    * Deletes a question; the following questions move up.
    *
@@ -494,6 +524,14 @@ export interface Operations {
    * Requires scope `exams:read`.
    */
   getFolder(params: Params<"getFolder">, config?: AxiosRequestConfig): Promise<Result<"getFolder">>;
+  /**
+   * Returns one registration.
+   *
+   * Returns one registration.
+   *
+   * Requires scope `orgs:read` and one of the roles owner, admin.
+   */
+  getLtiPlatform(params: Params<"getLtiPlatform">, config?: AxiosRequestConfig): Promise<Result<"getLtiPlatform">>;
   /**
    * Returns the authenticated caller's user.
    *
@@ -666,6 +704,14 @@ export interface Operations {
    * Requires scope `exams:read`.
    */
   listFolders(params?: Params<"listFolders">, config?: AxiosRequestConfig): Promise<Result<"listFolders">>;
+  /**
+   * Lists the organization's registered platforms, oldest first.
+   *
+   * Lists the organization's registered platforms, oldest first.
+   *
+   * Requires scope `orgs:read` and one of the roles owner, admin.
+   */
+  listLtiPlatforms(params?: Params<"listLtiPlatforms">, config?: AxiosRequestConfig): Promise<Result<"listLtiPlatforms">>;
   /**
    * Lists a question's revisions, newest first.
    *
@@ -873,6 +919,17 @@ export interface Operations {
    * Requires scope `exams:write` and one of the roles owner, admin, teacher.
    */
   updateFolder(params: Params<"updateFolder">, config?: AxiosRequestConfig): Promise<Result<"updateFolder">>;
+  /**
+   * Changes the fields that are set, under the rules of create;
+   *  deploymentIds, when sent, replaces the list.
+   *
+   * Changes the fields that are set, under the rules of create;
+   *  deploymentIds, when sent, replaces the list. Audited as
+   *  lti_platform.updated.
+   *
+   * Requires scope `orgs:write` and one of the roles owner, admin.
+   */
+  updateLtiPlatform(params: Params<"updateLtiPlatform">, config?: AxiosRequestConfig): Promise<Result<"updateLtiPlatform">>;
   /**
    * Updates the authenticated caller's own profile.
    *

@@ -955,6 +955,80 @@ export interface paths {
         patch: operations["updateFolder"];
         trace?: never;
     };
+    "/lti/platforms": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Lists the organization's registered platforms, oldest first.
+         * @description Lists the organization's registered platforms, oldest first.
+         *
+         *     Requires scope `orgs:read` and one of the roles owner, admin.
+         */
+        get: operations["listLtiPlatforms"];
+        put?: never;
+        /**
+         * Registers a platform.
+         * @description Registers a platform. Its issuer and clientId together are unique
+         *      across organizations, since a login initiation names its registration
+         *      by them alone: 409 (PLATFORM_TAKEN) otherwise. The issuer and
+         *      authLoginUrl must be https URLs; accessTokenUrl and jwksUrl, which
+         *      assessd fetches, must also resolve to public addresses (as webhook
+         *      endpoints). An organization registers at most 50 platforms: 409
+         *      (PLATFORM_LIMIT) beyond. Audited as lti_platform.created.
+         *
+         *     Requires scope `orgs:write` and one of the roles owner, admin.
+         */
+        post: operations["createLtiPlatform"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/lti/platforms/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Returns one registration.
+         * @description Returns one registration.
+         *
+         *     Requires scope `orgs:read` and one of the roles owner, admin.
+         */
+        get: operations["getLtiPlatform"];
+        put?: never;
+        post?: never;
+        /**
+         * Removes a registration: its launches are refused from then on; the
+         *      users and classes its launches made stay.
+         * @description Removes a registration: its launches are refused from then on; the
+         *      users and classes its launches made stay. Audited as
+         *      lti_platform.deleted.
+         *
+         *     Requires scope `orgs:write` and one of the roles owner, admin.
+         */
+        delete: operations["deleteLtiPlatform"];
+        options?: never;
+        head?: never;
+        /**
+         * Changes the fields that are set, under the rules of create;
+         *      deploymentIds, when sent, replaces the list.
+         * @description Changes the fields that are set, under the rules of create;
+         *      deploymentIds, when sent, replaces the list. Audited as
+         *      lti_platform.updated.
+         *
+         *     Requires scope `orgs:write` and one of the roles owner, admin.
+         */
+        patch: operations["updateLtiPlatform"];
+        trace?: never;
+    };
     "/me": {
         parameters: {
             query?: never;
@@ -2385,6 +2459,31 @@ export interface components {
              */
             parentId?: string;
         };
+        /** CreateLtiPlatformRequest */
+        "assessd.v1.CreateLtiPlatformRequest": {
+            /** access_token_url */
+            accessTokenUrl?: string;
+            /** auth_login_url */
+            authLoginUrl?: string;
+            /** client_id */
+            clientId?: string;
+            /**
+             * deployment_ids
+             * @description At most 100 deployment ids; a launch from any other deployment is
+             *      refused.
+             */
+            deploymentIds?: string[];
+            /** issuer */
+            issuer?: string;
+            /** jwks_url */
+            jwksUrl?: string;
+            /**
+             * name
+             * @description Display name, 1 to 200 characters (surrounding white space is
+             *      trimmed).
+             */
+            name?: string;
+        };
         /** CreateQuestionRegenerationRequest */
         "assessd.v1.CreateQuestionRegenerationRequest": {
             /** exam_id */
@@ -2498,6 +2597,11 @@ export interface components {
         };
         /** DeleteFolderRequest */
         "assessd.v1.DeleteFolderRequest": {
+            /** id */
+            id?: string;
+        };
+        /** DeleteLtiPlatformRequest */
+        "assessd.v1.DeleteLtiPlatformRequest": {
             /** id */
             id?: string;
         };
@@ -2799,6 +2903,11 @@ export interface components {
         };
         /** GetFolderRequest */
         "assessd.v1.GetFolderRequest": {
+            /** id */
+            id?: string;
+        };
+        /** GetLtiPlatformRequest */
+        "assessd.v1.GetLtiPlatformRequest": {
             /** id */
             id?: string;
         };
@@ -3216,6 +3325,30 @@ export interface components {
              */
             nextPageToken?: string;
         };
+        /** ListLtiPlatformsRequest */
+        "assessd.v1.ListLtiPlatformsRequest": {
+            /**
+             * page_size
+             * Format: int32
+             * @description At most this many platforms (default 50, max 200).
+             */
+            pageSize?: number;
+            /**
+             * page_token
+             * @description The nextPageToken of the previous page.
+             */
+            pageToken?: string;
+        };
+        /** ListLtiPlatformsResponse */
+        "assessd.v1.ListLtiPlatformsResponse": {
+            /**
+             * next_page_token
+             * @description Token for the next page; empty on the last page.
+             */
+            nextPageToken?: string;
+            /** platforms */
+            platforms?: components["schemas"]["assessd.v1.LtiPlatform"][];
+        };
         /** ListQuestionRevisionsRequest */
         "assessd.v1.ListQuestionRevisionsRequest": {
             /** exam_id */
@@ -3401,6 +3534,91 @@ export interface components {
             nextPageToken?: string;
             /** webhook_endpoints */
             webhookEndpoints?: components["schemas"]["assessd.v1.WebhookEndpoint"][];
+        };
+        /**
+         * LtiPlatform
+         * @description A learning platform registered to launch assessd.
+         */
+        "assessd.v1.LtiPlatform": {
+            /**
+             * access_token_url
+             * @description The platform's OAuth 2.0 token endpoint, for its services.
+             */
+            accessTokenUrl?: string;
+            /**
+             * auth_login_url
+             * @description The platform's OIDC authorization endpoint.
+             */
+            authLoginUrl?: string;
+            /**
+             * client_id
+             * @description The client id the platform gave assessd.
+             */
+            clientId?: string;
+            /** created_at */
+            createdAt?: components["schemas"]["google.protobuf.Timestamp"];
+            /**
+             * deployment_ids
+             * @description The deployments of the tool on the platform whose launches are taken.
+             */
+            deploymentIds?: string[];
+            /**
+             * id
+             * @description Opaque id with the prefix "ltp_".
+             */
+            id?: string;
+            /**
+             * issuer
+             * @description The platform's issuer (the iss of its tokens), exactly as it sends it.
+             */
+            issuer?: string;
+            /**
+             * jwks_url
+             * @description Where the platform publishes its signing keys.
+             */
+            jwksUrl?: string;
+            /**
+             * name
+             * @description Display name, at most 200 characters.
+             */
+            name?: string;
+            /**
+             * tool
+             * @description What to enter on the platform's side; the same for every
+             *      registration.
+             */
+            tool?: components["schemas"]["assessd.v1.LtiToolConfiguration"];
+            /** updated_at */
+            updatedAt?: components["schemas"]["google.protobuf.Timestamp"];
+        };
+        /**
+         * LtiToolConfiguration
+         * @description The tool's configuration as a platform's administrator enters it.
+         */
+        "assessd.v1.LtiToolConfiguration": {
+            /**
+             * deep_linking_url
+             * @description Where deep-linking requests go (Moodle: Content Selection URL).
+             */
+            deepLinkingUrl?: string;
+            /**
+             * jwks_url
+             * @description The tool's public key set (Canvas: Public JWK URL; Moodle: Public
+             *      keyset URL).
+             */
+            jwksUrl?: string;
+            /**
+             * launch_url
+             * @description The launch URL: redirect URI and target link URI (Canvas: Redirect
+             *      URIs and Target Link URI; Moodle: Tool URL and Redirection URI(s)).
+             */
+            launchUrl?: string;
+            /**
+             * login_url
+             * @description The OIDC login initiation URL (Canvas: OpenID Connect Initiation Url;
+             *      Moodle: Initiate login URL).
+             */
+            loginUrl?: string;
         };
         /**
          * Org
@@ -4222,6 +4440,28 @@ export interface components {
              * @description The new parent folder; "" moves the folder to the top level.
              */
             parentId?: string | null;
+        };
+        /** UpdateLtiPlatformRequest */
+        "assessd.v1.UpdateLtiPlatformRequest": {
+            /** access_token_url */
+            accessTokenUrl?: string | null;
+            /** auth_login_url */
+            authLoginUrl?: string | null;
+            /** client_id */
+            clientId?: string | null;
+            /**
+             * deployment_ids
+             * @description Replaces the deployment ids when sent.
+             */
+            deploymentIds?: components["schemas"]["google.protobuf.ListValue"];
+            /** id */
+            id?: string;
+            /** issuer */
+            issuer?: string | null;
+            /** jwks_url */
+            jwksUrl?: string | null;
+            /** name */
+            name?: string | null;
         };
         /** UpdateMeRequest */
         "assessd.v1.UpdateMeRequest": {
@@ -8356,6 +8596,312 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["assessd.v1.Folder"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listLtiPlatforms: {
+        parameters: {
+            query?: {
+                /** @description At most this many platforms (default 50, max 200). */
+                pageSize?: number;
+                /** @description The nextPageToken of the previous page. */
+                pageToken?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "nextPageToken": "",
+                     *       "platforms": [
+                     *         {
+                     *           "accessTokenUrl": "https://sso.canvaslms.com/login/oauth2/token",
+                     *           "authLoginUrl": "https://sso.canvaslms.com/api/lti/authorize_redirect",
+                     *           "clientId": "10000000000042",
+                     *           "createdAt": "2026-09-01T08:00:00Z",
+                     *           "deploymentIds": [
+                     *             "87:4c7b6e0e1f6b3a4c1d2e3f405162738495a6b7c8"
+                     *           ],
+                     *           "id": "ltp_01JD3M4Q9ZB8K1T7W2X5C6V0NP",
+                     *           "issuer": "https://canvas.instructure.com",
+                     *           "jwksUrl": "https://sso.canvaslms.com/api/lti/security/jwks",
+                     *           "name": "Canvas (district)",
+                     *           "tool": {
+                     *             "deepLinkingUrl": "https://assessd.example/lti/launch",
+                     *             "jwksUrl": "https://assessd.example/lti/jwks",
+                     *             "launchUrl": "https://assessd.example/lti/launch",
+                     *             "loginUrl": "https://assessd.example/lti/login"
+                     *           },
+                     *           "updatedAt": "2026-09-02T10:30:00Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.ListLtiPlatformsResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createLtiPlatform: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first response with `Idempotent-Replayed: true` and changes nothing. The first response is kept when it is a 2xx or the request changed data; a key whose request answered anything else without changing data is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; after a first request that changed data and whose server stopped before it answered, 409 `IDEMPOTENCY_KEY_UNANSWERED` (look up its effect, then use a new key); a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "accessTokenUrl": "https://sso.canvaslms.com/login/oauth2/token",
+                 *       "authLoginUrl": "https://sso.canvaslms.com/api/lti/authorize_redirect",
+                 *       "clientId": "10000000000042",
+                 *       "deploymentIds": [
+                 *         "87:4c7b6e0e1f6b3a4c1d2e3f405162738495a6b7c8"
+                 *       ],
+                 *       "issuer": "https://canvas.instructure.com",
+                 *       "jwksUrl": "https://sso.canvaslms.com/api/lti/security/jwks",
+                 *       "name": "Canvas (district)"
+                 *     }
+                 */
+                "application/json": components["schemas"]["assessd.v1.CreateLtiPlatformRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "accessTokenUrl": "https://sso.canvaslms.com/login/oauth2/token",
+                     *       "authLoginUrl": "https://sso.canvaslms.com/api/lti/authorize_redirect",
+                     *       "clientId": "10000000000042",
+                     *       "createdAt": "2026-09-01T08:00:00Z",
+                     *       "deploymentIds": [
+                     *         "87:4c7b6e0e1f6b3a4c1d2e3f405162738495a6b7c8"
+                     *       ],
+                     *       "id": "ltp_01JD3M4Q9ZB8K1T7W2X5C6V0NP",
+                     *       "issuer": "https://canvas.instructure.com",
+                     *       "jwksUrl": "https://sso.canvaslms.com/api/lti/security/jwks",
+                     *       "name": "Canvas (district)",
+                     *       "tool": {
+                     *         "deepLinkingUrl": "https://assessd.example/lti/launch",
+                     *         "jwksUrl": "https://assessd.example/lti/jwks",
+                     *         "launchUrl": "https://assessd.example/lti/launch",
+                     *         "loginUrl": "https://assessd.example/lti/login"
+                     *       },
+                     *       "updatedAt": "2026-09-02T10:30:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.LtiPlatform"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getLtiPlatform: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "accessTokenUrl": "https://sso.canvaslms.com/login/oauth2/token",
+                     *       "authLoginUrl": "https://sso.canvaslms.com/api/lti/authorize_redirect",
+                     *       "clientId": "10000000000042",
+                     *       "createdAt": "2026-09-01T08:00:00Z",
+                     *       "deploymentIds": [
+                     *         "87:4c7b6e0e1f6b3a4c1d2e3f405162738495a6b7c8"
+                     *       ],
+                     *       "id": "ltp_01JD3M4Q9ZB8K1T7W2X5C6V0NP",
+                     *       "issuer": "https://canvas.instructure.com",
+                     *       "jwksUrl": "https://sso.canvaslms.com/api/lti/security/jwks",
+                     *       "name": "Canvas (district)",
+                     *       "tool": {
+                     *         "deepLinkingUrl": "https://assessd.example/lti/launch",
+                     *         "jwksUrl": "https://assessd.example/lti/jwks",
+                     *         "launchUrl": "https://assessd.example/lti/launch",
+                     *         "loginUrl": "https://assessd.example/lti/login"
+                     *       },
+                     *       "updatedAt": "2026-09-02T10:30:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.LtiPlatform"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteLtiPlatform: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {} */
+                    "application/json": components["schemas"]["google.protobuf.Empty"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateLtiPlatform: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first response with `Idempotent-Replayed: true` and changes nothing. The first response is kept when it is a 2xx or the request changed data; a key whose request answered anything else without changing data is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; after a first request that changed data and whose server stopped before it answered, 409 `IDEMPOTENCY_KEY_UNANSWERED` (look up its effect, then use a new key); a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "deploymentIds": [
+                 *         "87:4c7b6e0e1f6b3a4c1d2e3f405162738495a6b7c8",
+                 *         "92:0a1b2c3d4e5f60718293a4b5c6d7e8f901234567"
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    /** access_token_url */
+                    accessTokenUrl?: string | null;
+                    /** auth_login_url */
+                    authLoginUrl?: string | null;
+                    /** client_id */
+                    clientId?: string | null;
+                    /**
+                     * deployment_ids
+                     * @description Replaces the deployment ids when sent.
+                     */
+                    deploymentIds?: components["schemas"]["google.protobuf.ListValue"];
+                    /** issuer */
+                    issuer?: string | null;
+                    /** jwks_url */
+                    jwksUrl?: string | null;
+                    /** name */
+                    name?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "accessTokenUrl": "https://sso.canvaslms.com/login/oauth2/token",
+                     *       "authLoginUrl": "https://sso.canvaslms.com/api/lti/authorize_redirect",
+                     *       "clientId": "10000000000042",
+                     *       "createdAt": "2026-09-01T08:00:00Z",
+                     *       "deploymentIds": [
+                     *         "87:4c7b6e0e1f6b3a4c1d2e3f405162738495a6b7c8"
+                     *       ],
+                     *       "id": "ltp_01JD3M4Q9ZB8K1T7W2X5C6V0NP",
+                     *       "issuer": "https://canvas.instructure.com",
+                     *       "jwksUrl": "https://sso.canvaslms.com/api/lti/security/jwks",
+                     *       "name": "Canvas (district)",
+                     *       "tool": {
+                     *         "deepLinkingUrl": "https://assessd.example/lti/launch",
+                     *         "jwksUrl": "https://assessd.example/lti/jwks",
+                     *         "launchUrl": "https://assessd.example/lti/launch",
+                     *         "loginUrl": "https://assessd.example/lti/login"
+                     *       },
+                     *       "updatedAt": "2026-09-02T10:30:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.LtiPlatform"];
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -1,4 +1,10 @@
-package webhooks
+// Package egress decides where assessd's outgoing requests to addresses
+// that integrators chose may go (decision 0107): webhook deliveries, and an
+// LTI platform's keys, login and token endpoints. Only public unicast
+// addresses, checked when a URL is saved (its name resolved) and again for
+// the address every request actually connects to, so that a DNS answer
+// that changes after the check cannot reach an internal address.
+package egress
 
 import (
 	"context"
@@ -16,10 +22,7 @@ import (
 	"github.com/assessd/assessd/internal/platform/errs"
 )
 
-// Targets decides where deliveries may go (decision 0107): only public
-// unicast addresses, checked when an endpoint is saved (its name resolved)
-// and again for the address every delivery actually connects to, so a DNS
-// answer that changes after the check cannot reach an internal address.
+// Targets decides where requests may go.
 type Targets struct {
 	// AllowPrivate lifts the address rule and allows http
 	// (ASSESSD_WEBHOOK_ALLOW_PRIVATE, local development and tests only).
@@ -41,8 +44,8 @@ var blocked = []netip.Prefix{
 	netip.MustParsePrefix("64:ff9b:1::/48"),
 }
 
-// errForbiddenAddress is the reason a target address is refused.
-var errForbiddenAddress = errors.New("the address is not a public unicast address")
+// ErrForbiddenAddress is the reason a target address is refused.
+var ErrForbiddenAddress = errors.New("the address is not a public unicast address")
 
 // metadata are cloud instance-metadata and platform endpoints, which hold
 // credentials: no delivery reaches them, AllowPrivate or not (AWS, GCP
@@ -56,7 +59,7 @@ var metadata = []netip.Addr{
 	netip.MustParseAddr("168.63.129.16"),
 }
 
-// allowed reports whether a delivery may connect to addr.
+// allowed reports whether a request may connect to addr.
 func (t Targets) allowed(addr netip.Addr) bool {
 	addr = addr.Unmap()
 	if slices.Contains(metadata, addr) {
@@ -77,32 +80,33 @@ func (t Targets) allowed(addr netip.Addr) bool {
 	return true
 }
 
-// maxURLLength bounds an endpoint URL.
-const maxURLLength = 2048
+// MaxURLLength bounds a target URL.
+const MaxURLLength = 2048
 
-// Check validates an endpoint URL: https (http only with AllowPrivate), no
-// credentials or fragment, and a host whose every address is allowed.
-func (t Targets) Check(ctx context.Context, raw string) error {
-	if len(raw) > maxURLLength {
-		return errs.Invalid("url", fmt.Sprintf("must be at most %d characters", maxURLLength))
+// Check validates a target URL, the value of field: https (http only with
+// AllowPrivate), no credentials or fragment, and a host whose every address
+// is allowed.
+func (t Targets) Check(ctx context.Context, field, raw string) error {
+	if len(raw) > MaxURLLength {
+		return errs.Invalid(field, fmt.Sprintf("must be at most %d characters", MaxURLLength))
 	}
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || u.Opaque != "" {
-		return errs.Invalid("url", "must be an absolute URL")
+		return errs.Invalid(field, "must be an absolute URL")
 	}
 	switch {
 	case u.Scheme == "https":
 	case u.Scheme == "http" && t.AllowPrivate:
 	default:
-		return errs.Invalid("url", "must use https")
+		return errs.Invalid(field, "must use https")
 	}
 	if u.User != nil || u.Fragment != "" {
-		return errs.Invalid("url", "must not carry credentials or a fragment")
+		return errs.Invalid(field, "must not carry credentials or a fragment")
 	}
 	host := u.Hostname()
 	if addr, err := netip.ParseAddr(host); err == nil {
 		if !t.allowed(addr) {
-			return errs.Invalid("url", "must not point to a loopback, private, link-local, multicast or metadata address")
+			return errs.Invalid(field, "must not point to a loopback, private, link-local, multicast or metadata address")
 		}
 		return nil
 	}
@@ -117,35 +121,34 @@ func (t Targets) Check(ctx context.Context, raw string) error {
 	defer cancel()
 	addrs, err := r.LookupNetIP(ctx, "ip", strings.TrimSuffix(host, "."))
 	if err != nil || len(addrs) == 0 {
-		return errs.Invalid("url", "the host does not resolve")
+		return errs.Invalid(field, "the host does not resolve")
 	}
 	for _, a := range addrs {
 		if !t.allowed(a) {
-			return errs.Invalid("url", "must not point to a loopback, private, link-local, multicast or metadata address")
+			return errs.Invalid(field, "must not point to a loopback, private, link-local, multicast or metadata address")
 		}
 	}
 	return nil
 }
 
-// Delivery limits: a receiver answers within deliveryTimeout, with headers
-// of at most headerLimit bytes (net/http's default is 10 MiB, held for each
-// delivery at once), and at most excerptLimit bytes of its body are read.
+// Request limits: a target answers within requestTimeout, with headers of
+// at most headerLimit bytes (net/http's default is 10 MiB, held for each
+// request at once).
 const (
-	deliveryTimeout = 10 * time.Second
-	headerLimit     = 64 << 10
-	excerptLimit    = 1024
+	requestTimeout = 10 * time.Second
+	headerLimit    = 64 << 10
 )
 
-// Client returns the HTTP client of deliveries: it connects only to
-// allowed addresses (checked on the connected address, after DNS), uses no
-// proxy, follows no redirect and gives up after deliveryTimeout.
+// Client returns the HTTP client of requests to targets: it connects only
+// to allowed addresses (checked on the connected address, after DNS), uses
+// no proxy, follows no redirect and gives up after requestTimeout.
 func (t Targets) Client() *http.Client {
 	dialer := &net.Dialer{
 		Timeout: 5 * time.Second,
 		Control: func(_, address string, _ syscall.RawConn) error {
 			ap, err := netip.ParseAddrPort(address)
 			if err != nil || !t.allowed(ap.Addr()) {
-				return errForbiddenAddress
+				return ErrForbiddenAddress
 			}
 			return nil
 		},
@@ -154,12 +157,12 @@ func (t Targets) Client() *http.Client {
 		dialer.Resolver = t.Resolver
 	}
 	return &http.Client{
-		Timeout: deliveryTimeout,
+		Timeout: requestTimeout,
 		Transport: &http.Transport{
 			Proxy:                  nil,
 			DialContext:            dialer.DialContext,
 			TLSHandshakeTimeout:    5 * time.Second,
-			ResponseHeaderTimeout:  deliveryTimeout,
+			ResponseHeaderTimeout:  requestTimeout,
 			MaxResponseHeaderBytes: headerLimit,
 			MaxIdleConnsPerHost:    16,
 			IdleConnTimeout:        90 * time.Second,
