@@ -13,7 +13,6 @@ type (
 	tenant   = apptest.Tenant
 	response = apptest.Response
 	oauthApp = apptest.OAuthApp
-	browser  = apptest.Browser
 	page     = apptest.Page
 )
 

@@ -79,7 +79,7 @@ func NewOn(t *testing.T, db *store.DB, adjust func(*app.Config)) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { a.Close() })
+	t.Cleanup(func() { _ = a.Close() })
 	handler = a.Handler
 	ctx, stop := context.WithCancel(context.Background())
 	t.Cleanup(stop)

@@ -1,7 +1,5 @@
 //go:build race
 
-// Package race tells a test whether the race detector is on, for work
-// whose cost it multiplies (decision 0210).
 package race
 
 // Enabled is true in a binary built with -race.
