@@ -35,7 +35,9 @@ import (
 	"github.com/assessd/assessd/internal/app"
 	"github.com/assessd/assessd/internal/assessment"
 	"github.com/assessd/assessd/internal/delivery"
+	"github.com/assessd/assessd/internal/lti"
 	"github.com/assessd/assessd/internal/media"
+	"github.com/assessd/assessd/internal/platform/egress"
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/internal/testkit/devenvtest"
 	"github.com/assessd/assessd/internal/testkit/eventually"
@@ -76,7 +78,8 @@ func TestDashboardsQueryRealMetrics(t *testing.T) {
 	var handler http.Handler
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 	t.Cleanup(srv.Close)
-	a, err := app.New(ctx, db, app.Config{BaseURL: srv.URL, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Redis: redistest.Client(t), Temporal: tc})
+	a, err := app.New(ctx, db, app.Config{BaseURL: srv.URL, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Redis: redistest.Client(t), Temporal: tc,
+		Webhooks: egress.Targets{AllowPrivate: true}}) // the LMS registered below is on loopback
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,6 +300,37 @@ func sendTraffic(t *testing.T, base string, a *app.App, tn tenant) {
 		t.Fatal(err)
 	}
 	res.Body.Close()
+	sendLTITraffic(t, base, a, tn)
+}
+
+// sendLTITraffic registers an LMS, starts a login from it and posts a launch
+// whose id_token is not a JWT: a login redirected and a launch refused, both
+// of the organization.
+func sendLTITraffic(t *testing.T, base string, a *app.App, tn tenant) {
+	platform, err := a.LTI.CreatePlatform(tn.ctx, lti.NewPlatform{Name: "LMS", Issuer: "https://lms.example", ClientID: "smoke-" + tn.org.ID,
+		AuthLoginURL: "https://lms.example/auth", AccessTokenURL: "https://127.0.0.1:9/token", JWKSURL: "https://127.0.0.1:9/jwks"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	noRedirects := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := noRedirects.Get(base + "/lti/login?" + url.Values{"iss": {platform.Issuer}, "client_id": {platform.ClientID},
+		"login_hint": {"smoke"}, "target_link_uri": {base + "/lti/launch"}}.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	to, err := url.Parse(res.Header.Get("Location"))
+	if res.StatusCode != http.StatusFound || err != nil || to.Query().Get("state") == "" {
+		t.Fatalf("LTI login: %d to %q, want a redirect with a state", res.StatusCode, res.Header.Get("Location"))
+	}
+	res, err = http.PostForm(base+"/lti/launch", url.Values{"id_token": {"not-a-jwt"}, "state": {to.Query().Get("state")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode < 400 || res.StatusCode >= 500 {
+		t.Fatalf("a launch with a malformed id_token: %d, want a 4xx refusal", res.StatusCode)
+	}
 }
 
 // call sends an API request and checks its status.
