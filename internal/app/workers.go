@@ -10,6 +10,7 @@ import (
 	attemptactivities "github.com/assessd/assessd/activities/attempts"
 	generationactivities "github.com/assessd/assessd/activities/generation"
 	gradingactivities "github.com/assessd/assessd/activities/grading"
+	ltiscoreactivities "github.com/assessd/assessd/activities/ltiscores"
 	scanningactivities "github.com/assessd/assessd/activities/scanning"
 	webhookactivities "github.com/assessd/assessd/activities/webhooks"
 	"github.com/assessd/assessd/api"
@@ -17,6 +18,7 @@ import (
 	"github.com/assessd/assessd/internal/assessment"
 	"github.com/assessd/assessd/internal/delivery"
 	"github.com/assessd/assessd/internal/generation"
+	"github.com/assessd/assessd/internal/lti"
 	"github.com/assessd/assessd/internal/media"
 	"github.com/assessd/assessd/internal/outbox"
 	"github.com/assessd/assessd/internal/platform/egress"
@@ -30,6 +32,7 @@ import (
 	attemptworkflow "github.com/assessd/assessd/workflows/attempts"
 	generationworkflow "github.com/assessd/assessd/workflows/generation"
 	gradingworkflow "github.com/assessd/assessd/workflows/grading"
+	ltiscoreworkflow "github.com/assessd/assessd/workflows/ltiscores"
 	scanningworkflow "github.com/assessd/assessd/workflows/scanning"
 	webhookworkflow "github.com/assessd/assessd/workflows/webhooks"
 )
@@ -105,6 +108,10 @@ func NewWorker(c client.Client, db *store.DB, cfg WorkerConfig) (worker.Worker, 
 	w.RegisterWorkflow(webhookworkflow.DeliverEvent)
 	hooks := &webhookactivities.Activities{Deliverer: webhooks.NewDeliverer(db, cfg.Webhooks, webhooks.NewMetrics(cfg.Registry)), Region: cfg.Region}
 	hooks.Register(w)
+	w.RegisterWorkflow(ltiscoreworkflow.PostScore)
+	scores := &ltiscoreactivities.Activities{Region: cfg.Region, Scores: lti.NewService(db, lti.Config{Targets: cfg.Webhooks,
+		Metrics: lti.NewMetrics(cfg.Registry, cfg.OrgLabel)})}
+	scores.Register(w)
 	return w, nil
 }
 
@@ -125,6 +132,7 @@ func newDelivery(db *store.DB, content *assessment.Service, reg prometheus.Regis
 func newContent(db *store.DB) *assessment.Service {
 	content := assessment.NewService(db)
 	content.Events = event.NewRecorder(api.WebhookData)
+	content.OnGraded = lti.QueueGraded
 	return content
 }
 
@@ -147,6 +155,7 @@ func routes(db *store.DB, retry webhookworkflow.Retry) map[outbox.Kind]workflows
 	gen := generation.NewService(db, content)
 	scans := scanning.NewService(db, content, tenancy.NewService(db), nil)
 	attempts := newDelivery(db, content, nil, nil)
+	tool := lti.NewService(db, lti.Config{})
 	return map[outbox.Kind]workflows.Route{
 		outbox.KindGrading:      gradingworkflow.Route(workflows.Subjects{Unfinished: content.UnfinishedGrading, Abandon: content.FailGrading}),
 		outbox.KindGeneration:   generationworkflow.Route(workflows.Subjects{Unfinished: gen.Unfinished, Abandon: gen.Abandon}),
@@ -154,6 +163,7 @@ func routes(db *store.DB, retry webhookworkflow.Retry) map[outbox.Kind]workflows
 		outbox.KindScanning:     scanningworkflow.Route(workflows.Subjects{Unfinished: scans.Unfinished, Abandon: scans.Fail}),
 		outbox.KindWebhook:      webhookworkflow.Route(retry, workflows.Subjects{Unfinished: webhooks.Unfinished(db), Abandon: webhooks.Abandon(db)}),
 		outbox.KindAttempt:      attemptworkflow.Route(workflows.Subjects{Unfinished: attempts.Unfinished, Abandon: closeIfDue(attempts)}),
+		outbox.KindLTIScore:     ltiscoreworkflow.Route(workflows.Subjects{Unfinished: tool.UnfinishedScores, Abandon: tool.GiveUpScore}),
 	}
 }
 

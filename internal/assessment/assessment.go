@@ -30,6 +30,11 @@ type Service struct {
 	// of the services built on this one (generation, regeneration,
 	// scanning); nil records none.
 	Events *event.Recorder
+	// OnGraded adds to the batch of the transaction in which a result's
+	// grading finishes (graded or failed: at submission, by the grading
+	// workflow, after a correction) what other features do then, such as
+	// posting the score to an LTI line item; nil adds nothing.
+	OnGraded func(b *pgx.Batch, resultID string)
 	// papers holds recently read exam papers for SubmitResult.
 	papers *papers
 	// finished wakes the reads waiting for a result's grading.

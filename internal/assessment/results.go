@@ -219,6 +219,7 @@ func (s *Service) auditGraded(ctx context.Context, r Result, webhooks event.Subs
 	if err := audit.Queue(ctx, b, gradedEntry(r)); err != nil {
 		return err
 	}
+	s.queueGraded(b, r.ID)
 	if t := gradedEvent(r); webhooks.Has(t) {
 		if err := s.Events.Queue(b, t, r); err != nil {
 			return err
@@ -226,6 +227,13 @@ func (s *Service) auditGraded(ctx context.Context, r Result, webhooks event.Subs
 	}
 	// Nothing reads them back: they go with the COMMIT (decision 0141).
 	return s.db.SendAtCommit(ctx, b)
+}
+
+// queueGraded adds OnGraded's writes for result id to b.
+func (s *Service) queueGraded(b *pgx.Batch, id string) {
+	if s.OnGraded != nil {
+		s.OnGraded(b, id)
+	}
 }
 
 // gradedEvent is the webhook event of a finished result.
@@ -483,6 +491,7 @@ func (s *Service) insertResult(ctx context.Context, caller *tenancy.Caller, r *R
 		}
 	} else {
 		entries = append(entries, gradedEntry(*r))
+		s.queueGraded(b, r.ID)
 		if t := gradedEvent(*r); sub.webhooks.Has(t) {
 			if err := s.Events.Queue(b, t, *r); err != nil {
 				return err

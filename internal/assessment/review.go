@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/assessd/assessd/internal/outbox"
 	"github.com/assessd/assessd/internal/platform/errs"
 	"github.com/assessd/assessd/internal/platform/ids"
@@ -114,6 +116,13 @@ func (s *Service) CorrectAnswer(ctx context.Context, resultID, questionID string
 			if a.Status == AnswerPending {
 				// Graded again after commit, like a submission (decision 0045).
 				if err := outbox.Again(ctx, q, outbox.KindGrading, resultID, before.Region); err != nil {
+					return err
+				}
+			} else if s.OnGraded != nil {
+				// Scored at once: the corrected grading is finished.
+				b := &pgx.Batch{}
+				s.OnGraded(b, resultID)
+				if err := s.db.SendAtCommit(ctx, b); err != nil {
 					return err
 				}
 			}

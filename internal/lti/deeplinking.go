@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"time"
 
-	jose "github.com/go-jose/go-jose/v4"
-	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/assessd/assessd/internal/platform/errs"
@@ -137,10 +135,6 @@ func (s *Service) DeepLinkingResponse(ctx context.Context, req DeepLinkingReques
 	if err != nil {
 		return "", err
 	}
-	key, err := s.ToolKeys.Signing(ctx)
-	if err != nil {
-		return "", err
-	}
 	now := s.now()
 	contentItem := map[string]any{
 		"type": "ltiResourceLink", "title": item.Title, "url": s.Tool().LaunchURL,
@@ -161,16 +155,7 @@ func (s *Service) DeepLinkingResponse(ctx context.Context, req DeepLinkingReques
 	if req.Settings.Data != "" {
 		claims[claimDeepLinkingData] = req.Settings.Data
 	}
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: jose.JSONWebKey{Key: key.Private, KeyID: key.ID}},
-		(&jose.SignerOptions{}).WithType("JWT"))
-	if err != nil {
-		return "", fmt.Errorf("lti: deep-linking signer: %w", err)
-	}
-	token, err := jwt.Signed(signer).Claims(claims).Serialize()
-	if err != nil {
-		return "", fmt.Errorf("lti: sign the deep-linking response: %w", err)
-	}
-	return token, nil
+	return s.signAssertion(ctx, claims)
 }
 
 // The claims of a deep-linking response.

@@ -146,6 +146,14 @@ func (s *Service) launch(ctx context.Context, idToken, state string) (l Launch, 
 	if l.UserID, l.ClassID, err = s.provision(ctx, p, c, l.Role); err != nil {
 		return l, st.OrgID, p.ID, err
 	}
+	if l.Role == tenancy.RoleStudent {
+		err = s.rememberGradeLink(ctx, l)
+	} else {
+		err = s.rememberRoster(ctx, l)
+	}
+	if err != nil {
+		return l, st.OrgID, p.ID, err
+	}
 	after := map[string]any{"messageType": l.MessageType, "deploymentId": l.DeploymentID, "subject": l.Subject, "role": string(l.Role),
 		"classId": l.ClassID, "assignmentId": l.AssignmentID}
 	if l.Context != nil {

@@ -32,10 +32,12 @@ type Users interface {
 	ListUsers(ctx context.Context, f tenancy.UserFilter, p paging.Page) ([]tenancy.User, string, error)
 }
 
-// Classes creates classes and fills their rosters (classes.Service).
+// Classes creates classes and keeps their rosters (classes.Service).
 type Classes interface {
+	Get(ctx context.Context, id string) (classes.Class, error)
 	Create(ctx context.Context, in classes.NewClass) (classes.Class, error)
 	AddMember(ctx context.Context, classID string, in classes.NewMember) (classes.Member, error)
+	RemoveMember(ctx context.Context, classID, userID string) error
 }
 
 var (
@@ -68,7 +70,11 @@ type Service struct {
 	baseURL string
 	targets egress.Targets
 	states  *states
-	keys    *platformKeys
+	// client fetches from the platforms, under the egress rules: their
+	// keys, tokens and services.
+	client httpClient
+	keys   *platformKeys
+	tokens *accessTokens
 	// ToolKeys are the tool's own signing keys, published at /lti/jwks.
 	ToolKeys *signingkeys.Ring
 	users    Users
@@ -87,8 +93,9 @@ func NewService(db *store.DB, cfg Config) *Service {
 	if m == nil {
 		m = NewMetrics(nil, func(string) string { return "" })
 	}
-	return &Service{db: db, baseURL: cfg.BaseURL, targets: cfg.Targets, states: &states{rdb: cfg.Redis},
-		keys: newPlatformKeys(cfg.Targets.Client(), now), ToolKeys: signingkeys.New(db, signingkeys.PurposeLTI, now),
+	client := cfg.Targets.Client()
+	return &Service{db: db, baseURL: cfg.BaseURL, targets: cfg.Targets, states: &states{rdb: cfg.Redis}, client: client,
+		keys: newPlatformKeys(client, now), tokens: newAccessTokens(client, now), ToolKeys: signingkeys.New(db, signingkeys.PurposeLTI, now),
 		users: cfg.Users, classes: cfg.Classes, metrics: m, now: now}
 }
 
@@ -159,7 +166,7 @@ func frameable(o string) bool {
 	return u.Scheme == "https" || (u.Scheme == "http" && (u.Hostname() == "localhost" || u.Hostname() == "127.0.0.1"))
 }
 
-// httpClient is what platformKeys fetches with.
+// httpClient is what the tool fetches from platforms with.
 type httpClient interface {
 	Do(*http.Request) (*http.Response, error)
 }

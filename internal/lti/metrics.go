@@ -1,6 +1,7 @@
 package lti
 
 import (
+	"errors"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,6 +16,7 @@ type Metrics struct {
 	org      func(id string) string
 	logins   *prometheus.CounterVec
 	launches *prometheus.CounterVec
+	scores   *prometheus.CounterVec
 }
 
 // outcomeOK is the outcome label of a login or launch that succeeded.
@@ -31,6 +33,9 @@ func NewMetrics(reg prometheus.Registerer, org func(id string) string) *Metrics 
 		launches: promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "assessd_lti_launches_total", Help: "LTI launches, by organization (none when it is unknown), message type (resource_link, deep_linking, other) and outcome (ok or the refusal's reason).",
 		}, []string{"org", "message", "outcome"})),
+		scores: promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "assessd_lti_score_posts_total", Help: "Scores posted to LTI line items, by organization and outcome (ok, refused by the platform, error: retried).",
+		}, []string{"org", "outcome"})),
 	}
 }
 
@@ -59,4 +64,15 @@ func (m *Metrics) login(org, reason string) {
 
 func (m *Metrics) launch(org, messageType, reason string) {
 	m.launches.WithLabelValues(m.org(org), messageLabel(messageType), outcome(reason)).Inc()
+}
+
+func (m *Metrics) score(org string, err error) {
+	o := outcomeOK
+	switch {
+	case errors.Is(err, ErrPlatformRefused):
+		o = "refused"
+	case err != nil:
+		o = "error"
+	}
+	m.scores.WithLabelValues(m.org(org), o).Inc()
 }

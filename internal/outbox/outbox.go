@@ -41,12 +41,15 @@ const (
 	// KindAttempt is an attempt's deadline timer (issue 55): its workflow
 	// runs while the attempt is in progress.
 	KindAttempt Kind = "attempt"
+	// KindLTIScore is a graded result's score to post to an LTI line item
+	// (decision 0204).
+	KindLTIScore Kind = "lti_score"
 )
 
 // Kinds are the kinds the outbox carries, each routed to its workflow in
 // internal/app; Add refuses any other.
 func Kinds() []Kind {
-	return []Kind{KindGrading, KindGeneration, KindRegeneration, KindScanning, KindWebhook, KindAttempt}
+	return []Kind{KindGrading, KindGeneration, KindRegeneration, KindScanning, KindWebhook, KindAttempt, KindLTIScore}
 }
 
 // ErrUnknownKind is the error of a row of none of Kinds.

@@ -76,6 +76,7 @@ type Platform struct {
 	mu            sync.Mutex
 	launches      map[string]*Launch // by login_hint
 	deepLinks     []DeepLink
+	svc           services
 	srv           *httptest.Server
 }
 
@@ -98,6 +99,7 @@ func New(t testing.TB, toolURL string) *Platform {
 	mux.HandleFunc("POST /auth", p.auth)
 	mux.HandleFunc("GET /course/{hint}", p.course)
 	mux.HandleFunc("POST /deep-link-return", p.deepLinkReturn)
+	p.serviceRoutes(mux)
 	p.srv = httptest.NewServer(mux)
 	t.Cleanup(p.srv.Close)
 	p.URL = p.srv.URL
@@ -153,6 +155,11 @@ type Launch struct {
 	Tamper func(claims map[string]any)
 	// OmitState leaves the state out of the form posted to the tool.
 	OmitState bool
+	// LineItem, when set, is the id of the link's line item: the launch's
+	// AGS claim names it, with the score scope.
+	LineItem string
+	// Roster offers the course's memberships (the NRPS claim).
+	Roster bool
 
 	// AskedNonce and AskedState are what the tool's authentication
 	// request carried, once it came.
@@ -322,6 +329,14 @@ func (p *Platform) Claims(l *Launch, nonce string) map[string]any {
 		c["https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings"] = map[string]any{
 			"deep_link_return_url": ret, "accept_types": []string{"ltiResourceLink"},
 			"accept_presentation_document_targets": []string{"iframe", "window"}, "accept_multiple": false, "data": DeepLinkData}
+	}
+	if l.LineItem != "" {
+		c["https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"] = map[string]any{
+			"scope": []string{ScopeLineItem, ScopeScore}, "lineitems": p.URL + "/lineitems", "lineitem": p.LineItemURL(l.LineItem)}
+	}
+	if l.Roster {
+		c["https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"] = map[string]any{
+			"context_memberships_url": p.MembershipsURL(), "service_versions": []string{"2.0"}}
 	}
 	if l.Tamper != nil {
 		l.Tamper(c)
