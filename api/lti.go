@@ -63,6 +63,13 @@ func (s ltiPlatformServer) DeleteLtiPlatform(ctx context.Context, req *connect.R
 	return connect.NewResponse(&emptypb.Empty{}), nil
 }
 
+func (s ltiPlatformServer) SyncClassRoster(ctx context.Context, req *connect.Request[v1.SyncClassRosterRequest]) (*connect.Response[v1.ClassRosterSync], error) {
+	sync, err := s.svc.SyncClass(ctx, req.Msg.ClassId)
+	return reply(ctx, sync, err, func(r lti.RosterSync) *v1.ClassRosterSync {
+		return &v1.ClassRosterSync{ClassId: r.ClassID, Members: int32(r.Members), Added: int32(r.Added), Removed: int32(r.Removed), Skipped: int32(r.Skipped)}
+	})
+}
+
 func (s ltiPlatformServer) toProto(p lti.Platform) *v1.LtiPlatform {
 	tool := s.svc.Tool()
 	return &v1.LtiPlatform{Id: p.ID, Name: p.Name, Issuer: p.Issuer, ClientId: p.ClientID, DeploymentIds: p.DeploymentIDs,

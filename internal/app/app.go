@@ -248,7 +248,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	idp.Routes(pages)
 	embeds.Routes(pages)
 	embeds.ExportRoutes(pages, transfers)
-	ltiflow.New(tool, embeds, attempts, content).Routes(pages)
+	ltiflow.New(tool, embeds, attempts, content, limiter).Routes(pages)
 	h := server.New(server.Config{
 		Logger:  cfg.Logger,
 		Metrics: metrics,

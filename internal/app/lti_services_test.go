@@ -169,3 +169,92 @@ func waitScores(t *testing.T, p *ltiplatform.Platform, id string, n int) []ltipl
 	})
 	return p.Scores(id)
 }
+
+// TestLTIRosterSync: an instructor's launch that offers the course's
+// roster reads it into the class in the background; POST
+// /classes/{id}/sync reads it again, across the memberships' pages:
+// active learners and instructors on the roster, mentors skipped,
+// members the platform dropped removed, members added by hand kept.
+func TestLTIRosterSync(t *testing.T) {
+	t.Parallel()
+	l := newLTIEnv(t)
+	e, owner, teacherKey := l.env, l.tn.Keys[tenancy.RoleOwner], l.tn.Keys[tenancy.RoleTeacher]
+	roster := []ltiplatform.Member{
+		{UserID: "teacher-1", Roles: []string{ltiplatform.RoleInstructor}, Name: "Ines Instructor"},
+		{UserID: "student-1", Roles: []string{ltiplatform.RoleLearner}, Name: "Lena Learner", Email: "lena@students.example"},
+		{UserID: "student-2", Roles: []string{ltiplatform.RoleLearner}, Name: "Sam Second"},
+		{UserID: "student-3", Roles: []string{ltiplatform.RoleLearner}, Name: "Ivo Inactive", Status: "Inactive"},
+		{UserID: "mentor-1", Roles: []string{ltiplatform.RoleMentor}, Name: "Mo Mentor"},
+	}
+	l.platform.SetMembers(roster)
+	launch := instructor("teacher-1")
+	launch.Roster = true
+	if res := l.platform.Run(t, l.client, launch); res.Status != 200 {
+		t.Fatalf("instructor's launch: %d %s", res.Status, res.Body)
+	}
+	class := apptest.Str(e.Do("GET", "/classes", owner, nil).Must(t, 200).Body["classes"].([]any)[0].(map[string]any), "id")
+	names := func() map[string]string {
+		out := map[string]string{}
+		for _, m := range e.Do("GET", "/classes/"+class+"/members", owner, nil).Must(t, 200).Body["members"].([]any) {
+			m := m.(map[string]any)
+			out[apptest.Str(m, "name")] = apptest.Str(m, "role")
+		}
+		return out
+	}
+	eventually.Succeeds(t, 15*time.Second, func() error {
+		if got := names(); len(got) != 3 || got["Lena Learner"] != "student" || got["Sam Second"] != "student" || got["Ines Instructor"] != "teacher" {
+			return fmt.Errorf("members after the instructor's launch: %v", got)
+		}
+		return nil
+	})
+	if reads := l.platform.RosterReads(); reads != 3 {
+		t.Fatalf("%d roster pages read, want 3 (two members a page)", reads)
+	}
+
+	// A member added by hand stays; a dropped one goes.
+	byHand := apptest.Str(e.Do("POST", "/users", owner, map[string]any{"email": "aide@school.example", "name": "Ada Aide", "role": "student"}).Must(t, 200).Body, "id")
+	e.Do("POST", "/classes/"+class+"/members", owner, map[string]any{"userId": byHand, "role": "student"}).Must(t, 200)
+	e.Do("POST", "/classes/"+class+"/members", owner, map[string]any{"userId": l.tn.Users[tenancy.RoleTeacher].ID, "role": "teacher"}).Must(t, 200)
+	l.platform.SetMembers(append(roster[:2:2], roster[3:]...))
+	sync := e.Do("POST", "/classes/"+class+"/sync", teacherKey, map[string]any{}).Must(t, 200).Body
+	if sync["classId"] != class || sync["members"] != 3.0 || sync["removed"] != 1.0 || sync["skipped"] != 1.0 || sync["added"] != nil && sync["added"] != 0.0 {
+		t.Fatalf("sync: %v", sync)
+	}
+	if got := names(); len(got) != 4 || got["Sam Second"] != "" || got["Ada Aide"] != "student" {
+		t.Fatalf("members after the sync: %v", got)
+	}
+	auditEntry(e, l.tn, "lti.roster_synced", l.tn.Users[tenancy.RoleTeacher].ID, "class", class)
+
+	// Classes no launch made, foreign classes and students are refused.
+	plain := apptest.Str(e.Do("POST", "/classes", owner, map[string]any{"name": "Chess club"}).Must(t, 200).Body, "id")
+	if r := e.Do("POST", "/classes/"+plain+"/sync", owner, map[string]any{}).Must(t, 400); r.Reason() != "CLASS_NOT_FROM_LTI" {
+		t.Fatalf("sync of a class no launch made: %s", r.Raw)
+	}
+	other := e.NewTenant("DE", "pro")
+	e.Do("POST", "/classes/"+class+"/sync", other.Keys[tenancy.RoleOwner], map[string]any{}).Must(t, 404)
+	e.Do("POST", "/classes/"+class+"/sync", l.tn.Keys[tenancy.RoleStudent], map[string]any{}).Must(t, 403)
+	e.Do("POST", "/classes/cls_nope/sync", owner, map[string]any{}).Must(t, 404)
+}
+
+// TestLTILoginsAreRateLimited: one address's logins beyond the limit are
+// answered 429 with Retry-After, as a page.
+func TestLTILoginsAreRateLimited(t *testing.T) {
+	t.Parallel()
+	l := newLTIEnv(t)
+	login := "/lti/login?iss=" + url.QueryEscape(l.platform.Issuer) + "&login_hint=h&target_link_uri=" +
+		url.QueryEscape(l.env.Srv.URL+"/lti/launch") + "&client_id=" + l.platform.ClientID
+	// The bucket refills at 10 a second while the test sends: the limit
+	// answers within a few dozen logins past 600.
+	for i := range 800 {
+		resp := l.get(t, login)
+		body := readBody(t, resp)
+		if resp.StatusCode == http.StatusFound {
+			continue
+		}
+		if i < 600 || resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" || !strings.Contains(body, "TOO_MANY_LAUNCHES") {
+			t.Fatalf("login %d: %d %v %s", i, resp.StatusCode, resp.Header, body)
+		}
+		return
+	}
+	t.Fatal("800 logins from one address in a burst were all taken")
+}

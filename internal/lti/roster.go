@@ -209,18 +209,19 @@ func (s *Service) removeInactive(ctx context.Context, classID, issuer string, ac
 	if err != nil {
 		return 0, fmt.Errorf("lti: read the class's launched members: %w", err)
 	}
-	var gone []string
-	for rows.Next() {
-		var userID, subject string
-		if err := rows.Scan(&userID, &subject); err != nil {
-			return 0, fmt.Errorf("lti: read the class's launched members: %w", err)
-		}
-		if !active[subject] {
-			gone = append(gone, userID)
-		}
-	}
-	if err := rows.Err(); err != nil {
+	type launched struct{ userID, subject string }
+	members, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (launched, error) {
+		var m launched
+		return m, row.Scan(&m.userID, &m.subject)
+	})
+	if err != nil {
 		return 0, fmt.Errorf("lti: read the class's launched members: %w", err)
+	}
+	var gone []string
+	for _, m := range members {
+		if !active[m.subject] {
+			gone = append(gone, m.userID)
+		}
 	}
 	for _, userID := range gone {
 		if err := s.classes.RemoveMember(ctx, classID, userID); err != nil && !errs.Is(err, errs.KindNotFound) {

@@ -12,11 +12,15 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/assessd/assessd/internal/delivery"
 	"github.com/assessd/assessd/internal/embedflow"
 	"github.com/assessd/assessd/internal/lti"
+	"github.com/assessd/assessd/internal/platform/clientaddr"
 	"github.com/assessd/assessd/internal/platform/errs"
+	"github.com/assessd/assessd/internal/platform/ratelimit"
 	"github.com/assessd/assessd/internal/platform/textcheck"
 	"github.com/assessd/assessd/internal/web"
 	"github.com/assessd/assessd/tenancy"
@@ -46,20 +50,47 @@ type Handler struct {
 	embeds      Embeds
 	assignments Assignments
 	exams       Exams
+	limiter     *ratelimit.Limiter
 }
 
-// New returns the LTI endpoints of tool, opening pages through embeds.
-func New(tool *lti.Service, embeds Embeds, assignments Assignments, exams Exams) *Handler {
-	return &Handler{tool: tool, embeds: embeds, assignments: assignments, exams: exams}
+// New returns the LTI endpoints of tool, opening pages through embeds;
+// limiter bounds the logins and launches of one client address.
+func New(tool *lti.Service, embeds Embeds, assignments Assignments, exams Exams, limiter *ratelimit.Limiter) *Handler {
+	return &Handler{tool: tool, embeds: embeds, assignments: assignments, exams: exams, limiter: limiter}
+}
+
+// The limits of one client address's logins and launches (decision
+// 0205): a login keeps a state in Redis for five minutes, so without a
+// bound anyone could fill it. A school behind one address starts a class
+// of hundreds at once: 600 a minute, all at once if need be.
+var (
+	loginLimit  = ratelimit.PerWindow("lti_login", 600, time.Minute)
+	launchLimit = ratelimit.PerWindow("lti_launch", 600, time.Minute)
+)
+
+// limited answers 429 with a page when the client address has used up
+// lim, else runs h.
+func (h *Handler) limited(lim ratelimit.Limit, next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		d := h.limiter.Take(r.Context(), lim.Name+":"+clientaddr.From(r), lim)
+		if !d.Allowed {
+			h.limiter.Throttled("", lim)
+			w.Header().Set("Retry-After", strconv.Itoa(ratelimit.RetryAfterSeconds(d.RetryAfter)))
+			refusedPage(w, r, "Too many launches", &errs.Error{Kind: errs.KindRateLimited, Reason: "TOO_MANY_LAUNCHES",
+				Message: "Too many LTI logins or launches came from your network in the last minute. Launch again in a moment."})
+			return
+		}
+		next(w, r)
+	}
 }
 
 // Routes registers the endpoints on mux: GET and POST /lti/login, POST
 // /lti/launch, GET /lti/jwks, and the deep-linking choice, POST
 // /lti/deep-linking/{id}.
 func (h *Handler) Routes(mux *http.ServeMux) {
-	mux.HandleFunc("GET /lti/login", textChecked(h.login))
-	mux.HandleFunc("POST /lti/login", textChecked(h.login))
-	mux.HandleFunc("POST /lti/launch", textChecked(h.launch))
+	mux.HandleFunc("GET /lti/login", h.limited(loginLimit, textChecked(h.login)))
+	mux.HandleFunc("POST /lti/login", h.limited(loginLimit, textChecked(h.login)))
+	mux.HandleFunc("POST /lti/launch", h.limited(launchLimit, textChecked(h.launch)))
 	mux.HandleFunc("POST /lti/deep-linking/{id}", textChecked(h.chooseLink))
 	mux.HandleFunc("GET /lti/jwks", h.jwks)
 }

@@ -87,6 +87,7 @@ export const operationTable = {
   startAttempt: { method: "post", path: "/assignments/{assignmentId}/attempts", pathParams: ["assignmentId"], queryParams: [], body: "json", response: "json", keyed: true },
   submitAttempt: { method: "post", path: "/attempts/{id}/submit", pathParams: ["id"], queryParams: [], body: "none", response: "json", keyed: true },
   submitResult: { method: "post", path: "/exams/{examId}/results", pathParams: ["examId"], queryParams: [], body: "json", response: "json", keyed: true },
+  syncClassRoster: { method: "post", path: "/classes/{classId}/sync", pathParams: ["classId"], queryParams: [], body: "none", response: "json", keyed: true },
   updateAssignment: { method: "patch", path: "/assignments/{id}", pathParams: ["id"], queryParams: [], body: "json", response: "json", keyed: true },
   updateClass: { method: "patch", path: "/classes/{id}", pathParams: ["id"], queryParams: [], body: "json", response: "json", keyed: true },
   updateExam: { method: "patch", path: "/exams/{id}", pathParams: ["id"], queryParams: [], body: "json", response: "json", keyed: true },
@@ -882,6 +883,28 @@ export interface Operations {
    * Requires scope `results:write`.
    */
   submitResult(params: Params<"submitResult">, config?: AxiosRequestConfig): Promise<Result<"submitResult">>;
+  /**
+   * Reads the roster of the LMS course a class was made from (LTI Names
+   *  and Role Provisioning Services, every page of its Link headers) into
+   *  the class: active learners and instructors are added (created on
+   *  first sight, matched by issuer and subject), members launched from the
+   *  platform that it no longer lists as active are removed, members added
+   *  by hand stay.
+   *
+   * Reads the roster of the LMS course a class was made from (LTI Names
+   *  and Role Provisioning Services, every page of its Link headers) into
+   *  the class: active learners and instructors are added (created on
+   *  first sight, matched by issuer and subject), members launched from the
+   *  platform that it no longer lists as active are removed, members added
+   *  by hand stay. 409 CLASS_NOT_FROM_LTI for a class no launch made, 409
+   *  ROSTER_UNAVAILABLE before a launch offered the roster, 503
+   *  ROSTER_UNAVAILABLE when the platform does not give it. An
+   *  instructor's launch also reads it, when it is older than ten minutes.
+   *  Audited as lti.roster_synced.
+   *
+   * Requires scope `classes:write` and one of the roles owner, admin, teacher.
+   */
+  syncClassRoster(params: Params<"syncClassRoster">, config?: AxiosRequestConfig): Promise<Result<"syncClassRoster">>;
   /**
    * Changes the fields sent.
    *

@@ -385,6 +385,42 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/classes/{classId}/sync": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reads the roster of the LMS course a class was made from (LTI Names
+         *      and Role Provisioning Services, every page of its Link headers) into
+         *      the class: active learners and instructors are added (created on
+         *      first sight, matched by issuer and subject), members launched from the
+         *      platform that it no longer lists as active are removed, members added
+         *      by hand stay.
+         * @description Reads the roster of the LMS course a class was made from (LTI Names
+         *      and Role Provisioning Services, every page of its Link headers) into
+         *      the class: active learners and instructors are added (created on
+         *      first sight, matched by issuer and subject), members launched from the
+         *      platform that it no longer lists as active are removed, members added
+         *      by hand stay. 409 CLASS_NOT_FROM_LTI for a class no launch made, 409
+         *      ROSTER_UNAVAILABLE before a launch offered the roster, 503
+         *      ROSTER_UNAVAILABLE when the platform does not give it. An
+         *      instructor's launch also reads it, when it is older than ten minutes.
+         *      Audited as lti.roster_synced.
+         *
+         *     Requires scope `classes:write` and one of the roles owner, admin, teacher.
+         */
+        post: operations["syncClassRoster"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/classes/{id}": {
         parameters: {
             query?: never;
@@ -2212,6 +2248,40 @@ export interface components {
              * @description The user ("usr_...").
              */
             userId?: string;
+        };
+        /**
+         * ClassRosterSync
+         * @description What a roster sync did to a class.
+         */
+        "assessd.v1.ClassRosterSync": {
+            /**
+             * added
+             * Format: int32
+             * @description Members put on the roster, or whose role changed.
+             */
+            added?: number;
+            /** class_id */
+            classId?: string;
+            /**
+             * members
+             * Format: int32
+             * @description The platform's active members read.
+             */
+            members?: number;
+            /**
+             * removed
+             * Format: int32
+             * @description Members launched from the platform that it no longer lists as active,
+             *      taken off the roster.
+             */
+            removed?: number;
+            /**
+             * skipped
+             * Format: int32
+             * @description Active members with neither a learner's nor an instructor's role, or
+             *      staff listed as learners: left as they are.
+             */
+            skipped?: number;
         };
         /** CorrectResultAnswerRequest */
         "assessd.v1.CorrectResultAnswerRequest": {
@@ -4333,6 +4403,11 @@ export interface components {
             questionId?: string;
             /** value */
             value?: components["schemas"]["google.protobuf.Value"];
+        };
+        /** SyncClassRosterRequest */
+        "assessd.v1.SyncClassRosterRequest": {
+            /** class_id */
+            classId?: string;
         };
         /**
          * TypeStatus
@@ -6576,6 +6651,52 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["PermissionDenied"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    syncClassRoster: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Runs the request once (draft-ietf-httpapi-idempotency-key-header): a retry with the same key, by the same caller, for the same method, path, query and body (a multipart form's boundary aside), within 24 hours, is answered the first response with `Idempotent-Replayed: true` and changes nothing. The first response is kept when it is a 2xx or the request changed data; a key whose request answered anything else without changing data is free again. While the first request runs, a retry answers 409 `IDEMPOTENCY_KEY_IN_USE`; after a first request that changed data and whose server stopped before it answered, 409 `IDEMPOTENCY_KEY_UNANSWERED` (look up its effect, then use a new key); a key used for another request, 422 `IDEMPOTENCY_KEY_REUSED`. A UUID per request is a good key. */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path: {
+                classId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "added": 3,
+                     *       "classId": "cls_01JH4Z6Q8R2N7C5V3B1M9X0K2D",
+                     *       "members": 31,
+                     *       "removed": 1,
+                     *       "skipped": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["assessd.v1.ClassRosterSync"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
         };

@@ -628,6 +628,133 @@ func (x *DeleteLtiPlatformRequest) GetId() string {
 	return ""
 }
 
+type SyncClassRosterRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ClassId       string                 `protobuf:"bytes,1,opt,name=class_id,json=classId,proto3" json:"class_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SyncClassRosterRequest) Reset() {
+	*x = SyncClassRosterRequest{}
+	mi := &file_assessd_v1_lti_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SyncClassRosterRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SyncClassRosterRequest) ProtoMessage() {}
+
+func (x *SyncClassRosterRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_assessd_v1_lti_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SyncClassRosterRequest.ProtoReflect.Descriptor instead.
+func (*SyncClassRosterRequest) Descriptor() ([]byte, []int) {
+	return file_assessd_v1_lti_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *SyncClassRosterRequest) GetClassId() string {
+	if x != nil {
+		return x.ClassId
+	}
+	return ""
+}
+
+// What a roster sync did to a class.
+type ClassRosterSync struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	ClassId string                 `protobuf:"bytes,1,opt,name=class_id,json=classId,proto3" json:"class_id,omitempty"`
+	// The platform's active members read.
+	Members int32 `protobuf:"varint,2,opt,name=members,proto3" json:"members,omitempty"`
+	// Members put on the roster, or whose role changed.
+	Added int32 `protobuf:"varint,3,opt,name=added,proto3" json:"added,omitempty"`
+	// Members launched from the platform that it no longer lists as active,
+	// taken off the roster.
+	Removed int32 `protobuf:"varint,4,opt,name=removed,proto3" json:"removed,omitempty"`
+	// Active members with neither a learner's nor an instructor's role, or
+	// staff listed as learners: left as they are.
+	Skipped       int32 `protobuf:"varint,5,opt,name=skipped,proto3" json:"skipped,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClassRosterSync) Reset() {
+	*x = ClassRosterSync{}
+	mi := &file_assessd_v1_lti_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClassRosterSync) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClassRosterSync) ProtoMessage() {}
+
+func (x *ClassRosterSync) ProtoReflect() protoreflect.Message {
+	mi := &file_assessd_v1_lti_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClassRosterSync.ProtoReflect.Descriptor instead.
+func (*ClassRosterSync) Descriptor() ([]byte, []int) {
+	return file_assessd_v1_lti_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ClassRosterSync) GetClassId() string {
+	if x != nil {
+		return x.ClassId
+	}
+	return ""
+}
+
+func (x *ClassRosterSync) GetMembers() int32 {
+	if x != nil {
+		return x.Members
+	}
+	return 0
+}
+
+func (x *ClassRosterSync) GetAdded() int32 {
+	if x != nil {
+		return x.Added
+	}
+	return 0
+}
+
+func (x *ClassRosterSync) GetRemoved() int32 {
+	if x != nil {
+		return x.Removed
+	}
+	return 0
+}
+
+func (x *ClassRosterSync) GetSkipped() int32 {
+	if x != nil {
+		return x.Skipped
+	}
+	return 0
+}
+
 var File_assessd_v1_lti_proto protoreflect.FileDescriptor
 
 const file_assessd_v1_lti_proto_rawDesc = "" +
@@ -689,7 +816,15 @@ const file_assessd_v1_lti_proto_rawDesc = "" +
 	"\x11_access_token_urlB\v\n" +
 	"\t_jwks_url\"*\n" +
 	"\x18DeleteLtiPlatformRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id2\xe2\x05\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"3\n" +
+	"\x16SyncClassRosterRequest\x12\x19\n" +
+	"\bclass_id\x18\x01 \x01(\tR\aclassId\"\x90\x01\n" +
+	"\x0fClassRosterSync\x12\x19\n" +
+	"\bclass_id\x18\x01 \x01(\tR\aclassId\x12\x18\n" +
+	"\amembers\x18\x02 \x01(\x05R\amembers\x12\x14\n" +
+	"\x05added\x18\x03 \x01(\x05R\x05added\x12\x18\n" +
+	"\aremoved\x18\x04 \x01(\x05R\aremoved\x12\x18\n" +
+	"\askipped\x18\x05 \x01(\x05R\askipped2\x86\a\n" +
 	"\x12LtiPlatformService\x12\x92\x01\n" +
 	"\x10ListLtiPlatforms\x12#.assessd.v1.ListLtiPlatformsRequest\x1a$.assessd.v1.ListLtiPlatformsResponse\"3\xa2\xbb\x18\x19\n" +
 	"\torgs:read\x12\x05owner\x12\x05admin\x82\xd3\xe4\x93\x02\x10\x12\x0e/lti/platforms\x12\x8b\x01\n" +
@@ -703,7 +838,9 @@ const file_assessd_v1_lti_proto_rawDesc = "" +
 	"orgs:write\x12\x05owner\x12\x05admin\x82\xd3\xe4\x93\x02\x18:\x01*2\x13/lti/platforms/{id}\x12\x8c\x01\n" +
 	"\x11DeleteLtiPlatform\x12$.assessd.v1.DeleteLtiPlatformRequest\x1a\x16.google.protobuf.Empty\"9\xa2\xbb\x18\x1a\n" +
 	"\n" +
-	"orgs:write\x12\x05owner\x12\x05admin\x82\xd3\xe4\x93\x02\x15*\x13/lti/platforms/{id}B9Z7github.com/assessd/assessd/api/gen/assessd/v1;assessdv1b\x06proto3"
+	"orgs:write\x12\x05owner\x12\x05admin\x82\xd3\xe4\x93\x02\x15*\x13/lti/platforms/{id}\x12\xa1\x01\n" +
+	"\x0fSyncClassRoster\x12\".assessd.v1.SyncClassRosterRequest\x1a\x1b.assessd.v1.ClassRosterSync\"M\xa2\xbb\x18&\n" +
+	"\rclasses:write\x12\x05owner\x12\x05admin\x12\ateacher\x82\xd3\xe4\x93\x02\x1d:\x01*\"\x18/classes/{class_id}/syncB9Z7github.com/assessd/assessd/api/gen/assessd/v1;assessdv1b\x06proto3"
 
 var (
 	file_assessd_v1_lti_proto_rawDescOnce sync.Once
@@ -717,7 +854,7 @@ func file_assessd_v1_lti_proto_rawDescGZIP() []byte {
 	return file_assessd_v1_lti_proto_rawDescData
 }
 
-var file_assessd_v1_lti_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_assessd_v1_lti_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_assessd_v1_lti_proto_goTypes = []any{
 	(*LtiPlatform)(nil),              // 0: assessd.v1.LtiPlatform
 	(*LtiToolConfiguration)(nil),     // 1: assessd.v1.LtiToolConfiguration
@@ -727,28 +864,32 @@ var file_assessd_v1_lti_proto_goTypes = []any{
 	(*GetLtiPlatformRequest)(nil),    // 5: assessd.v1.GetLtiPlatformRequest
 	(*UpdateLtiPlatformRequest)(nil), // 6: assessd.v1.UpdateLtiPlatformRequest
 	(*DeleteLtiPlatformRequest)(nil), // 7: assessd.v1.DeleteLtiPlatformRequest
-	(*timestamppb.Timestamp)(nil),    // 8: google.protobuf.Timestamp
-	(*structpb.ListValue)(nil),       // 9: google.protobuf.ListValue
-	(*emptypb.Empty)(nil),            // 10: google.protobuf.Empty
+	(*SyncClassRosterRequest)(nil),   // 8: assessd.v1.SyncClassRosterRequest
+	(*ClassRosterSync)(nil),          // 9: assessd.v1.ClassRosterSync
+	(*timestamppb.Timestamp)(nil),    // 10: google.protobuf.Timestamp
+	(*structpb.ListValue)(nil),       // 11: google.protobuf.ListValue
+	(*emptypb.Empty)(nil),            // 12: google.protobuf.Empty
 }
 var file_assessd_v1_lti_proto_depIdxs = []int32{
 	1,  // 0: assessd.v1.LtiPlatform.tool:type_name -> assessd.v1.LtiToolConfiguration
-	8,  // 1: assessd.v1.LtiPlatform.created_at:type_name -> google.protobuf.Timestamp
-	8,  // 2: assessd.v1.LtiPlatform.updated_at:type_name -> google.protobuf.Timestamp
+	10, // 1: assessd.v1.LtiPlatform.created_at:type_name -> google.protobuf.Timestamp
+	10, // 2: assessd.v1.LtiPlatform.updated_at:type_name -> google.protobuf.Timestamp
 	0,  // 3: assessd.v1.ListLtiPlatformsResponse.platforms:type_name -> assessd.v1.LtiPlatform
-	9,  // 4: assessd.v1.UpdateLtiPlatformRequest.deployment_ids:type_name -> google.protobuf.ListValue
+	11, // 4: assessd.v1.UpdateLtiPlatformRequest.deployment_ids:type_name -> google.protobuf.ListValue
 	2,  // 5: assessd.v1.LtiPlatformService.ListLtiPlatforms:input_type -> assessd.v1.ListLtiPlatformsRequest
 	4,  // 6: assessd.v1.LtiPlatformService.CreateLtiPlatform:input_type -> assessd.v1.CreateLtiPlatformRequest
 	5,  // 7: assessd.v1.LtiPlatformService.GetLtiPlatform:input_type -> assessd.v1.GetLtiPlatformRequest
 	6,  // 8: assessd.v1.LtiPlatformService.UpdateLtiPlatform:input_type -> assessd.v1.UpdateLtiPlatformRequest
 	7,  // 9: assessd.v1.LtiPlatformService.DeleteLtiPlatform:input_type -> assessd.v1.DeleteLtiPlatformRequest
-	3,  // 10: assessd.v1.LtiPlatformService.ListLtiPlatforms:output_type -> assessd.v1.ListLtiPlatformsResponse
-	0,  // 11: assessd.v1.LtiPlatformService.CreateLtiPlatform:output_type -> assessd.v1.LtiPlatform
-	0,  // 12: assessd.v1.LtiPlatformService.GetLtiPlatform:output_type -> assessd.v1.LtiPlatform
-	0,  // 13: assessd.v1.LtiPlatformService.UpdateLtiPlatform:output_type -> assessd.v1.LtiPlatform
-	10, // 14: assessd.v1.LtiPlatformService.DeleteLtiPlatform:output_type -> google.protobuf.Empty
-	10, // [10:15] is the sub-list for method output_type
-	5,  // [5:10] is the sub-list for method input_type
+	8,  // 10: assessd.v1.LtiPlatformService.SyncClassRoster:input_type -> assessd.v1.SyncClassRosterRequest
+	3,  // 11: assessd.v1.LtiPlatformService.ListLtiPlatforms:output_type -> assessd.v1.ListLtiPlatformsResponse
+	0,  // 12: assessd.v1.LtiPlatformService.CreateLtiPlatform:output_type -> assessd.v1.LtiPlatform
+	0,  // 13: assessd.v1.LtiPlatformService.GetLtiPlatform:output_type -> assessd.v1.LtiPlatform
+	0,  // 14: assessd.v1.LtiPlatformService.UpdateLtiPlatform:output_type -> assessd.v1.LtiPlatform
+	12, // 15: assessd.v1.LtiPlatformService.DeleteLtiPlatform:output_type -> google.protobuf.Empty
+	9,  // 16: assessd.v1.LtiPlatformService.SyncClassRoster:output_type -> assessd.v1.ClassRosterSync
+	11, // [11:17] is the sub-list for method output_type
+	5,  // [5:11] is the sub-list for method input_type
 	5,  // [5:5] is the sub-list for extension type_name
 	5,  // [5:5] is the sub-list for extension extendee
 	0,  // [0:5] is the sub-list for field type_name
@@ -767,7 +908,7 @@ func file_assessd_v1_lti_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_assessd_v1_lti_proto_rawDesc), len(file_assessd_v1_lti_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

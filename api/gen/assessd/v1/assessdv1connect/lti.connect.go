@@ -49,6 +49,9 @@ const (
 	// LtiPlatformServiceDeleteLtiPlatformProcedure is the fully-qualified name of the
 	// LtiPlatformService's DeleteLtiPlatform RPC.
 	LtiPlatformServiceDeleteLtiPlatformProcedure = "/assessd.v1.LtiPlatformService/DeleteLtiPlatform"
+	// LtiPlatformServiceSyncClassRosterProcedure is the fully-qualified name of the
+	// LtiPlatformService's SyncClassRoster RPC.
+	LtiPlatformServiceSyncClassRosterProcedure = "/assessd.v1.LtiPlatformService/SyncClassRoster"
 )
 
 // LtiPlatformServiceClient is a client for the assessd.v1.LtiPlatformService service.
@@ -73,6 +76,17 @@ type LtiPlatformServiceClient interface {
 	// users and classes its launches made stay. Audited as
 	// lti_platform.deleted.
 	DeleteLtiPlatform(context.Context, *connect.Request[v1.DeleteLtiPlatformRequest]) (*connect.Response[emptypb.Empty], error)
+	// Reads the roster of the LMS course a class was made from (LTI Names
+	// and Role Provisioning Services, every page of its Link headers) into
+	// the class: active learners and instructors are added (created on
+	// first sight, matched by issuer and subject), members launched from the
+	// platform that it no longer lists as active are removed, members added
+	// by hand stay. 409 CLASS_NOT_FROM_LTI for a class no launch made, 409
+	// ROSTER_UNAVAILABLE before a launch offered the roster, 503
+	// ROSTER_UNAVAILABLE when the platform does not give it. An
+	// instructor's launch also reads it, when it is older than ten minutes.
+	// Audited as lti.roster_synced.
+	SyncClassRoster(context.Context, *connect.Request[v1.SyncClassRosterRequest]) (*connect.Response[v1.ClassRosterSync], error)
 }
 
 // NewLtiPlatformServiceClient constructs a client for the assessd.v1.LtiPlatformService service. By
@@ -116,6 +130,12 @@ func NewLtiPlatformServiceClient(httpClient connect.HTTPClient, baseURL string, 
 			connect.WithSchema(ltiPlatformServiceMethods.ByName("DeleteLtiPlatform")),
 			connect.WithClientOptions(opts...),
 		),
+		syncClassRoster: connect.NewClient[v1.SyncClassRosterRequest, v1.ClassRosterSync](
+			httpClient,
+			baseURL+LtiPlatformServiceSyncClassRosterProcedure,
+			connect.WithSchema(ltiPlatformServiceMethods.ByName("SyncClassRoster")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -126,6 +146,7 @@ type ltiPlatformServiceClient struct {
 	getLtiPlatform    *connect.Client[v1.GetLtiPlatformRequest, v1.LtiPlatform]
 	updateLtiPlatform *connect.Client[v1.UpdateLtiPlatformRequest, v1.LtiPlatform]
 	deleteLtiPlatform *connect.Client[v1.DeleteLtiPlatformRequest, emptypb.Empty]
+	syncClassRoster   *connect.Client[v1.SyncClassRosterRequest, v1.ClassRosterSync]
 }
 
 // ListLtiPlatforms calls assessd.v1.LtiPlatformService.ListLtiPlatforms.
@@ -153,6 +174,11 @@ func (c *ltiPlatformServiceClient) DeleteLtiPlatform(ctx context.Context, req *c
 	return c.deleteLtiPlatform.CallUnary(ctx, req)
 }
 
+// SyncClassRoster calls assessd.v1.LtiPlatformService.SyncClassRoster.
+func (c *ltiPlatformServiceClient) SyncClassRoster(ctx context.Context, req *connect.Request[v1.SyncClassRosterRequest]) (*connect.Response[v1.ClassRosterSync], error) {
+	return c.syncClassRoster.CallUnary(ctx, req)
+}
+
 // LtiPlatformServiceHandler is an implementation of the assessd.v1.LtiPlatformService service.
 type LtiPlatformServiceHandler interface {
 	// Lists the organization's registered platforms, oldest first.
@@ -175,6 +201,17 @@ type LtiPlatformServiceHandler interface {
 	// users and classes its launches made stay. Audited as
 	// lti_platform.deleted.
 	DeleteLtiPlatform(context.Context, *connect.Request[v1.DeleteLtiPlatformRequest]) (*connect.Response[emptypb.Empty], error)
+	// Reads the roster of the LMS course a class was made from (LTI Names
+	// and Role Provisioning Services, every page of its Link headers) into
+	// the class: active learners and instructors are added (created on
+	// first sight, matched by issuer and subject), members launched from the
+	// platform that it no longer lists as active are removed, members added
+	// by hand stay. 409 CLASS_NOT_FROM_LTI for a class no launch made, 409
+	// ROSTER_UNAVAILABLE before a launch offered the roster, 503
+	// ROSTER_UNAVAILABLE when the platform does not give it. An
+	// instructor's launch also reads it, when it is older than ten minutes.
+	// Audited as lti.roster_synced.
+	SyncClassRoster(context.Context, *connect.Request[v1.SyncClassRosterRequest]) (*connect.Response[v1.ClassRosterSync], error)
 }
 
 // NewLtiPlatformServiceHandler builds an HTTP handler from the service implementation. It returns
@@ -214,6 +251,12 @@ func NewLtiPlatformServiceHandler(svc LtiPlatformServiceHandler, opts ...connect
 		connect.WithSchema(ltiPlatformServiceMethods.ByName("DeleteLtiPlatform")),
 		connect.WithHandlerOptions(opts...),
 	)
+	ltiPlatformServiceSyncClassRosterHandler := connect.NewUnaryHandler(
+		LtiPlatformServiceSyncClassRosterProcedure,
+		svc.SyncClassRoster,
+		connect.WithSchema(ltiPlatformServiceMethods.ByName("SyncClassRoster")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/assessd.v1.LtiPlatformService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case LtiPlatformServiceListLtiPlatformsProcedure:
@@ -226,6 +269,8 @@ func NewLtiPlatformServiceHandler(svc LtiPlatformServiceHandler, opts ...connect
 			ltiPlatformServiceUpdateLtiPlatformHandler.ServeHTTP(w, r)
 		case LtiPlatformServiceDeleteLtiPlatformProcedure:
 			ltiPlatformServiceDeleteLtiPlatformHandler.ServeHTTP(w, r)
+		case LtiPlatformServiceSyncClassRosterProcedure:
+			ltiPlatformServiceSyncClassRosterHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -253,4 +298,8 @@ func (UnimplementedLtiPlatformServiceHandler) UpdateLtiPlatform(context.Context,
 
 func (UnimplementedLtiPlatformServiceHandler) DeleteLtiPlatform(context.Context, *connect.Request[v1.DeleteLtiPlatformRequest]) (*connect.Response[emptypb.Empty], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("assessd.v1.LtiPlatformService.DeleteLtiPlatform is not implemented"))
+}
+
+func (UnimplementedLtiPlatformServiceHandler) SyncClassRoster(context.Context, *connect.Request[v1.SyncClassRosterRequest]) (*connect.Response[v1.ClassRosterSync], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("assessd.v1.LtiPlatformService.SyncClassRoster is not implemented"))
 }
