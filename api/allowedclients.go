@@ -8,16 +8,16 @@ import (
 
 	v1 "github.com/assessd/assessd/api/gen/assessd/v1"
 	"github.com/assessd/assessd/api/gen/assessd/v1/assessdv1connect"
-	"github.com/assessd/assessd/internal/identity"
+	"github.com/assessd/assessd/internal/identity/clients"
 	"github.com/assessd/assessd/internal/platform/apihttp"
 	"github.com/assessd/assessd/internal/platform/paging"
 )
 
-// AllowedClients is what the API needs of the OAuth provider to manage the
+// AllowedClients is what the API needs of client registration to manage the
 // clients an organization allowed extra scopes.
 type AllowedClients interface {
-	AllowedClients(ctx context.Context, page paging.Page) ([]identity.AllowedClient, string, error)
-	AllowClient(ctx context.Context, clientID string, scopes []string) (identity.AllowedClient, error)
+	AllowedClients(ctx context.Context, page paging.Page) ([]clients.AllowedClient, string, error)
+	AllowClient(ctx context.Context, clientID string, scopes []string) (clients.AllowedClient, error)
 	RemoveAllowedClient(ctx context.Context, clientID string) error
 }
 
@@ -53,7 +53,7 @@ func (s allowedClientServer) RemoveAllowedClient(ctx context.Context, req *conne
 	return connect.NewResponse(&emptypb.Empty{}), nil
 }
 
-func allowedClientToProto(a identity.AllowedClient) *v1.AllowedClient {
+func allowedClientToProto(a clients.AllowedClient) *v1.AllowedClient {
 	return &v1.AllowedClient{ClientId: a.ClientID, Name: a.Name, Description: a.Description, Scopes: a.Scopes,
 		AllowedBy: a.AllowedBy, CreatedAt: ts(a.CreatedAt)}
 }

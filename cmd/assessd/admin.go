@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/assessd/assessd/internal/identity"
+	"github.com/assessd/assessd/internal/identity/clients"
+	"github.com/assessd/assessd/internal/identity/serviceaccounts"
 	"github.com/assessd/assessd/internal/platform/errs"
 	"github.com/assessd/assessd/tenancy"
 )
@@ -35,8 +37,9 @@ const adminUsage = `usage: assessd admin <object> <verb> [flags]
 
 // services are what operator commands act through.
 type services struct {
-	tenancy  *tenancy.Service
-	identity *identity.Provider
+	tenancy         *tenancy.Service
+	clients         *clients.Service
+	serviceAccounts *serviceaccounts.Service
 }
 
 // adminCommand is one operator command: it declares its flags and returns
@@ -125,7 +128,7 @@ var adminCommands = map[string]adminCommand{
 		public := fs.Bool("public", false, "public client: PKCE and no secret (mobile and single-page apps)")
 		return func(ctx context.Context, svc services) (any, error) {
 			ctx = tenancy.WithCaller(ctx, tenancy.SystemCaller(*org))
-			c, secret, err := svc.identity.CreateClient(ctx, identity.ClientInput{
+			c, secret, err := svc.clients.CreateClient(ctx, clients.ClientInput{
 				Name: *name, Description: *description, RedirectURIs: redirects, Scopes: scopes, Public: *public,
 				AllowAuditLogsWrite: slices.Contains(scopes, string(tenancy.ScopeAuditLogsWrite)),
 			})
@@ -145,7 +148,7 @@ var adminCommands = map[string]adminCommand{
 		role := fs.String("role", string(tenancy.RoleTeacher), "admin, teacher or student")
 		return func(ctx context.Context, svc services) (any, error) {
 			ctx = tenancy.WithCaller(ctx, tenancy.SystemCaller(*org))
-			sa, err := svc.identity.CreateServiceAccount(ctx, *name, tenancy.Role(*role))
+			sa, err := svc.serviceAccounts.CreateServiceAccount(ctx, *name, tenancy.Role(*role))
 			if err != nil {
 				return nil, err
 			}
@@ -155,7 +158,7 @@ var adminCommands = map[string]adminCommand{
 	"service-account list": {func(fs *flag.FlagSet) func(context.Context, services) (any, error) {
 		org := fs.String("org", "", "organization id")
 		return func(ctx context.Context, svc services) (any, error) {
-			accounts, err := svc.identity.ServiceAccounts(tenancy.WithCaller(ctx, tenancy.SystemCaller(*org)))
+			accounts, err := svc.serviceAccounts.ServiceAccounts(tenancy.WithCaller(ctx, tenancy.SystemCaller(*org)))
 			if err != nil {
 				return nil, err
 			}
@@ -176,7 +179,7 @@ var adminCommands = map[string]adminCommand{
 				return nil, err
 			}
 			ctx = tenancy.WithCaller(ctx, tenancy.SystemCaller(*org))
-			keyID, err := svc.identity.AddServiceAccountKey(ctx, *account, string(pemText))
+			keyID, err := svc.serviceAccounts.AddServiceAccountKey(ctx, *account, string(pemText))
 			if err != nil {
 				return nil, err
 			}
@@ -187,7 +190,7 @@ var adminCommands = map[string]adminCommand{
 		org := fs.String("org", "", "organization id")
 		account := fs.String("service-account", "", "service account id (sva_...)")
 		return func(ctx context.Context, svc services) (any, error) {
-			keys, err := svc.identity.ServiceAccountKeys(tenancy.WithCaller(ctx, tenancy.SystemCaller(*org)), *account)
+			keys, err := svc.serviceAccounts.ServiceAccountKeys(tenancy.WithCaller(ctx, tenancy.SystemCaller(*org)), *account)
 			if err != nil {
 				return nil, err
 			}
@@ -206,7 +209,7 @@ var adminCommands = map[string]adminCommand{
 		org := fs.String("org", "", "organization id")
 		keyID := fs.String("key", "", "service account key id (sak_...)")
 		return func(ctx context.Context, svc services) (any, error) {
-			if err := svc.identity.RevokeServiceAccountKey(tenancy.WithCaller(ctx, tenancy.SystemCaller(*org)), *keyID); err != nil {
+			if err := svc.serviceAccounts.RevokeServiceAccountKey(tenancy.WithCaller(ctx, tenancy.SystemCaller(*org)), *keyID); err != nil {
 				return nil, err
 			}
 			return map[string]any{"keyId": *keyID, "revoked": true}, nil
@@ -218,7 +221,7 @@ var adminCommands = map[string]adminCommand{
 		org := fs.String("org", "", "organization id")
 		account := fs.String("service-account", "", "service account id (sva_...)")
 		return func(ctx context.Context, svc services) (any, error) {
-			if err := svc.identity.DeleteServiceAccount(tenancy.WithCaller(ctx, tenancy.SystemCaller(*org)), *account); err != nil {
+			if err := svc.serviceAccounts.DeleteServiceAccount(tenancy.WithCaller(ctx, tenancy.SystemCaller(*org)), *account); err != nil {
 				return nil, err
 			}
 			return map[string]any{"id": *account, "deleted": true}, nil
@@ -247,7 +250,7 @@ func setServiceAccountDisabled(disabled bool) adminCommand {
 		org := fs.String("org", "", "organization id")
 		account := fs.String("service-account", "", "service account id (sva_...)")
 		return func(ctx context.Context, svc services) (any, error) {
-			if err := svc.identity.SetServiceAccountDisabled(tenancy.WithCaller(ctx, tenancy.SystemCaller(*org)), *account, disabled); err != nil {
+			if err := svc.serviceAccounts.SetServiceAccountDisabled(tenancy.WithCaller(ctx, tenancy.SystemCaller(*org)), *account, disabled); err != nil {
 				return nil, err
 			}
 			return map[string]any{"id": *account, "disabled": disabled}, nil
@@ -291,11 +294,12 @@ func admin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	idp, err := identity.New(ctx, identity.Config{Issuer: cfg.BaseURL}, db, ten)
+	accounts := serviceaccounts.New(db)
+	idp, err := identity.New(ctx, identity.Config{Issuer: cfg.BaseURL, ServiceAccounts: accounts}, db, ten)
 	if err != nil {
 		return err
 	}
-	out, err := exec(ctx, services{tenancy: ten, identity: idp})
+	out, err := exec(ctx, services{tenancy: ten, clients: clients.New(db, idp), serviceAccounts: accounts})
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/assessd/assessd/internal/app"
-	"github.com/assessd/assessd/internal/identity"
+	"github.com/assessd/assessd/internal/identity/clients"
 	"github.com/assessd/assessd/internal/testkit/formfield"
 	"github.com/assessd/assessd/tenancy"
 )
@@ -107,7 +107,7 @@ func newAssessd(ctx context.Context, a *app.App, base string, chains int) (*prov
 	if _, err := a.Tenancy.CreateUser(ctx, tenancy.NewUser{Email: email, Name: "Bench", Role: tenancy.RoleTeacher, Password: password}); err != nil {
 		return nil, err
 	}
-	client, _, err := a.Identity.CreateClient(ctx, identity.ClientInput{Name: "Bench", RedirectURIs: []string{redirectURI}, Public: true})
+	client, _, err := a.Clients.CreateClient(ctx, clients.ClientInput{Name: "Bench", RedirectURIs: []string{redirectURI}, Public: true})
 	if err != nil {
 		return nil, err
 	}

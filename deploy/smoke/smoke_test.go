@@ -271,13 +271,13 @@ func sendTraffic(t *testing.T, base string, a *app.App, tn tenant) {
 	call(t, "GET", base+"/embed/"+session["id"].(string), "", nil, http.StatusOK)
 
 	// OAuth: a service account's JWT bearer grant, and a refused grant.
-	sa, err := a.Identity.CreateServiceAccount(tn.ctx, "sync bot", tenancy.RoleTeacher)
+	sa, err := a.ServiceAccounts.CreateServiceAccount(tn.ctx, "sync bot", tenancy.RoleTeacher)
 	if err != nil {
 		t.Fatal(err)
 	}
 	key, _ := rsa.GenerateKey(rand.Reader, 2048)
 	der, _ := x509.MarshalPKIXPublicKey(&key.PublicKey)
-	keyID, err := a.Identity.AddServiceAccountKey(tn.ctx, sa.ID, string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})))
+	keyID, err := a.ServiceAccounts.AddServiceAccountKey(tn.ctx, sa.ID, string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})))
 	if err != nil {
 		t.Fatal(err)
 	}

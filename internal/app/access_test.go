@@ -13,7 +13,7 @@ import (
 
 	"github.com/assessd/assessd/api"
 	v1 "github.com/assessd/assessd/api/gen/assessd/v1"
-	"github.com/assessd/assessd/internal/identity"
+	"github.com/assessd/assessd/internal/identity/clients"
 	"github.com/assessd/assessd/internal/testkit/apptest"
 	"github.com/assessd/assessd/tenancy"
 )
@@ -28,7 +28,7 @@ func TestEveryMethodDocumentsItsAccess(t *testing.T) {
 	t.Parallel()
 	e := apptest.New(t)
 	tn := e.NewTenant("US", "pro")
-	a := e.NewOAuthApp(tn, tenancy.RoleOwner, identity.ClientInput{})
+	a := e.NewOAuthApp(tn, tenancy.RoleOwner, clients.ClientInput{})
 	a.Conf.Scopes = []string{"openid"} // a token with no API scope
 	token := e.Token(a).AccessToken
 

@@ -24,7 +24,11 @@ import (
 	"github.com/assessd/assessd/internal/generation"
 	"github.com/assessd/assessd/internal/idempotency"
 	"github.com/assessd/assessd/internal/identity"
+	"github.com/assessd/assessd/internal/identity/account"
+	"github.com/assessd/assessd/internal/identity/clients"
+	"github.com/assessd/assessd/internal/identity/serviceaccounts"
 	"github.com/assessd/assessd/internal/lti"
+	ltipages "github.com/assessd/assessd/internal/lti/pages"
 	"github.com/assessd/assessd/internal/ltiflow"
 	"github.com/assessd/assessd/internal/media"
 	"github.com/assessd/assessd/internal/platform/clientaddr"
@@ -39,6 +43,7 @@ import (
 	"github.com/assessd/assessd/internal/web"
 	"github.com/assessd/assessd/internal/webhooks"
 	"github.com/assessd/assessd/internal/webhooks/event"
+	webhookpages "github.com/assessd/assessd/internal/webhooks/pages"
 	"github.com/assessd/assessd/observability"
 	"github.com/assessd/assessd/tenancy"
 	"github.com/assessd/assessd/workflows"
@@ -96,6 +101,10 @@ type App struct {
 	// Assessment holds folders, exams, questions, question types and results.
 	Assessment *assessment.Service
 	Identity   *identity.Provider
+	// Clients holds the OAuth clients and the clients organizations
+	// allowed extra scopes; ServiceAccounts the service accounts.
+	Clients         *clients.Service
+	ServiceAccounts *serviceaccounts.Service
 	// Media holds the uploaded answer files.
 	Media *media.Files
 	// Classes holds rosters; Delivery assignments and attempts.
@@ -211,11 +220,13 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	rosters := classes.NewService(db)
 	tool := lti.NewService(db, lti.Config{BaseURL: cfg.BaseURL, Targets: cfg.Webhooks, Redis: cfg.Redis, Users: ten, Classes: rosters,
 		Metrics: lti.NewMetrics(metrics.Registry, metrics.Org), Now: cfg.Now})
+	accounts := serviceaccounts.New(db)
 	idp, err := identity.New(ctx, identity.Config{Issuer: cfg.BaseURL, Now: cfg.Now, Registerer: metrics.Registry, Logger: cfg.Logger,
-		Limiter: limiter, Webhooks: hooks, LTI: tool}, db, ten)
+		Limiter: limiter, ServiceAccounts: accounts}, db, ten)
 	if err != nil {
 		return nil, errors.Join(err, limiter.Close())
 	}
+	oauthClients := clients.New(db, idp)
 	content := newContent(db)
 	gen := generation.NewService(db, content)
 	var dispatcher *workflows.Dispatcher
@@ -237,7 +248,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	transfers := transfer.NewService(db, content)
 	attempts := newDelivery(db, content, metrics.Registry, metrics.Org)
 	embeds.Attempts = attempts
-	apiHandler, err := api.NewHandler(api.Services{Tenancy: ten, Assessment: content, Generation: gen, Embed: embeds, AllowedClients: idp,
+	apiHandler, err := api.NewHandler(api.Services{Tenancy: ten, Assessment: content, Generation: gen, Embed: embeds, AllowedClients: oauthClients,
 		Regeneration: regen, Scans: scans, Transfers: transfers, Webhooks: hooks, Delivery: attempts, Classes: rosters, LTI: tool})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("api: %w", err), limiter.Close())
@@ -246,6 +257,10 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	docs := web.Docs()
 	pages := http.NewServeMux()
 	idp.Routes(pages)
+	account.New(idp, ten, oauthClients).Routes(pages)
+	oauthClients.Routes(pages)
+	webhookpages.New(idp, hooks).Routes(pages)
+	ltipages.New(idp, tool).Routes(pages)
 	embeds.Routes(pages)
 	embeds.ExportRoutes(pages, transfers)
 	ltiflow.New(tool, embeds, attempts, content, limiter).Routes(pages)
@@ -308,7 +323,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &App{Handler: h, Tenancy: ten, Assessment: content, Identity: idp, Media: files, Classes: rosters, Delivery: attempts, LTI: tool,
+	return &App{Handler: h, Tenancy: ten, Assessment: content, Identity: idp, Clients: oauthClients, ServiceAccounts: accounts, Media: files, Classes: rosters, Delivery: attempts, LTI: tool,
 		Metrics: metrics, limiter: limiter,
 		webhooks: hooks, idempotencyKeys: keys, now: now, dispatcher: dispatcher}, nil
 }

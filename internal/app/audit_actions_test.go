@@ -7,7 +7,7 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/assessd/assessd/internal/identity"
+	"github.com/assessd/assessd/internal/identity/clients"
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/internal/testkit/apptest"
 	"github.com/assessd/assessd/tenancy"
@@ -65,7 +65,7 @@ func TestSignificantActionsAreAudited(t *testing.T) {
 	auditEntry(e, tn, "embed_session.created", teacherID, "user", studentID)
 
 	// Sign-ins: a wrong password, then the right one.
-	a := e.NewOAuthApp(tn, tenancy.RoleOwner, identity.ClientInput{Name: "Audited App"})
+	a := e.NewOAuthApp(tn, tenancy.RoleOwner, clients.ClientInput{Name: "Audited App"})
 	b := e.NewBrowser()
 	login := b.Get(e.Srv.URL + "/login")
 	if p := b.Post(e.Srv.URL+"/login", url.Values{"csrf": {login.Field("csrf")}, "email": {a.Email}, "password": {"wrong"}}); p.Status != http.StatusUnauthorized {

@@ -12,7 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"golang.org/x/oauth2"
 
-	"github.com/assessd/assessd/internal/identity"
+	"github.com/assessd/assessd/internal/identity/clients"
 	"github.com/assessd/assessd/internal/testkit/apptest"
 	"github.com/assessd/assessd/internal/testkit/browsertest"
 	"github.com/assessd/assessd/tenancy"
@@ -26,7 +26,7 @@ func TestLoginAndConsentInABrowser(t *testing.T) {
 		_, _ = w.Write([]byte("<!doctype html><title>back in the app</title><p id=\"received\">code received</p>"))
 	}))
 	defer callback.Close()
-	a := e.NewOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{
+	a := e.NewOAuthApp(tn, tenancy.RoleTeacher, clients.ClientInput{
 		Name: "Gradebook Sync", Description: "Copies grades into your school's gradebook", RedirectURIs: []string{callback.URL + "/cb"},
 	})
 	a.Conf.RedirectURL = callback.URL + "/cb"

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/assessd/assessd/internal/identity"
+	"github.com/assessd/assessd/internal/identity/clients"
 	"github.com/assessd/assessd/internal/testkit/apptest"
 	"github.com/assessd/assessd/internal/testkit/storetest"
 	"github.com/assessd/assessd/tenancy"
@@ -27,7 +27,7 @@ func TestWritesRacingADeletion(t *testing.T) {
 		return apptest.Str(e.Do("POST", "/folders", teacher, map[string]any{"name": "Term 1"}).Must(t, http.StatusOK).Body, "id")
 	}
 	client := func() string {
-		return e.NewOAuthApp(vendor, tenancy.RoleTeacher, identity.ClientInput{}).Client.ID
+		return e.NewOAuthApp(vendor, tenancy.RoleTeacher, clients.ClientInput{}).Client.ID
 	}
 	exam := func() string {
 		return apptest.Str(e.Do("POST", "/exams", teacher, map[string]any{"name": "Sums", "language": "en"}).Must(t, http.StatusOK).Body, "id")

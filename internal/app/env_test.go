@@ -12,8 +12,10 @@ type (
 	env      = apptest.Env
 	tenant   = apptest.Tenant
 	response = apptest.Response
-	oauthApp = apptest.OAuthApp
 	page     = apptest.Page
 )
+
+// auditEntry is apptest's Env.AuditEntry under the short name too.
+var auditEntry = (*apptest.Env).AuditEntry
 
 func TestMain(m *testing.M) { apptest.Main(m) }

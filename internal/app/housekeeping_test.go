@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/oauth2"
 
-	"github.com/assessd/assessd/internal/identity"
+	"github.com/assessd/assessd/internal/identity/clients"
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/internal/testkit/apptest"
 	"github.com/assessd/assessd/tenancy"
@@ -23,7 +23,7 @@ func TestExpiredAuthRequestsAreSwept(t *testing.T) {
 	var offset atomic.Int64
 	e := apptest.NewWithClock(t, func() time.Time { return time.Now().Add(time.Duration(offset.Load())) })
 	tn := e.NewTenant("DE", "pro")
-	a := e.NewOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
+	a := e.NewOAuthApp(tn, tenancy.RoleTeacher, clients.ClientInput{})
 	a.Conf.Scopes = []string{"openid"}
 	ctx := context.Background()
 	if p := e.NewBrowser().Get(a.Conf.AuthCodeURL("state-123", oauth2.S256ChallengeOption(oauth2.GenerateVerifier()))); p.Status != http.StatusOK {
@@ -59,7 +59,7 @@ func TestExpiredTokensAreSwept(t *testing.T) {
 	var orgs []string
 	for _, country := range []string{"DE", "US"} {
 		tn := e.NewTenant(country, "pro")
-		a := e.NewOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
+		a := e.NewOAuthApp(tn, tenancy.RoleTeacher, clients.ClientInput{})
 		a.Conf.Scopes = []string{"openid", "offline_access"}
 		e.Token(a)
 		orgs = append(orgs, tn.Org.ID)

@@ -23,7 +23,7 @@ func TestQuestionTypeContract(t *testing.T) {
 	typ := e.Do("POST", "/question-types", ok, map[string]any{"key": "open_answer", "name": "Open answer", "public": true,
 		"responseProcessing": map[string]any{"condition": `=answer.value = "yes"`}}).Must(t, http.StatusOK).Body
 	id := apptest.Str(typ, "id")
-	if toJSON(typ["configSchema"]) != `{"type":"object"}` {
+	if apptest.JSON(typ["configSchema"]) != `{"type":"object"}` {
 		t.Fatalf("default configSchema = %v", typ["configSchema"])
 	}
 
@@ -58,7 +58,7 @@ func TestQuestionTypeContract(t *testing.T) {
 		}
 	}
 	want := append(assessment.BuiltinKeys(), id)
-	if toJSON(seen) != toJSON(want) {
+	if apptest.JSON(seen) != apptest.JSON(want) {
 		t.Fatalf("listed %v, want %v", seen, want)
 	}
 

@@ -18,7 +18,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/assessd/assessd/internal/app"
-	"github.com/assessd/assessd/internal/identity"
+	"github.com/assessd/assessd/internal/identity/clients"
 	"github.com/assessd/assessd/internal/platform/clientaddr"
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/internal/testkit/apptest"
@@ -272,13 +272,13 @@ func TestDatabaseDownIsUnavailableForEveryCallerKind(t *testing.T) {
 	now := time.Now()
 	e := apptest.NewWithClock(t, func() time.Time { return now })
 	tn := e.NewTenant("US", "pro")
-	oauth := e.NewOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
+	oauth := e.NewOAuthApp(tn, tenancy.RoleTeacher, clients.ClientInput{})
 	oauth.Conf.Scopes = []string{"profile", "users:read", "offline_access"}
 	tok := e.Token(oauth)
 	callers := map[string]string{
 		"api key":      tn.Keys[tenancy.RoleTeacher], // never used, so not cached
 		"access token": tok.AccessToken,
-		"jwt":          serviceAccountToken(e, tn, tenancy.RoleTeacher, "users:read"),
+		"jwt":          e.ServiceAccountToken(tn, tenancy.RoleTeacher, "users:read"),
 	}
 	b := e.NewBrowser()
 	login := b.Get(e.Srv.URL + "/login")
@@ -316,7 +316,7 @@ func TestDatabaseDownIsUnavailableForEveryCallerKind(t *testing.T) {
 	checkUnavailable(t, "code exchange", err)
 	_, err = oauth.Conf.TokenSource(ctx, &oauth2.Token{RefreshToken: tok.RefreshToken}).Token()
 	checkUnavailable(t, "refresh", err)
-	if status, _, code := exchangeAssertion(e, sa, key, "users:read"); status != http.StatusServiceUnavailable || code != "server_error" {
+	if status, _, code := e.ExchangeAssertion(sa, key, "users:read"); status != http.StatusServiceUnavailable || code != "server_error" {
 		t.Errorf("jwt-bearer grant with the database down: %d %q, want 503 server_error", status, code)
 	}
 	res, err := http.PostForm(e.Srv.URL+"/oauth/revoke", url.Values{
@@ -328,7 +328,7 @@ func TestDatabaseDownIsUnavailableForEveryCallerKind(t *testing.T) {
 	if res.StatusCode != http.StatusServiceUnavailable {
 		t.Errorf("revocation with the database down: %d, want 503 (nothing was revoked)", res.StatusCode)
 	}
-	if status, info, _ := userinfo(e, tok.AccessToken); status != http.StatusServiceUnavailable || info["error"] != "server_error" {
+	if status, info, _ := e.Userinfo(tok.AccessToken); status != http.StatusServiceUnavailable || info["error"] != "server_error" {
 		t.Errorf("userinfo with the database down: %d %v, want 503 server_error", status, info)
 	}
 
@@ -353,7 +353,7 @@ func TestConsentsThatCannotGoOn(t *testing.T) {
 	t.Parallel()
 	dbURL := storetest.NewURL(t)
 	e := apptest.NewAt(t, dbURL)
-	a := e.NewOAuthApp(e.NewTenant("US", "pro"), tenancy.RoleTeacher, identity.ClientInput{})
+	a := e.NewOAuthApp(e.NewTenant("US", "pro"), tenancy.RoleTeacher, clients.ClientInput{})
 	a.Conf.Scopes = []string{"profile"}
 	b := e.NewBrowser()
 	login := b.Get(a.Conf.AuthCodeURL("state-123"))
@@ -412,7 +412,7 @@ func TestUnreadTokensAre503(t *testing.T) {
 	dbURL := storetest.NewURL(t)
 	e := apptest.NewAt(t, dbURL)
 	tn := e.NewTenant("US", "pro")
-	oauth := e.NewOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
+	oauth := e.NewOAuthApp(tn, tenancy.RoleTeacher, clients.ClientInput{})
 	oauth.Conf.Scopes = []string{"profile", "users:read", "offline_access"}
 	tok := e.Token(oauth)
 	owner, err := pgx.Connect(ctx, dbURL)

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/assessd/assessd/internal/identity"
+	"github.com/assessd/assessd/internal/identity/clients"
 	"github.com/assessd/assessd/internal/testkit/apptest"
 	"github.com/assessd/assessd/tenancy"
 )
@@ -28,7 +28,7 @@ func TestTypeScriptSDK(t *testing.T) {
 	}
 	e := apptest.New(t)
 	tn := e.NewTenant("US", "pro")
-	a := e.NewOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
+	a := e.NewOAuthApp(tn, tenancy.RoleTeacher, clients.ClientInput{})
 	cmd := exec.Command(node, "--test", "test/")
 	cmd.Dir = sdk
 	cmd.Env = append(os.Environ(),

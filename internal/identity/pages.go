@@ -18,7 +18,6 @@ import (
 	"github.com/assessd/assessd/internal/platform/clientaddr"
 	"github.com/assessd/assessd/internal/platform/errs"
 	"github.com/assessd/assessd/internal/platform/ratelimit"
-	"github.com/assessd/assessd/internal/platform/textcheck"
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/internal/web"
 	"github.com/assessd/assessd/tenancy"
@@ -45,50 +44,13 @@ var scopeWords = map[tenancy.Scope]string{
 	tenancy.ScopeAuditLogsWrite:     "Write entries to your organization's audit log",
 }
 
-// Routes registers the login, consent, logout, account and developer
-// pages on mux.
+// Routes registers the login, consent and logout pages on mux.
 func (p *Provider) Routes(mux *http.ServeMux) {
-	r := textRoutes{mux}
+	r := web.TextRoutes{Mux: mux}
 	r.HandleFunc("GET /login", p.loginPage)
 	r.HandleFunc("POST /login", p.login)
 	r.HandleFunc("POST /consent", p.consent)
 	r.HandleFunc("POST /logout", p.logout)
-	p.accountRoutes(r)
-}
-
-// textRoutes registers pages whose requests are first held to the API's
-// text rule (textcheck): the path, the query and the form. A NUL, which
-// PostgreSQL cannot store, would otherwise reach a query and be answered
-// as an outage.
-type textRoutes struct{ mux *http.ServeMux }
-
-func (t textRoutes) HandleFunc(pattern string, h http.HandlerFunc) {
-	t.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-		if problem := textProblem(r); problem != "" {
-			web.Render(w, r, http.StatusBadRequest, "error.html", map[string]string{"Title": "Request refused", "Message": problem})
-			return
-		}
-		h(w, r)
-	})
-}
-
-// textProblem describes the first text of r that breaks the rule, or ""
-// when all of it keeps it.
-func textProblem(r *http.Request) string {
-	if problem := textcheck.Problem(r.URL.Path); problem != "" {
-		return "The address " + problem + "."
-	}
-	if err := r.ParseForm(); err != nil {
-		return "The form could not be read."
-	}
-	switch field, problem := textcheck.FormProblem(r.Form); {
-	case problem == "":
-		return ""
-	case field == "":
-		return "A field name " + problem + "."
-	default:
-		return "The field " + field + " " + problem + "."
-	}
 }
 
 type loginView struct {
@@ -108,28 +70,16 @@ func (p *Provider) loginPage(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/account", http.StatusSeeOther)
 		return
 	case !errors.Is(err, errNoSession):
-		p.failedPage(w, r, err, "Signing in is unavailable right now.")
+		web.FailedPage(w, r, err, "Signing in is unavailable right now.")
 		return
 	}
 	p.renderLogin(w, r, http.StatusOK, loginView{AuthRequestID: authRequestID})
 }
 
 func (p *Provider) renderLogin(w http.ResponseWriter, r *http.Request, status int, v loginView) {
-	v.CSRF = newSecret()
+	v.CSRF = NewSecret()
 	p.setCookie(w, loginCSRFCookie, v.CSRF, time.Hour)
 	web.Render(w, r, status, "login.html", v)
-}
-
-func (p *Provider) failPage(w http.ResponseWriter, r *http.Request, status int, title, message string) {
-	web.Render(w, r, status, "error.html", map[string]string{"Title": title, "Message": message})
-}
-
-// failedPage answers a page whose work failed with err: "Try again later"
-// with message, which says what did not work in the user's terms, and the
-// status web.Failure gives err (which logs what the page does not say).
-func (p *Provider) failedPage(w http.ResponseWriter, r *http.Request, err error, message string) {
-	status, _ := web.Failure(r.Context(), err)
-	p.failPage(w, r, status, "Try again later", message)
 }
 
 // signInFor sends the browser to sign in for authorization request id.
@@ -140,7 +90,7 @@ func signInFor(w http.ResponseWriter, r *http.Request, id string) {
 // staleLink answers a sign-in whose authorization request is answered,
 // expired or gone: only the app can start a new one.
 func (p *Provider) staleLink(w http.ResponseWriter, r *http.Request) {
-	p.failPage(w, r, http.StatusBadRequest, "This sign-in link is no longer valid", "Return to the app and start signing in again.")
+	web.FailPage(w, r, http.StatusBadRequest, "This sign-in link is no longer valid", "Return to the app and start signing in again.")
 }
 
 // login checks the credentials (CSRF-protected by a double-submit cookie,
@@ -173,7 +123,7 @@ func (p *Provider) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		p.failedPage(w, r, err, "Signing in is unavailable right now.")
+		web.FailedPage(w, r, err, "Signing in is unavailable right now.")
 		return
 	}
 	p.metrics.logins.WithLabelValues("success").Inc()
@@ -243,7 +193,7 @@ type consentView struct {
 	Scopes                                                       []string
 }
 
-func (p *Provider) consentPage(w http.ResponseWriter, r *http.Request, s *session, authRequestID string) {
+func (p *Provider) consentPage(w http.ResponseWriter, r *http.Request, s *Session, authRequestID string) {
 	a, c, caller, err := p.pendingRequest(r.Context(), s, authRequestID)
 	if err != nil {
 		p.unusableRequest(w, r, err)
@@ -251,16 +201,16 @@ func (p *Provider) consentPage(w http.ResponseWriter, r *http.Request, s *sessio
 	}
 	scopes, err := p.grantableScopes(r.Context(), caller, c, a.scopes)
 	if err != nil {
-		p.failedPage(w, r, err, "Authorization is unavailable right now.")
+		web.FailedPage(w, r, err, "Authorization is unavailable right now.")
 		return
 	}
 	ctx := tenancy.WithCaller(r.Context(), caller)
-	u, err := p.storage.users.LookupUser(ctx, s.userID)
+	u, err := p.storage.users.LookupUser(ctx, s.UserID)
 	if err != nil {
-		p.failedPage(w, r, err, "Authorization is unavailable right now.")
+		web.FailedPage(w, r, err, "Authorization is unavailable right now.")
 		return
 	}
-	v := consentView{CSRF: s.csrf, AuthRequestID: a.id, ClientName: c.name, ClientDescription: c.description, UserName: u.Name}
+	v := consentView{CSRF: s.CSRF, AuthRequestID: a.id, ClientName: c.name, ClientDescription: c.description, UserName: u.Name}
 	for _, sc := range scopes {
 		v.Scopes = append(v.Scopes, scopeWords[tenancy.Scope(sc)])
 	}
@@ -269,7 +219,7 @@ func (p *Provider) consentPage(w http.ResponseWriter, r *http.Request, s *sessio
 
 // pendingRequest loads an authorization request awaiting consent, its
 // client, and the signed-in user as a caller.
-func (p *Provider) pendingRequest(ctx context.Context, s *session, id string) (*authRequest, *client, *tenancy.Caller, error) {
+func (p *Provider) pendingRequest(ctx context.Context, s *Session, id string) (*authRequest, *client, *tenancy.Caller, error) {
 	a, err := p.storage.authRequest(ctx, id)
 	if err != nil {
 		return nil, nil, nil, err
@@ -281,11 +231,11 @@ func (p *Provider) pendingRequest(ctx context.Context, s *session, id string) (*
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	u, err := p.storage.users.LookupUser(store.WithOrg(ctx, s.orgID), s.userID)
+	u, err := p.storage.users.LookupUser(store.WithOrg(ctx, s.OrgID), s.UserID)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	caller := &tenancy.Caller{Kind: tenancy.KindOAuthApp, OrgID: s.orgID, UserID: s.userID, ClientID: c.id, Role: u.Role}
+	caller := &tenancy.Caller{Kind: tenancy.KindOAuthApp, OrgID: s.OrgID, UserID: s.UserID, ClientID: c.id, Role: u.Role}
 	return a, c, caller, nil
 }
 
@@ -303,15 +253,15 @@ func (p *Provider) unusableRequest(w http.ResponseWriter, r *http.Request, err e
 		p.staleLink(w, r)
 		return
 	}
-	p.failedPage(w, r, err, "Authorization is unavailable right now.")
+	web.FailedPage(w, r, err, "Authorization is unavailable right now.")
 }
 
 // approvedAgain reports whether a is a request that s's user approved
 // and whose code the app has not exchanged yet: a double click on
 // Approve, whose second answer is the one the browser follows. It goes on
 // as the first did. Once the code is exchanged, the request is spent.
-func approvedAgain(a *authRequest, err error, s *session) bool {
-	return errors.Is(err, errAnswered) && a.userID == s.userID && a.orgID == s.orgID && a.grantID == ""
+func approvedAgain(a *authRequest, err error, s *Session) bool {
+	return errors.Is(err, errAnswered) && a.userID == s.UserID && a.orgID == s.OrgID && a.grantID == ""
 }
 
 // grantableScopes narrows the requested scopes to those the user's role
@@ -360,8 +310,8 @@ func (p *Provider) consent(w http.ResponseWriter, r *http.Request) {
 		signInFor(w, r, r.PostFormValue("authRequestID"))
 		return
 	}
-	if !validCSRF(r.PostFormValue("csrf"), s.csrf) {
-		p.failPage(w, r, http.StatusForbidden, "Request refused", "The form was not sent from this site.")
+	if !validCSRF(r.PostFormValue("csrf"), s.CSRF) {
+		web.FailPage(w, r, http.StatusForbidden, "Request refused", "The form was not sent from this site.")
 		return
 	}
 	a, c, caller, err := p.pendingRequest(r.Context(), s, r.PostFormValue("authRequestID"))
@@ -407,7 +357,7 @@ func (p *Provider) consent(w http.ResponseWriter, r *http.Request) {
 			Target: audit.Target{Type: "oauth_client", ID: c.id}, After: map[string]any{"scopes": anySlice(scopes)}})
 	}
 	if err != nil {
-		p.failedPage(w, r, err, "Authorization is unavailable right now.")
+		web.FailedPage(w, r, err, "Authorization is unavailable right now.")
 		return
 	}
 	http.Redirect(w, r, p.authCallbackURL(r.Context(), a.id), http.StatusSeeOther)
@@ -423,7 +373,7 @@ func anySlice(ss []string) []any {
 }
 
 func (p *Provider) logout(w http.ResponseWriter, r *http.Request) {
-	if s, err := p.session(r); err == nil && validCSRF(r.PostFormValue("csrf"), s.csrf) {
+	if s, err := p.session(r); err == nil && validCSRF(r.PostFormValue("csrf"), s.CSRF) {
 		_ = p.endSession(w, r, s)
 	}
 	http.Redirect(w, r, "/login", http.StatusSeeOther)

@@ -1,8 +1,10 @@
 // Package identity is assessd's OAuth 2.0 / OpenID Connect provider, built
-// on zitadel/oidc's op package with PostgreSQL storage: clients, the
-// authorization code flow with PKCE, refresh rotation, revocation,
-// introspection, service accounts with the JWT bearer grant, browser
-// sessions, and the login and consent pages.
+// on zitadel/oidc's op package with PostgreSQL storage: the authorization
+// code flow with PKCE, refresh rotation, revocation, introspection, the
+// JWT bearer grant of service accounts, browser sessions, the login and
+// consent pages, and the callers its tokens stand for. Registering clients
+// (identity/clients), managing service accounts (identity/serviceaccounts)
+// and the account pages (identity/account) build on it.
 package identity
 
 import (
@@ -44,11 +46,8 @@ type Config struct {
 	// Limiter holds the failure limits of sign-ins and token requests; nil
 	// keeps them per process.
 	Limiter *ratelimit.Limiter
-	// Webhooks backs the developer area's webhook pages.
-	Webhooks Webhooks
-	// LTI backs the developer area's learning platform pages; nil leaves
-	// them out.
-	LTI LTIPlatforms
+	// ServiceAccounts are the callers of the JWT bearer grant.
+	ServiceAccounts ServiceAccounts
 }
 
 // Provider is the OpenID provider and everything around it.
@@ -85,6 +84,9 @@ var endpoints = op.Endpoints{
 
 // New builds the provider on db.
 func New(ctx context.Context, cfg Config, db *store.DB, ten *tenancy.Service) (*Provider, error) {
+	if cfg.ServiceAccounts == nil {
+		return nil, errors.New("identity: no service accounts configured")
+	}
 	now := cfg.Now
 	if now == nil {
 		now = time.Now
@@ -93,7 +95,7 @@ func New(ctx context.Context, cfg Config, db *store.DB, ten *tenancy.Service) (*
 	if err != nil {
 		return nil, err
 	}
-	st := &storage{db: db, users: ten, keys: signingKeys{signingkeys.New(db, signingkeys.PurposeOIDC, now)}, now: now}
+	st := &storage{db: db, users: ten, accounts: cfg.ServiceAccounts, keys: signingKeys{signingkeys.New(db, signingkeys.PurposeOIDC, now)}, now: now}
 	scopes := make([]string, len(tenancy.AllScopes))
 	for i, s := range tenancy.AllScopes {
 		scopes[i] = string(s)

@@ -11,6 +11,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/assessd/assessd/internal/store"
+	"github.com/assessd/assessd/internal/web"
+	"github.com/assessd/assessd/observability"
+	"github.com/assessd/assessd/tenancy"
 )
 
 // Browser sessions of the login, consent and account pages.
@@ -20,9 +23,10 @@ const (
 	sessionTTL      = 12 * time.Hour
 )
 
-// session is a signed-in browser.
-type session struct {
-	orgID, userID, csrf string
+// Session is a signed-in browser: its user, and the token its forms must
+// carry (CSRF).
+type Session struct {
+	OrgID, UserID, CSRF string
 	idHash              []byte
 }
 
@@ -40,10 +44,10 @@ func (p *Provider) setCookie(w http.ResponseWriter, name, value string, maxAge t
 // startSession signs the browser in as userID, or answers errBadCredentials
 // when the user was deleted since its password was checked.
 func (p *Provider) startSession(ctx context.Context, w http.ResponseWriter, orgID, userID string) error {
-	id := newSecret()
+	id := NewSecret()
 	ctx = store.WithOrg(ctx, orgID)
 	_, err := p.db.Q(ctx).Exec(ctx, `INSERT INTO browser_sessions (id_hash, org_id, user_id, csrf_token, expires_at)
-		VALUES ($1, app_org_id(), $2, $3, $4)`, hashSecret(id), userID, newSecret(), p.now().Add(sessionTTL))
+		VALUES ($1, app_org_id(), $2, $3, $4)`, HashSecret(id), userID, NewSecret(), p.now().Add(sessionTTL))
 	if store.ForeignKey(err) != "" {
 		// The user was deleted after the password was checked: there is
 		// no such account any more.
@@ -59,15 +63,15 @@ func (p *Provider) startSession(ctx context.Context, w http.ResponseWriter, orgI
 var errNoSession = errors.New("not signed in")
 
 // session returns the browser's live session.
-func (p *Provider) session(r *http.Request) (*session, error) {
+func (p *Provider) session(r *http.Request) (*Session, error) {
 	c, err := r.Cookie(sessionCookie)
 	if err != nil || c.Value == "" {
 		return nil, errNoSession
 	}
-	s := &session{idHash: hashSecret(c.Value)}
+	s := &Session{idHash: HashSecret(c.Value)}
 	var expires time.Time
 	err = p.db.Unscoped().QueryRow(r.Context(), `SELECT org_id, user_id, csrf_token, expires_at FROM browser_session_for_auth($1)`, s.idHash).
-		Scan(&s.orgID, &s.userID, &s.csrf, &expires)
+		Scan(&s.OrgID, &s.UserID, &s.CSRF, &expires)
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && !expires.After(p.now())) {
 		return nil, errNoSession
 	}
@@ -75,11 +79,48 @@ func (p *Provider) session(r *http.Request) (*session, error) {
 }
 
 // endSession signs the browser out.
-func (p *Provider) endSession(w http.ResponseWriter, r *http.Request, s *session) error {
-	ctx := store.WithOrg(r.Context(), s.orgID)
+func (p *Provider) endSession(w http.ResponseWriter, r *http.Request, s *Session) error {
+	ctx := store.WithOrg(r.Context(), s.OrgID)
 	_, err := p.db.Q(ctx).Exec(ctx, `DELETE FROM browser_sessions WHERE org_id = app_org_id() AND id_hash = $1`, s.idHash)
 	p.setCookie(w, sessionCookie, "", -time.Second)
 	return err
+}
+
+// SignedIn runs h for a signed-in browser as that user, with every scope
+// the user's role allows; POSTs must carry the session's CSRF token. A
+// browser that is not signed in is sent to sign in.
+func (p *Provider) SignedIn(h func(http.ResponseWriter, *http.Request, *Session)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s, err := p.session(r)
+		if errors.Is(err, errNoSession) {
+			http.Redirect(w, r, "/login", http.StatusSeeOther)
+			return
+		}
+		if err != nil {
+			web.FailedPage(w, r, err, "Your account is unavailable right now.")
+			return
+		}
+		observability.Info(r.Context()).OrgID = s.OrgID
+		if r.Method == http.MethodPost && !validCSRF(r.PostFormValue("csrf"), s.CSRF) {
+			web.FailPage(w, r, http.StatusForbidden, "Request refused", "The form was not sent from this site.")
+			return
+		}
+		u, err := p.storage.users.LookupUser(store.WithOrg(r.Context(), s.OrgID), s.UserID)
+		if err != nil {
+			p.UserGone(w, r, s)
+			return
+		}
+		caller := &tenancy.Caller{Kind: tenancy.KindSession, OrgID: s.OrgID, UserID: s.UserID, CredentialID: "session",
+			Role: u.Role, Scopes: tenancy.ScopesForRole(u.Role)}
+		h(w, r.WithContext(tenancy.WithCaller(r.Context(), caller)), s)
+	}
+}
+
+// UserGone ends the session of a user who no longer exists and sends the
+// browser to sign in.
+func (p *Provider) UserGone(w http.ResponseWriter, r *http.Request, s *Session) {
+	_ = p.endSession(w, r, s)
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
 
 // validCSRF compares a form's token with the expected one in constant time.

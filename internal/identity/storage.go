@@ -36,10 +36,11 @@ const (
 
 // storage implements op.Storage on PostgreSQL.
 type storage struct {
-	db    *store.DB
-	users users
-	keys  signingKeys
-	now   func() time.Time
+	db       *store.DB
+	users    users
+	accounts ServiceAccounts
+	keys     signingKeys
+	now      func() time.Time
 }
 
 // users is what identity reads of tenancy's users table: one user of the
@@ -58,13 +59,15 @@ var (
 	_ op.JWTProfileTokenStorage    = (*storage)(nil)
 )
 
-func hashSecret(s string) []byte {
+// HashSecret is how the provider keeps a secret it is shown again, a
+// client secret or a token: its SHA-256.
+func HashSecret(s string) []byte {
 	h := sha256.Sum256([]byte(s))
 	return h[:]
 }
 
-// newSecret returns 256 random bits, base64url encoded.
-func newSecret() string {
+// NewSecret returns 256 random bits, base64url encoded.
+func NewSecret() string {
 	b := make([]byte, 32)
 	_, _ = rand.Read(b)
 	return base64.RawURLEncoding.EncodeToString(b)
@@ -126,7 +129,7 @@ func (s *storage) AuthorizeClientIDSecret(ctx context.Context, id, secret string
 	if err != nil {
 		return err
 	}
-	if c.public() || subtle.ConstantTimeCompare(c.secretHash, hashSecret(secret)) != 1 {
+	if c.public() || subtle.ConstantTimeCompare(c.secretHash, HashSecret(secret)) != 1 {
 		return errors.New("invalid client secret")
 	}
 	return nil
@@ -228,7 +231,7 @@ func (s *storage) AuthRequestByCode(ctx context.Context, code string) (op.AuthRe
 	var usedAt *time.Time
 	var expiresAt time.Time
 	row := s.db.Unscoped().QueryRow(ctx, `SELECT `+authRequestColumns+`, code_used_at, expires_at
-		FROM oauth_auth_requests WHERE code_hash = $1`, hashSecret(code))
+		FROM oauth_auth_requests WHERE code_hash = $1`, HashSecret(code))
 	a := &authRequest{}
 	err := row.Scan(&a.id, &a.clientID, &a.redirectURI, &a.scopes, &a.state, &a.nonce, &a.responseType,
 		&a.responseMode, &a.codeChallenge, &a.codeChallengeMethod, &a.orgID, &a.userID, &a.authTime, &a.done, &a.grantID,
@@ -255,7 +258,7 @@ func (s *storage) AuthRequestByCode(ctx context.Context, code string) (op.AuthRe
 
 func (s *storage) SaveAuthCode(ctx context.Context, id, code string) error {
 	_, err := s.db.Unscoped().Exec(ctx, `UPDATE oauth_auth_requests SET code_hash = $2, expires_at = $3 WHERE id = $1`,
-		id, hashSecret(code), s.now().Add(codeTTL))
+		id, HashSecret(code), s.now().Add(codeTTL))
 	return err
 }
 
@@ -326,7 +329,7 @@ func (s *storage) insertToken(ctx context.Context, grantID, kind, secret string,
 	exp := s.now().Add(ttl)
 	_, err := s.db.Q(ctx).Exec(ctx, `
 		INSERT INTO oauth_tokens (id, org_id, grant_id, kind, token_hash, expires_at)
-		VALUES ($1, app_org_id(), $2, $3, $4, $5)`, ids.New("tok_"), grantID, kind, hashSecret(secret), exp)
+		VALUES ($1, app_org_id(), $2, $3, $4, $5)`, ids.New("tok_"), grantID, kind, HashSecret(secret), exp)
 	return exp, err
 }
 
@@ -342,7 +345,7 @@ func (s *storage) CreateAccessToken(ctx context.Context, req op.TokenRequest) (s
 	if err != nil {
 		return "", time.Time{}, err
 	}
-	secret := newSecret()
+	secret := NewSecret()
 	exp, err := s.insertToken(store.WithOrg(ctx, orgID), grantID, "access", secret, AccessTokenTTL)
 	return secret, exp, err
 }
@@ -356,7 +359,7 @@ func (s *storage) CreateAccessAndRefreshTokens(ctx context.Context, req op.Token
 		return "", "", time.Time{}, err
 	}
 	ctx = store.WithOrg(ctx, orgID)
-	access, refresh := newSecret(), newSecret()
+	access, refresh := NewSecret(), NewSecret()
 	var (
 		exp         time.Time
 		spent, gone bool
@@ -370,7 +373,7 @@ func (s *storage) CreateAccessAndRefreshTokens(ctx context.Context, req op.Token
 			// a token spent before.
 			tag, err := q.Exec(ctx, `UPDATE oauth_tokens SET used_at = $2
 				WHERE org_id = app_org_id() AND token_hash = $1 AND kind = 'refresh' AND used_at IS NULL AND revoked_at IS NULL`,
-				hashSecret(currentRefreshToken), s.now())
+				HashSecret(currentRefreshToken), s.now())
 			if err != nil {
 				return err
 			}
@@ -378,7 +381,7 @@ func (s *storage) CreateAccessAndRefreshTokens(ctx context.Context, req op.Token
 				// Spent, or deleted with its user or app while the UPDATE
 				// waited: a statement of its own sees that deletion.
 				err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM oauth_tokens WHERE org_id = app_org_id() AND token_hash = $1)`,
-					hashSecret(currentRefreshToken)).Scan(&spent)
+					HashSecret(currentRefreshToken)).Scan(&spent)
 				gone = !spent
 				return err
 			}
@@ -422,7 +425,7 @@ func (s *storage) token(ctx context.Context, secret string) (*tokenInfo, error) 
 	err := s.db.Unscoped().QueryRow(ctx, `
 		SELECT token_id, org_id, grant_id, kind, expires_at, used_at, revoked_at, user_id, client_id,
 		       scopes, auth_time, grant_revoked_at, role
-		  FROM oauth_token_for_auth($1)`, hashSecret(secret)).
+		  FROM oauth_token_for_auth($1)`, HashSecret(secret)).
 		Scan(&t.id, &t.orgID, &t.grantID, &t.kind, &t.expiresAt, &t.usedAt, &t.revokedAt, &t.userID,
 			&t.clientID, &t.scopes, &t.authTime, &t.grantRevokedAt, &t.role)
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -18,7 +18,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/assessd/assessd/internal/app"
-	"github.com/assessd/assessd/internal/identity"
+	"github.com/assessd/assessd/internal/identity/clients"
 	"github.com/assessd/assessd/internal/testkit/apptest"
 	"github.com/assessd/assessd/tenancy"
 )
@@ -36,13 +36,13 @@ func TestHostileInputOverOAuth(t *testing.T) {
 	var limits *redis.Client
 	e := apptest.NewWithConfig(t, func(c *app.Config) { limits = c.Redis })
 	tn, other := e.NewTenant("US", "pro"), e.NewTenant("DE", "pro")
-	a := e.NewOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
+	a := e.NewOAuthApp(tn, tenancy.RoleTeacher, clients.ClientInput{})
 	a.Conf.Scopes = []string{"openid", "profile", "offline_access"}
 	// The refresh and revocation sweeps revoke their grant (a refresh
 	// token presented twice revokes it, decision 0146); the other sweeps use
 	// a grant of their own, which stays live.
 	tok, rotating := e.Token(a), e.Token(a)
-	foreign := e.NewOAuthApp(other, tenancy.RoleTeacher, identity.ClientInput{})
+	foreign := e.NewOAuthApp(other, tenancy.RoleTeacher, clients.ClientInput{})
 	sa := e.NewServiceAccount(tn, tenancy.RoleTeacher)
 	key := e.AddKey(sa)
 	verifier := oauth2.GenerateVerifier()
@@ -139,8 +139,8 @@ func TestHostileInputOverPages(t *testing.T) {
 	rounds, seed := hostileRounds(t)
 	e := apptest.NewWithConfig(t, func(c *app.Config) { c.Webhooks.AllowPrivate = true })
 	tn, other := e.NewTenant("US", "pro"), e.NewTenant("DE", "pro")
-	a := e.NewOAuthApp(tn, tenancy.RoleAdmin, identity.ClientInput{})
-	foreign := e.NewOAuthApp(other, tenancy.RoleAdmin, identity.ClientInput{})
+	a := e.NewOAuthApp(tn, tenancy.RoleAdmin, clients.ClientInput{})
+	foreign := e.NewOAuthApp(other, tenancy.RoleAdmin, clients.ClientInput{})
 	b := e.NewBrowser()
 	csrf := e.SignIn(b, a).Field("csrf")
 	// Real ids of each kind, so unmutated paths reach the forms' handlers.

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"testing"
 	"time"
@@ -229,6 +230,24 @@ func Throttled(t *testing.T, burst, perMinute int, send func() Response) Respons
 			t.Fatalf("request %d answered %d; a burst of %d and the %d refills of %s allow %d", n, r.Status, burst, refills, took.Round(time.Millisecond), burst+refills)
 		}
 	}
+}
+
+// AuditEntry finds the newest entry with action on targetID in tn's audit
+// log, read by its owner over the API, and checks its actor and target.
+func (e *Env) AuditEntry(tn Tenant, action, actorID, targetType, targetID string) map[string]any {
+	e.T.Helper()
+	r := e.Do("GET", "/audit-logs?action="+url.QueryEscape(action)+"&targetId="+url.QueryEscape(targetID), tn.Keys[tenancy.RoleOwner], nil).Must(e.T, http.StatusOK)
+	list, _ := r.Body["auditLogs"].([]any)
+	if len(list) == 0 {
+		e.T.Fatalf("no %s entry for %s %s: %s", action, targetType, targetID, r.Raw)
+	}
+	entry := list[0].(map[string]any)
+	actor := entry["actor"].(map[string]any)
+	target := entry["target"].(map[string]any)
+	if actor["id"] != actorID || target["type"] != targetType || target["id"] != targetID {
+		e.T.Fatalf("%s entry: actor %v, target %v; want actor %s, target %s %s", action, actor, target, actorID, targetType, targetID)
+	}
+	return entry
 }
 
 // EmbedSession creates an embed session with body and returns its id.

@@ -1,5 +1,10 @@
 package apptest
 
+import "encoding/json"
+
+// JSON is v encoded as JSON, for comparing and searching decoded values.
+func JSON(v any) string { b, _ := json.Marshal(v); return string(b) }
+
 // Str reads a string field of a JSON object.
 func Str(m map[string]any, k string) string { s, _ := m[k].(string); return s }
 

@@ -2,17 +2,19 @@ package apptest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
 	"golang.org/x/oauth2"
 
-	"github.com/assessd/assessd/internal/identity"
+	"github.com/assessd/assessd/internal/identity/clients"
 	"github.com/assessd/assessd/internal/testkit/formfield"
 	"github.com/assessd/assessd/tenancy"
 )
@@ -23,7 +25,7 @@ const TestRedirect = "http://127.0.0.1:9/callback"
 
 // OAuthApp is a registered client and a user who can sign in.
 type OAuthApp struct {
-	Client   identity.Client
+	Client   clients.Client
 	Conf     *oauth2.Config
 	Email    string
 	Password string
@@ -32,7 +34,7 @@ type OAuthApp struct {
 
 // NewOAuthApp registers a client in tn's organization and a user of role
 // with a password.
-func (e *Env) NewOAuthApp(tn Tenant, role tenancy.Role, in identity.ClientInput) *OAuthApp {
+func (e *Env) NewOAuthApp(tn Tenant, role tenancy.Role, in clients.ClientInput) *OAuthApp {
 	e.T.Helper()
 	ctx := tenancy.WithCaller(context.Background(), tenancy.SystemCaller(tn.Org.ID))
 	if in.Name == "" {
@@ -41,7 +43,7 @@ func (e *Env) NewOAuthApp(tn Tenant, role tenancy.Role, in identity.ClientInput)
 	if in.RedirectURIs == nil {
 		in.RedirectURIs = []string{TestRedirect}
 	}
-	c, secret, err := e.App.Identity.CreateClient(ctx, in)
+	c, secret, err := e.App.Clients.CreateClient(ctx, in)
 	if err != nil {
 		e.T.Fatal(err)
 	}
@@ -111,6 +113,19 @@ func (b *Browser) Post(u string, form url.Values) Page {
 // Field is the value of a hidden form field of the page.
 func (p Page) Field(name string) string { return formfield.Value(p.Body, name) }
 
+// codeTag is a <code> element of a page, where pages show ids and
+// secrets.
+var codeTag = regexp.MustCompile(`<code>([^<]+)</code>`)
+
+// Codes are the texts of the page's <code> elements, in order.
+func (p Page) Codes() []string {
+	var out []string
+	for _, m := range codeTag.FindAllStringSubmatch(p.Body, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
 // SignIn signs the browser in on the login page as a's user.
 func (e *Env) SignIn(b *Browser, a *OAuthApp) Page {
 	e.T.Helper()
@@ -162,6 +177,24 @@ func (e *Env) Token(a *OAuthApp) *oauth2.Token {
 		e.T.Fatalf("exchange: %v", err)
 	}
 	return tok
+}
+
+// Userinfo calls the OIDC userinfo endpoint with an access token (""
+// sends none): the status, the body and the WWW-Authenticate challenge.
+func (e *Env) Userinfo(accessToken string) (int, map[string]any, string) {
+	e.T.Helper()
+	req, _ := http.NewRequest("GET", e.Srv.URL+"/oauth/userinfo", nil)
+	if accessToken != "" {
+		req.Header.Set("Authorization", "Bearer "+accessToken)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	defer res.Body.Close()
+	var info map[string]any
+	_ = json.NewDecoder(res.Body).Decode(&info)
+	return res.StatusCode, info, res.Header.Get("WWW-Authenticate")
 }
 
 // OAuthError returns the RFC 6749 error code of a failed exchange.

@@ -7,17 +7,19 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
 
-	"github.com/assessd/assessd/internal/identity"
+	"github.com/assessd/assessd/internal/identity/serviceaccounts"
 	"github.com/assessd/assessd/tenancy"
 )
 
 // ServiceAccount is a service account and its organization's system caller.
 type ServiceAccount struct {
-	identity.ServiceAccount
+	serviceaccounts.ServiceAccount
 	Ctx context.Context
 }
 
@@ -31,7 +33,7 @@ type SigningKey struct {
 func (e *Env) NewServiceAccount(tn Tenant, role tenancy.Role) ServiceAccount {
 	e.T.Helper()
 	ctx := tenancy.WithCaller(context.Background(), tenancy.SystemCaller(tn.Org.ID))
-	sa, err := e.App.Identity.CreateServiceAccount(ctx, "sync bot", role)
+	sa, err := e.App.ServiceAccounts.CreateServiceAccount(ctx, "sync bot", role)
 	if err != nil {
 		e.T.Fatal(err)
 	}
@@ -52,7 +54,7 @@ func (e *Env) AddKey(sa ServiceAccount) SigningKey {
 func (e *Env) TryAddKey(sa ServiceAccount) (SigningKey, error) {
 	key, _ := rsa.GenerateKey(rand.Reader, 2048)
 	der, _ := x509.MarshalPKIXPublicKey(&key.PublicKey)
-	keyID, err := e.App.Identity.AddServiceAccountKey(sa.Ctx, sa.ID, string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})))
+	keyID, err := e.App.ServiceAccounts.AddServiceAccountKey(sa.Ctx, sa.ID, string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})))
 	return SigningKey{keyID, key}, err
 }
 
@@ -64,4 +66,38 @@ func (e *Env) Assertion(sa ServiceAccount, key SigningKey) string {
 	sig, _ := signer.Sign(claims)
 	assertion, _ := sig.CompactSerialize()
 	return assertion
+}
+
+// ServiceAccountToken creates a service account of role in tn's
+// organization with a fresh key and exchanges a signed assertion for a JWT
+// access token (RFC 7523) with scope ("" asks for every scope of the role).
+func (e *Env) ServiceAccountToken(tn Tenant, role tenancy.Role, scope string) string {
+	e.T.Helper()
+	sa := e.NewServiceAccount(tn, role)
+	status, tok, code := e.ExchangeAssertion(sa, e.AddKey(sa), scope)
+	if status != http.StatusOK || tok == "" {
+		e.T.Fatalf("jwt-bearer grant: %d %s", status, code)
+	}
+	return tok
+}
+
+// ExchangeAssertion signs an assertion with key and posts it to the token
+// endpoint: the status, then the access token or the error code.
+func (e *Env) ExchangeAssertion(sa ServiceAccount, key SigningKey, scope string) (status int, token, errorCode string) {
+	e.T.Helper()
+	form := url.Values{"grant_type": {"urn:ietf:params:oauth:grant-type:jwt-bearer"}, "assertion": {e.Assertion(sa, key)}}
+	if scope != "" {
+		form.Set("scope", scope)
+	}
+	res, err := http.PostForm(e.Srv.URL+"/oauth/token", form)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	defer res.Body.Close()
+	var out struct {
+		AccessToken string `json:"access_token"`
+		Error       string `json:"error"`
+	}
+	_ = json.NewDecoder(res.Body).Decode(&out)
+	return res.StatusCode, out.AccessToken, out.Error
 }

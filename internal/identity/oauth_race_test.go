@@ -1,4 +1,4 @@
-package app_test
+package identity_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/oauth2"
 
-	"github.com/assessd/assessd/internal/identity"
+	"github.com/assessd/assessd/internal/identity/clients"
 	"github.com/assessd/assessd/internal/testkit/apptest"
 	"github.com/assessd/assessd/internal/testkit/storetest"
 	"github.com/assessd/assessd/tenancy"
@@ -26,7 +26,7 @@ import (
 func TestCodeAndRefreshTokenUsedConcurrently(t *testing.T) {
 	t.Parallel()
 	e := apptest.New(t)
-	a := e.NewOAuthApp(e.NewTenant("DE", "pro"), tenancy.RoleTeacher, identity.ClientInput{})
+	a := e.NewOAuthApp(e.NewTenant("DE", "pro"), tenancy.RoleTeacher, clients.ClientInput{})
 	a.Conf.Scopes = []string{"openid", "offline_access"}
 	ctx := context.Background()
 	race := func(what string, exchange func() (*oauth2.Token, error)) *oauth2.Token {
@@ -90,7 +90,7 @@ func TestCodeAndRefreshTokenUsedConcurrently(t *testing.T) {
 func TestApproveClickedTwice(t *testing.T) {
 	t.Parallel()
 	e := apptest.New(t)
-	a := e.NewOAuthApp(e.NewTenant("DE", "pro"), tenancy.RoleTeacher, identity.ClientInput{})
+	a := e.NewOAuthApp(e.NewTenant("DE", "pro"), tenancy.RoleTeacher, clients.ClientInput{})
 	a.Conf.Scopes = []string{"openid"}
 	b := e.NewBrowser()
 	verifier := oauth2.GenerateVerifier()
@@ -125,12 +125,12 @@ func TestOAuthRacingDeletions(t *testing.T) {
 	dbURL := storetest.NewURL(t)
 	e := apptest.NewAt(t, dbURL)
 	ctx := context.Background()
-	newApp := func() *oauthApp {
-		a := e.NewOAuthApp(e.NewTenant("US", "pro"), tenancy.RoleTeacher, identity.ClientInput{})
+	newApp := func() *apptest.OAuthApp {
+		a := e.NewOAuthApp(e.NewTenant("US", "pro"), tenancy.RoleTeacher, clients.ClientInput{})
 		a.Conf.Scopes = []string{"profile", "offline_access"}
 		return a
 	}
-	exchange := func(a *oauthApp) func() error {
+	exchange := func(a *apptest.OAuthApp) func() error {
 		verifier := oauth2.GenerateVerifier()
 		code := e.CodeFor(a, oauth2.S256ChallengeOption(verifier))
 		return func() error {
@@ -138,19 +138,19 @@ func TestOAuthRacingDeletions(t *testing.T) {
 			return err
 		}
 	}
-	refresh := func(a *oauthApp) func() error {
+	refresh := func(a *apptest.OAuthApp) func() error {
 		tok := e.Token(a)
 		return func() error {
 			_, err := a.Conf.TokenSource(ctx, &oauth2.Token{RefreshToken: tok.RefreshToken}).Token()
 			return err
 		}
 	}
-	user := func(a *oauthApp) (string, string) { return "users", a.User.ID }
-	app := func(a *oauthApp) (string, string) { return "oauth_clients", a.Client.ID }
+	user := func(a *apptest.OAuthApp) (string, string) { return "users", a.User.ID }
+	app := func(a *apptest.OAuthApp) (string, string) { return "oauth_clients", a.Client.ID }
 	cases := []struct {
 		name    string
-		request func(*oauthApp) func() error
-		deleted func(*oauthApp) (table, id string)
+		request func(*apptest.OAuthApp) func() error
+		deleted func(*apptest.OAuthApp) (table, id string)
 		want    string
 	}{
 		{"a code exchanged as its user is deleted", exchange, user, "invalid_grant"},
@@ -161,7 +161,7 @@ func TestOAuthRacingDeletions(t *testing.T) {
 	// The authorization request is stored after its client is read. Its
 	// redirect URI was checked by then, so the error goes back to the app.
 	a := newApp()
-	var p page
+	var p apptest.Page
 	_ = storetest.DeleteDuring(t, dbURL, `DELETE FROM oauth_clients WHERE id = $1`, []any{a.Client.ID}, func() error {
 		p = e.NewBrowser().Get(a.Conf.AuthCodeURL("state-123"))
 		return nil
@@ -182,13 +182,13 @@ func TestOAuthRacingDeletions(t *testing.T) {
 		t.Errorf("signing in as the user is deleted: %d\n%s", p.Status, p.Body)
 	}
 	// Consent given as the app or the user is deleted.
-	consentRacing := func(deleted func(*oauthApp) (table, id string)) page {
+	consentRacing := func(deleted func(*apptest.OAuthApp) (table, id string)) apptest.Page {
 		a := newApp()
 		b := e.NewBrowser()
 		login := b.Get(a.Conf.AuthCodeURL("state-123"))
 		consent := b.Post(e.Srv.URL+"/login", url.Values{"csrf": {login.Field("csrf")}, "authRequestID": {login.Field("authRequestID")}, "email": {a.Email}, "password": {a.Password}})
 		table, id := deleted(a)
-		var p page
+		var p apptest.Page
 		_ = storetest.DeleteDuring(t, dbURL, `DELETE FROM `+table+` WHERE id = $1`, []any{id}, func() error {
 			p = b.Post(e.Srv.URL+"/consent", url.Values{"csrf": {consent.Field("csrf")}, "authRequestID": {consent.Field("authRequestID")}, "decision": {"approve"}})
 			return nil

@@ -1,8 +1,7 @@
-package identity
+package clients
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -28,14 +27,15 @@ type AllowedClient struct {
 	CreatedAt time.Time
 }
 
-// allowableScopes are the scopes an organization must allow a client
+// AllowableScopes are the scopes an organization must allow a client
 // before its users' tokens may carry them.
-var allowableScopes = []string{string(tenancy.ScopeAuditLogsWrite)}
+var AllowableScopes = []string{string(tenancy.ScopeAuditLogsWrite)}
 
-// Who lists and changes the organization's allowed clients: owners and
-// admins, with orgs:read to look and orgs:write to change.
+// ReadAllowedClients is who lists the organization's allowed clients:
+// owners and admins, with orgs:read; writeAllowedClients, who changes
+// them, needs orgs:write.
 var (
-	readAllowedClients  = tenancy.Permission{Scope: tenancy.ScopeOrgsRead, Roles: manageClients.Roles}
+	ReadAllowedClients  = tenancy.Permission{Scope: tenancy.ScopeOrgsRead, Roles: manageClients.Roles}
 	writeAllowedClients = manageClients
 )
 
@@ -48,18 +48,18 @@ const allowedClientQuery = `
 	 WHERE a.org_id = app_org_id()`
 
 func scanAllowedClient(row pgx.Row) (AllowedClient, error) {
-	a := AllowedClient{Scopes: slices.Clone(allowableScopes)}
+	a := AllowedClient{Scopes: slices.Clone(AllowableScopes)}
 	err := row.Scan(&a.ClientID, &a.Name, &a.Description, &a.AllowedBy, &a.CreatedAt)
 	return a, err
 }
 
 // AllowedClients lists the clients the caller's organization allowed, by
 // client id.
-func (p *Provider) AllowedClients(ctx context.Context, page paging.Page) ([]AllowedClient, string, error) {
-	if _, err := tenancy.Authorize(ctx, readAllowedClients); err != nil {
+func (s *Service) AllowedClients(ctx context.Context, page paging.Page) ([]AllowedClient, string, error) {
+	if _, err := tenancy.Authorize(ctx, ReadAllowedClients); err != nil {
 		return nil, "", err
 	}
-	list, next, err := store.ListPage(ctx, p.db.Q(ctx), page, scanAllowedClient, func(a AllowedClient) string { return a.ClientID },
+	list, next, err := store.ListPage(ctx, s.db.Q(ctx), page, scanAllowedClient, func(a AllowedClient) string { return a.ClientID },
 		allowedClientQuery+` AND a.client_id > $1 ORDER BY a.client_id LIMIT $2`, page.After, page.Limit())
 	if err != nil {
 		return nil, "", fmt.Errorf("list allowed clients: %w", err)
@@ -70,29 +70,30 @@ func (p *Provider) AllowedClients(ctx context.Context, page paging.Page) ([]Allo
 // AllowClient lets clientID receive scopes for the caller's organization's
 // users. Allowing an allowed client again changes nothing and is not
 // audited again.
-func (p *Provider) AllowClient(ctx context.Context, clientID string, scopes []string) (AllowedClient, error) {
+func (s *Service) AllowClient(ctx context.Context, clientID string, scopes []string) (AllowedClient, error) {
 	caller, err := tenancy.Authorize(ctx, writeAllowedClients)
 	if err != nil {
 		return AllowedClient{}, err
 	}
 	if len(scopes) == 0 {
-		return AllowedClient{}, errs.Invalid("scopes", "must list the scopes to allow: %v", allowableScopes)
+		return AllowedClient{}, errs.Invalid("scopes", "must list the scopes to allow: %v", AllowableScopes)
 	}
-	for _, s := range scopes {
-		if !slices.Contains(allowableScopes, s) {
-			return AllowedClient{}, errs.Invalid("scopes", "%q cannot be allowed: only %v need allowing", s, allowableScopes)
+	for _, sc := range scopes {
+		if !slices.Contains(AllowableScopes, sc) {
+			return AllowedClient{}, errs.Invalid("scopes", "%q cannot be allowed: only %v need allowing", sc, AllowableScopes)
 		}
 	}
 	notClient := errs.Invalid("clientId", "is not a registered OAuth client")
-	if _, err := p.storage.client(ctx, clientID); err != nil {
-		if errors.As(err, new(errNotFound)) {
-			return AllowedClient{}, notClient
-		}
+	exists, err := s.provider.ClientExists(ctx, clientID)
+	if err != nil {
 		return AllowedClient{}, err
 	}
+	if !exists {
+		return AllowedClient{}, notClient
+	}
 	var out AllowedClient
-	err = p.db.Tx(ctx, func(ctx context.Context) error {
-		q := p.db.Q(ctx)
+	err = s.db.Tx(ctx, func(ctx context.Context) error {
+		q := s.db.Q(ctx)
 		tag, err := q.Exec(ctx, `INSERT INTO oauth_client_audit_allowances (org_id, client_id, allowed_by)
 			VALUES (app_org_id(), $1, $2) ON CONFLICT DO NOTHING`, clientID, caller.UserID)
 		// The client is another organization's, out of this one's reach
@@ -109,8 +110,8 @@ func (p *Provider) AllowClient(ctx context.Context, clientID string, scopes []st
 		if tag.RowsAffected() == 0 {
 			return nil
 		}
-		err = audit.Record(ctx, p.db, audit.Entry{Action: "org.client_allowed", Actor: tenancy.ActorOf(caller),
-			Target: audit.Target{Type: "oauth_client", ID: clientID}, After: map[string]any{"scopes": []any{allowableScopes[0]}}})
+		err = audit.Record(ctx, s.db, audit.Entry{Action: "org.client_allowed", Actor: tenancy.ActorOf(caller),
+			Target: audit.Target{Type: "oauth_client", ID: clientID}, After: map[string]any{"scopes": []any{AllowableScopes[0]}}})
 		return err
 	})
 	return out, err
@@ -119,13 +120,13 @@ func (p *Provider) AllowClient(ctx context.Context, clientID string, scopes []st
 // RemoveAllowedClient withdraws what the caller's organization allowed
 // clientID. The scopes leave the client's existing grants in the
 // organization too, so its tokens lose them on their next request.
-func (p *Provider) RemoveAllowedClient(ctx context.Context, clientID string) error {
+func (s *Service) RemoveAllowedClient(ctx context.Context, clientID string) error {
 	caller, err := tenancy.Authorize(ctx, writeAllowedClients)
 	if err != nil {
 		return err
 	}
-	return p.storage.changeCredentials(ctx, func(ctx context.Context) error {
-		q := p.db.Q(ctx)
+	return s.provider.ChangeCredentials(ctx, func(ctx context.Context) error {
+		q := s.db.Q(ctx)
 		tag, err := q.Exec(ctx, `DELETE FROM oauth_client_audit_allowances WHERE org_id = app_org_id() AND client_id = $1`, clientID)
 		if err != nil {
 			return fmt.Errorf("remove allowed client: %w", err)
@@ -133,11 +134,11 @@ func (p *Provider) RemoveAllowedClient(ctx context.Context, clientID string) err
 		if tag.RowsAffected() == 0 {
 			return errs.NotFound("allowed client")
 		}
-		if err := stripAllowableScopes(ctx, p.db, clientID); err != nil {
+		if err := stripAllowableScopes(ctx, s.db, clientID); err != nil {
 			return err
 		}
-		err = audit.Record(ctx, p.db, audit.Entry{Action: "org.client_disallowed", Actor: tenancy.ActorOf(caller),
-			Target: audit.Target{Type: "oauth_client", ID: clientID}, Before: map[string]any{"scopes": []any{allowableScopes[0]}}})
+		err = audit.Record(ctx, s.db, audit.Entry{Action: "org.client_disallowed", Actor: tenancy.ActorOf(caller),
+			Target: audit.Target{Type: "oauth_client", ID: clientID}, Before: map[string]any{"scopes": []any{AllowableScopes[0]}}})
 		return err
 	})
 }
@@ -147,7 +148,7 @@ func (p *Provider) RemoveAllowedClient(ctx context.Context, clientID string) err
 // forget the access tokens it verified with them.
 func stripAllowableScopes(ctx context.Context, db *store.DB, clientID string) error {
 	_, err := db.Q(ctx).Exec(ctx, `UPDATE oauth_grants SET scopes = array(SELECT s FROM unnest(scopes) s WHERE s <> ALL($2))
-		WHERE org_id = app_org_id() AND client_id = $1`, clientID, allowableScopes)
+		WHERE org_id = app_org_id() AND client_id = $1`, clientID, AllowableScopes)
 	if err != nil {
 		return fmt.Errorf("remove allowed scopes from grants: %w", err)
 	}

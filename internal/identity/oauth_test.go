@@ -1,4 +1,4 @@
-package app_test
+package identity_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/zitadel/oidc/v3/pkg/oidc"
 	"golang.org/x/oauth2"
 
-	"github.com/assessd/assessd/internal/identity"
+	"github.com/assessd/assessd/internal/identity/clients"
 	"github.com/assessd/assessd/internal/testkit/apptest"
 	"github.com/assessd/assessd/tenancy"
 )
@@ -21,7 +21,7 @@ func TestAuthorizationCodeFlowWithPKCE(t *testing.T) {
 	t.Parallel()
 	e := apptest.New(t)
 	tn := e.NewTenant("DE", "pro")
-	a := e.NewOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{Description: "Syncs grades to the SIS"})
+	a := e.NewOAuthApp(tn, tenancy.RoleTeacher, clients.ClientInput{Description: "Syncs grades to the SIS"})
 	a.Conf.Scopes = []string{"openid", "profile", "email", "offline_access", "users:read", "audit-logs:write"}
 	ctx := context.Background()
 

@@ -1,4 +1,4 @@
-package app_test
+package identity_test
 
 import (
 	"errors"
@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/assessd/assessd/internal/identity"
+	"github.com/assessd/assessd/internal/identity/clients"
 	"github.com/assessd/assessd/internal/testkit/apptest"
 	"github.com/assessd/assessd/internal/testkit/eventually"
 	"github.com/assessd/assessd/internal/testkit/storetest"
@@ -23,7 +23,7 @@ func TestAccessTokenRevocationReachesOtherInstances(t *testing.T) {
 	db := storetest.New(t)
 	a, b := apptest.NewOn(t, db, nil), apptest.NewOn(t, db, nil)
 	tn := a.NewTenant("DE", "pro")
-	app := a.NewOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
+	app := a.NewOAuthApp(tn, tenancy.RoleTeacher, clients.ClientInput{})
 	app.Conf.Scopes = []string{"profile", "users:read"}
 	tok := a.Token(app)
 	eventually.Succeeds(t, 10*time.Second, func() error {

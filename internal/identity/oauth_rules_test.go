@@ -1,4 +1,4 @@
-package app_test
+package identity_test
 
 import (
 	"bytes"
@@ -17,9 +17,8 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/assessd/assessd/internal/identity"
-	"github.com/assessd/assessd/internal/platform/errs"
+	"github.com/assessd/assessd/internal/identity/clients"
 	"github.com/assessd/assessd/internal/testkit/apptest"
-	"github.com/assessd/assessd/internal/testkit/storetest"
 	"github.com/assessd/assessd/tenancy"
 )
 
@@ -45,7 +44,7 @@ func TestDiscovery(t *testing.T) {
 			t.Errorf("%s = %v, want %s", k, d[k], v)
 		}
 	}
-	if !strings.Contains(toJSON(d["code_challenge_methods_supported"]), "S256") || !strings.Contains(toJSON(d["scopes_supported"]), "audit-logs:write") {
+	if !strings.Contains(apptest.JSON(d["code_challenge_methods_supported"]), "S256") || !strings.Contains(apptest.JSON(d["scopes_supported"]), "audit-logs:write") {
 		t.Errorf("discovery lacks S256 or the API scopes: %v", d)
 	}
 	keys := e.Do("GET", "/oauth/keys", "", nil).Must(t, http.StatusOK)
@@ -54,13 +53,11 @@ func TestDiscovery(t *testing.T) {
 	}
 }
 
-func toJSON(v any) string { b, _ := json.Marshal(v); return string(b) }
-
 func TestDenyAndRedirectMismatch(t *testing.T) {
 	t.Parallel()
 	e := apptest.New(t)
 	tn := e.NewTenant("US", "pro")
-	a := e.NewOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
+	a := e.NewOAuthApp(tn, tenancy.RoleTeacher, clients.ClientInput{})
 	a.Conf.Scopes = []string{"openid", "profile"}
 
 	back := e.Authorize(e.NewBrowser(), a, "deny", oauth2.S256ChallengeOption(oauth2.GenerateVerifier()))
@@ -96,7 +93,7 @@ func TestCodeAndRefreshReplay(t *testing.T) {
 	t.Parallel()
 	e := apptest.New(t)
 	tn := e.NewTenant("US", "pro")
-	a := e.NewOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
+	a := e.NewOAuthApp(tn, tenancy.RoleTeacher, clients.ClientInput{})
 	a.Conf.Scopes = []string{"profile", "offline_access"}
 	ctx := context.Background()
 
@@ -135,7 +132,7 @@ func TestPKCERules(t *testing.T) {
 	t.Parallel()
 	e := apptest.New(t)
 	tn := e.NewTenant("US", "pro")
-	a := e.NewOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
+	a := e.NewOAuthApp(tn, tenancy.RoleTeacher, clients.ClientInput{})
 	a.Conf.Scopes = []string{"profile"}
 	ctx := context.Background()
 
@@ -150,7 +147,7 @@ func TestPKCERules(t *testing.T) {
 	}
 
 	// A public client has no secret and must use PKCE.
-	pub := e.NewOAuthApp(e.NewTenant("FR", "pro"), tenancy.RoleStudent, identity.ClientInput{Name: "Mobile", Public: true})
+	pub := e.NewOAuthApp(e.NewTenant("FR", "pro"), tenancy.RoleStudent, clients.ClientInput{Name: "Mobile", Public: true})
 	pub.Conf.Scopes = []string{"openid", "profile"}
 	if pub.Conf.ClientSecret != "" {
 		t.Fatal("public client got a secret")
@@ -176,7 +173,7 @@ func TestExpiredAccessToken(t *testing.T) {
 	now := time.Now()
 	e := apptest.NewWithClock(t, func() time.Time { return now })
 	tn := e.NewTenant("US", "pro")
-	a := e.NewOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
+	a := e.NewOAuthApp(tn, tenancy.RoleTeacher, clients.ClientInput{})
 	a.Conf.Scopes = []string{"profile", "offline_access"}
 	tok := e.Token(a)
 	now = now.Add(identity.AccessTokenTTL - time.Minute)
@@ -202,7 +199,7 @@ func TestAuditLogWriteByCallerKind(t *testing.T) {
 	entry := `{"action":"grade.synced","target":{"type":"exam","id":"exm_42"},"reason":"nightly sync","after":{"grades":12}}`
 
 	// An app its organization allowed receives audit-logs:write and may write.
-	a := e.NewOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{Scopes: []string{"profile", "audit-logs:write"}, AllowAuditLogsWrite: true})
+	a := e.NewOAuthApp(tn, tenancy.RoleTeacher, clients.ClientInput{Scopes: []string{"profile", "audit-logs:write"}, AllowAuditLogsWrite: true})
 	a.Conf.Scopes = []string{"profile", "audit-logs:write"}
 	tok := e.Token(a)
 	if !strings.Contains(tok.Extra("scope").(string), "audit-logs:write") {
@@ -224,210 +221,17 @@ func TestAuditLogWriteByCallerKind(t *testing.T) {
 	if r := e.Do("POST", "/audit-logs", tn.Keys[tenancy.RoleOwner], entry).Must(t, http.StatusForbidden); r.Reason() != "CALLER_KIND_NOT_ALLOWED" {
 		t.Fatalf("API key: %s", r.Raw)
 	}
-	jwt := serviceAccountToken(e, tn, tenancy.RoleAdmin, "")
+	jwt := e.ServiceAccountToken(tn, tenancy.RoleAdmin, "")
 	if r := e.Do("POST", "/audit-logs", jwt, entry).Must(t, http.StatusForbidden); r.Reason() != "CALLER_KIND_NOT_ALLOWED" {
 		t.Fatalf("JWT caller: %s", r.Raw)
 	}
-}
-
-// serviceAccountToken creates a service account with a fresh key and
-// exchanges a signed assertion for a JWT access token (RFC 7523).
-func serviceAccountToken(e *env, tn tenant, role tenancy.Role, scope string) string {
-	e.T.Helper()
-	sa := e.NewServiceAccount(tn, role)
-	status, tok, code := exchangeAssertion(e, sa, e.AddKey(sa), scope)
-	if status != http.StatusOK || tok == "" {
-		e.T.Fatalf("jwt-bearer grant: %d %s", status, code)
-	}
-	return tok
-}
-
-// exchangeAssertion signs an assertion with key and posts it to the token
-// endpoint: the status, then the access token or the error code.
-func exchangeAssertion(e *env, sa apptest.ServiceAccount, key apptest.SigningKey, scope string) (status int, token, errorCode string) {
-	e.T.Helper()
-	form := url.Values{"grant_type": {string(oidc.GrantTypeBearer)}, "assertion": {e.Assertion(sa, key)}}
-	if scope != "" {
-		form.Set("scope", scope)
-	}
-	res, err := http.PostForm(e.Srv.URL+"/oauth/token", form)
-	if err != nil {
-		e.T.Fatal(err)
-	}
-	defer res.Body.Close()
-	var out struct {
-		AccessToken string `json:"access_token"`
-		Error       string `json:"error"`
-	}
-	_ = json.NewDecoder(res.Body).Decode(&out)
-	return res.StatusCode, out.AccessToken, out.Error
-}
-
-// signedInServiceAccount starts an environment with a teacher service
-// account of a new organization and a key of it, checks that the token its
-// assertion obtains reads /users, and returns them with a second
-// organization's system caller.
-func signedInServiceAccount(t *testing.T) (e *env, tn tenant, sa apptest.ServiceAccount, key apptest.SigningKey, jwt string, foreign context.Context) {
-	e = apptest.New(t)
-	tn, other := e.NewTenant("US", "pro"), e.NewTenant("DE", "pro")
-	sa = e.NewServiceAccount(tn, tenancy.RoleTeacher)
-	key = e.AddKey(sa)
-	_, jwt, _ = exchangeAssertion(e, sa, key, "users:read")
-	e.Do("GET", "/users", jwt, nil).Must(t, http.StatusOK)
-	return e, tn, sa, key, jwt, tenancy.WithCaller(context.Background(), tenancy.SystemCaller(other.Org.ID))
-}
-
-// TestServiceAccountRevocation: a revoked key obtains no token while the
-// tokens it obtained run out their hour; a disabled account's tokens are
-// refused at once and work again once it is enabled; an account holds at
-// most MaxServiceAccountKeys active keys, and revoking one makes room.
-func TestServiceAccountRevocation(t *testing.T) {
-	t.Parallel()
-	e, tn, sa, key, jwt, foreign := signedInServiceAccount(t)
-	if err := e.App.Identity.RevokeServiceAccountKey(foreign, key.ID); !errs.Is(err, errs.KindNotFound) {
-		t.Fatalf("another organization revoking the key: %v, want not found", err)
-	}
-	if err := e.App.Identity.SetServiceAccountDisabled(foreign, sa.ID, true); !errs.Is(err, errs.KindNotFound) {
-		t.Fatalf("another organization disabling the account: %v, want not found", err)
-	}
-	e.Do("GET", "/users", jwt, nil).Must(t, http.StatusOK)
-
-	if err := e.App.Identity.RevokeServiceAccountKey(sa.Ctx, key.ID); err != nil {
-		t.Fatal(err)
-	}
-	// RFC 7523, section 3.1: an assertion that does not verify is invalid_grant.
-	if status, tok, code := exchangeAssertion(e, sa, key, "users:read"); status != http.StatusBadRequest || tok != "" || code != "invalid_grant" {
-		t.Fatalf("a revoked key: %d %q, want 400 invalid_grant", status, code)
-	}
-	e.Do("GET", "/users", jwt, nil).Must(t, http.StatusOK)
-
-	if err := e.App.Identity.SetServiceAccountDisabled(sa.Ctx, sa.ID, true); err != nil {
-		t.Fatal(err)
-	}
-	e.Do("GET", "/users", jwt, nil).Must(t, http.StatusUnauthorized)
-	if err := e.App.Identity.SetServiceAccountDisabled(sa.Ctx, sa.ID, false); err != nil {
-		t.Fatal(err)
-	}
-	e.Do("GET", "/users", jwt, nil).Must(t, http.StatusOK)
-
-	for range identity.MaxServiceAccountKeys {
-		key = e.AddKey(sa)
-	}
-	if _, err := e.TryAddKey(sa); !isConflict(err, "SERVICE_ACCOUNT_KEY_LIMIT") {
-		t.Fatalf("key %d: %v, want SERVICE_ACCOUNT_KEY_LIMIT", identity.MaxServiceAccountKeys+1, err)
-	}
-	keys, err := e.App.Identity.ServiceAccountKeys(sa.Ctx, sa.ID)
-	if err != nil || len(keys) != identity.MaxServiceAccountKeys+1 || keys[0].ID != key.ID || keys[len(keys)-1].RevokedAt == nil {
-		t.Fatalf("keys: %v %+v, want the %d active newest first and the revoked one last", err, keys, identity.MaxServiceAccountKeys)
-	}
-	if err := e.App.Identity.RevokeServiceAccountKey(sa.Ctx, key.ID); err != nil {
-		t.Fatal(err)
-	}
-	e.AddKey(sa)
-
-	logged := e.Do("GET", "/audit-logs?targetId="+sa.ID, tn.Keys[tenancy.RoleOwner], nil).Must(t, http.StatusOK)
-	for _, action := range []string{"service_account.key_revoked", "service_account.disabled", "service_account.enabled"} {
-		if !strings.Contains(string(logged.Raw), `"`+action+`"`) {
-			t.Errorf("no %s entry: %s", action, logged.Raw)
-		}
-	}
-}
-
-// TestServiceAccountDeletion: a deleted account's tokens and keys are
-// refused at once, the deletion is audited, and an organization holds at
-// most MaxServiceAccounts accounts, deleting one making room.
-func TestServiceAccountDeletion(t *testing.T) {
-	t.Parallel()
-	e, tn, sa, key, jwt, foreign := signedInServiceAccount(t)
-	if err := e.App.Identity.DeleteServiceAccount(foreign, sa.ID); !errs.Is(err, errs.KindNotFound) {
-		t.Fatalf("another organization deleting the account: %v, want not found", err)
-	}
-	e.Do("GET", "/users", jwt, nil).Must(t, http.StatusOK)
-
-	if err := e.App.Identity.DeleteServiceAccount(sa.Ctx, sa.ID); err != nil {
-		t.Fatal(err)
-	}
-	e.Do("GET", "/users", jwt, nil).Must(t, http.StatusUnauthorized)
-	if status, tok, code := exchangeAssertion(e, sa, key, "users:read"); status != http.StatusBadRequest || tok != "" || code != "invalid_grant" {
-		t.Fatalf("a deleted account's key: %d %q, want 400 invalid_grant", status, code)
-	}
-	if err := e.App.Identity.DeleteServiceAccount(sa.Ctx, sa.ID); !errs.Is(err, errs.KindNotFound) {
-		t.Fatalf("deleting it again: %v, want not found", err)
-	}
-	if _, err := e.App.Identity.ServiceAccountKeys(sa.Ctx, sa.ID); !errs.Is(err, errs.KindNotFound) {
-		t.Fatalf("its keys: %v, want not found", err)
-	}
-	logged := e.Do("GET", "/audit-logs?action=service_account.deleted&targetId="+sa.ID, tn.Keys[tenancy.RoleOwner], nil).Must(t, http.StatusOK)
-	if !strings.Contains(string(logged.Raw), `"sync bot"`) {
-		t.Errorf("no service_account.deleted entry naming the account: %s", logged.Raw)
-	}
-
-	var last identity.ServiceAccount
-	for range identity.MaxServiceAccounts {
-		last = e.NewServiceAccount(tn, tenancy.RoleStudent).ServiceAccount
-	}
-	if _, err := e.App.Identity.CreateServiceAccount(sa.Ctx, "one too many", tenancy.RoleStudent); !isConflict(err, "SERVICE_ACCOUNT_LIMIT") {
-		t.Fatalf("service account %d: %v, want SERVICE_ACCOUNT_LIMIT", identity.MaxServiceAccounts+1, err)
-	}
-	if _, err := e.App.Identity.CreateServiceAccount(foreign, "another organization's", tenancy.RoleStudent); err != nil {
-		t.Fatalf("another organization is under its own bound: %v", err)
-	}
-	if err := e.App.Identity.DeleteServiceAccount(sa.Ctx, last.ID); err != nil {
-		t.Fatal(err)
-	}
-	e.NewServiceAccount(tn, tenancy.RoleStudent)
-}
-
-// TestServiceAccountKeyRacingItsAccountsDeletion adds a key while its
-// account's deletion commits: the account is not found, as it would be a
-// moment later, rather than a server fault.
-func TestServiceAccountKeyRacingItsAccountsDeletion(t *testing.T) {
-	t.Parallel()
-	url := storetest.NewURL(t)
-	e := apptest.NewAt(t, url)
-	sa := e.NewServiceAccount(e.NewTenant("US", "pro"), tenancy.RoleTeacher)
-	err := storetest.DeleteDuring(t, url, `DELETE FROM service_accounts WHERE id = $1`, []any{sa.ID}, func() error {
-		_, err := e.TryAddKey(sa)
-		return err
-	})
-	if !errs.Is(err, errs.KindNotFound) {
-		t.Fatalf("adding a key as its account is deleted: %v, want not found", err)
-	}
-}
-
-func isConflict(err error, reason string) bool {
-	e, ok := errs.As(err)
-	return ok && e.Kind == errs.KindConflict && e.Reason == reason
-}
-
-func TestServiceAccountJWT(t *testing.T) {
-	t.Parallel()
-	e := apptest.New(t)
-	tn, other := e.NewTenant("US", "pro"), e.NewTenant("DE", "pro")
-	jwt := serviceAccountToken(e, tn, tenancy.RoleTeacher, "users:read exams:read")
-	if parts := strings.Split(jwt, "."); len(parts) != 3 {
-		t.Fatalf("service account token is not a JWT: %q", jwt)
-	}
-	list := e.Do("GET", "/users", jwt, nil).Must(t, http.StatusOK)
-	if n := len(list.Body["users"].([]any)); n != 4 {
-		t.Fatalf("service account sees %d users, want its organization's 4", n)
-	}
-	e.Do("GET", "/users/"+other.Users[tenancy.RoleOwner].ID, jwt, nil).Must(t, http.StatusNotFound)
-	if r := e.Do("GET", "/org", jwt, nil).Must(t, http.StatusForbidden); r.Reason() != "INSUFFICIENT_SCOPE" {
-		t.Fatalf("scope not requested: %s", r.Raw)
-	}
-	if r := e.Do("GET", "/me", jwt, nil).Must(t, http.StatusForbidden); r.Reason() != "INSUFFICIENT_SCOPE" && r.Reason() != "CALLER_KIND_NOT_ALLOWED" {
-		t.Fatalf("GET /me as a service account: %s", r.Raw)
-	}
-	tampered := jwt[:len(jwt)-4] + "AAAA"
-	e.Do("GET", "/users", tampered, nil).Must(t, http.StatusUnauthorized)
 }
 
 func TestIntrospectionAndUserinfo(t *testing.T) {
 	t.Parallel()
 	e := apptest.New(t)
 	tn := e.NewTenant("US", "pro")
-	a := e.NewOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
+	a := e.NewOAuthApp(tn, tenancy.RoleTeacher, clients.ClientInput{})
 	a.Conf.Scopes = []string{"openid", "profile"}
 	tok := e.Token(a)
 	introspect := func(token, clientID, secret string) map[string]any {
@@ -455,7 +259,7 @@ func TestIntrospectionAndUserinfo(t *testing.T) {
 		t.Fatalf("introspection of garbage = %v", got)
 	}
 
-	status, info, _ := userinfo(e, tok.AccessToken)
+	status, info, _ := e.Userinfo(tok.AccessToken)
 	if status != http.StatusOK || info["sub"] != a.User.ID || info["name"] != "Signing In" || info["email"] != nil {
 		t.Fatalf("userinfo with openid profile = %d %v (email must need the email scope)", status, info)
 	}
@@ -464,10 +268,10 @@ func TestIntrospectionAndUserinfo(t *testing.T) {
 	// the app to sign the user in again, whether it is garbage or was
 	// revoked; no token at all gets the bare challenge.
 	const invalidToken = `Bearer realm="assessd", error="invalid_token"`
-	if status, info, challenge := userinfo(e, "garbage"); status != http.StatusUnauthorized || challenge != invalidToken {
+	if status, info, challenge := e.Userinfo("garbage"); status != http.StatusUnauthorized || challenge != invalidToken {
 		t.Errorf("userinfo with garbage = %d %v (WWW-Authenticate %q), want 401 %s", status, info, challenge, invalidToken)
 	}
-	if status, _, challenge := userinfo(e, ""); status != http.StatusUnauthorized || challenge != `Bearer realm="assessd"` {
+	if status, _, challenge := e.Userinfo(""); status != http.StatusUnauthorized || challenge != `Bearer realm="assessd"` {
 		t.Errorf("userinfo without a token = %d (WWW-Authenticate %q), want 401 with the bare challenge", status, challenge)
 	}
 	res, err := http.PostForm(e.Srv.URL+"/oauth/revoke", url.Values{"token": {tok.AccessToken}, "client_id": {a.Conf.ClientID}, "client_secret": {a.Conf.ClientSecret}})
@@ -475,34 +279,16 @@ func TestIntrospectionAndUserinfo(t *testing.T) {
 		t.Fatalf("revoke: %v %v", res, err)
 	}
 	res.Body.Close()
-	if status, info, challenge := userinfo(e, tok.AccessToken); status != http.StatusUnauthorized || info["error"] != "access_denied" || challenge != invalidToken {
+	if status, info, challenge := e.Userinfo(tok.AccessToken); status != http.StatusUnauthorized || info["error"] != "access_denied" || challenge != invalidToken {
 		t.Errorf("userinfo with a revoked token = %d %v (WWW-Authenticate %q), want 401 access_denied %s", status, info, challenge, invalidToken)
 	}
-}
-
-// userinfo calls the OIDC userinfo endpoint with an access token ("" sends
-// none): the status, the body and the WWW-Authenticate challenge.
-func userinfo(e *env, accessToken string) (int, map[string]any, string) {
-	e.T.Helper()
-	req, _ := http.NewRequest("GET", e.Srv.URL+"/oauth/userinfo", nil)
-	if accessToken != "" {
-		req.Header.Set("Authorization", "Bearer "+accessToken)
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		e.T.Fatal(err)
-	}
-	defer res.Body.Close()
-	var info map[string]any
-	_ = json.NewDecoder(res.Body).Decode(&info)
-	return res.StatusCode, info, res.Header.Get("WWW-Authenticate")
 }
 
 func TestLoginPageProtections(t *testing.T) {
 	t.Parallel()
 	e := apptest.New(t)
 	tn := e.NewTenant("US", "pro")
-	a := e.NewOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
+	a := e.NewOAuthApp(tn, tenancy.RoleTeacher, clients.ClientInput{})
 	b := e.NewBrowser()
 	login := b.Get(e.Srv.URL + "/login")
 	if login.Status != http.StatusOK || !strings.Contains(login.Body, `name="email"`) || !strings.Contains(login.Body, `name="password"`) {
@@ -516,7 +302,7 @@ func TestLoginPageProtections(t *testing.T) {
 	// one every 12 s (5 a minute). Each failure costs a password hash, slow
 	// under the race detector on a busy machine, so the refills the attempts
 	// took time for are allowed too.
-	var last page
+	var last apptest.Page
 	start, tries := time.Now(), 0
 	for last.Status != http.StatusTooManyRequests && tries < 40 {
 		page := b.Get(e.Srv.URL + "/login")
@@ -538,7 +324,7 @@ func TestTokenScopesPerEndpointFamily(t *testing.T) {
 	t.Parallel()
 	e := apptest.New(t)
 	tn := e.NewTenant("US", "pro")
-	a := e.NewOAuthApp(tn, tenancy.RoleAdmin, identity.ClientInput{})
+	a := e.NewOAuthApp(tn, tenancy.RoleAdmin, clients.ClientInput{})
 	token := func(scopes ...string) string {
 		a.Conf.Scopes = scopes
 		return e.Token(a).AccessToken
@@ -570,7 +356,7 @@ func TestTokenEndpointDetails(t *testing.T) {
 	t.Parallel()
 	e := apptest.New(t)
 	tn := e.NewTenant("US", "pro")
-	a := e.NewOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
+	a := e.NewOAuthApp(tn, tenancy.RoleTeacher, clients.ClientInput{})
 	a.Conf.Scopes = []string{"profile", "offline_access"}
 	ctx := context.Background()
 
@@ -603,14 +389,14 @@ func TestTokenEndpointDetails(t *testing.T) {
 
 	// Guessing at the token endpoint is slowed down: 30 failures at once,
 	// then 30 a minute; the wrong secret above was the first.
-	last := apptest.Throttled(t, 29, 30, func() response {
+	last := apptest.Throttled(t, 29, 30, func() apptest.Response {
 		res, err := http.PostForm(e.Srv.URL+"/oauth/token", url.Values{"grant_type": {"authorization_code"}, "code": {"guess"},
 			"client_id": {a.Conf.ClientID}, "client_secret": {"cs_guess"}, "redirect_uri": {apptest.TestRedirect}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		res.Body.Close()
-		return response{Status: res.StatusCode, Header: res.Header}
+		return apptest.Response{Status: res.StatusCode, Header: res.Header}
 	})
 	if last.Header.Get("Retry-After") == "" {
 		t.Fatal("a refused token request without Retry-After")
@@ -621,7 +407,7 @@ func TestJWTBearerMetrics(t *testing.T) {
 	t.Parallel()
 	e := apptest.New(t)
 	tn := e.NewTenant("US", "pro")
-	serviceAccountToken(e, tn, tenancy.RoleTeacher, "users:read")
+	e.ServiceAccountToken(tn, tenancy.RoleTeacher, "users:read")
 	metrics := string(e.Do("GET", "/metrics", "", nil).Raw)
 	if !strings.Contains(metrics, `grant_type="jwt_bearer",org="`+tn.Org.ID+`"} 1`) {
 		t.Fatalf("no jwt_bearer token counted for %s", tn.Org.ID)
@@ -635,7 +421,7 @@ func TestRefreshTokenWithoutOfflineAccess(t *testing.T) {
 	t.Parallel()
 	e := apptest.New(t)
 	tn := e.NewTenant("US", "pro")
-	a := e.NewOAuthApp(tn, tenancy.RoleTeacher, identity.ClientInput{})
+	a := e.NewOAuthApp(tn, tenancy.RoleTeacher, clients.ClientInput{})
 	a.Conf.Scopes = []string{"profile", "users:read"}
 	tok := e.Token(a)
 	if tok.RefreshToken == "" {
@@ -674,7 +460,7 @@ func TestDiscoveryAdvertisesAcceptedGrants(t *testing.T) {
 		t.Errorf("response_types_supported = %v, want only code", d.ResponseTypes)
 	}
 	// A registered client authenticates, so only the grant type decides.
-	a := e.NewOAuthApp(e.NewTenant("US", "pro"), tenancy.RoleTeacher, identity.ClientInput{})
+	a := e.NewOAuthApp(e.NewTenant("US", "pro"), tenancy.RoleTeacher, clients.ClientInput{})
 	tokenError := func(grant string) string {
 		res, err := http.PostForm(e.Srv.URL+"/oauth/token", url.Values{"grant_type": {grant},
 			"client_id": {a.Conf.ClientID}, "client_secret": {a.Conf.ClientSecret}})

@@ -1,4 +1,8 @@
-package identity
+// Package clients registers an organization's OAuth clients, the apps its
+// users sign in to with assessd, and keeps the clients it allowed scopes
+// never granted by default (audit-logs:write), whoever registered them;
+// with the developer pages that manage them.
+package clients
 
 import (
 	"context"
@@ -12,11 +16,26 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/assessd/assessd/internal/audit"
+	"github.com/assessd/assessd/internal/identity"
 	"github.com/assessd/assessd/internal/platform/errs"
 	"github.com/assessd/assessd/internal/platform/ids"
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/tenancy"
 )
+
+// Service registers and manages OAuth clients and the organization's
+// allowed clients, with the caller's permissions, and serves the
+// developer pages of them.
+type Service struct {
+	db       *store.DB
+	provider *identity.Provider
+}
+
+// New returns the service on db, beside the provider that authenticates
+// the clients.
+func New(db *store.DB, provider *identity.Provider) *Service {
+	return &Service{db: db, provider: provider}
+}
 
 // Client is a registered OAuth client, without its secret.
 type Client struct {
@@ -110,7 +129,7 @@ func validateRedirectURI(raw string) error {
 
 // CreateClient registers a client for the caller's organization and returns
 // its secret (empty for public clients), which is shown only this once.
-func (p *Provider) CreateClient(ctx context.Context, in ClientInput) (Client, string, error) {
+func (s *Service) CreateClient(ctx context.Context, in ClientInput) (Client, string, error) {
 	caller, err := tenancy.Authorize(ctx, manageClients)
 	if err != nil {
 		return Client{}, "", err
@@ -123,12 +142,12 @@ func (p *Provider) CreateClient(ctx context.Context, in ClientInput) (Client, st
 	var secret string
 	var secretHash []byte
 	if !in.Public {
-		secret = "cs_" + newSecret()
-		secretHash = hashSecret(secret)
+		secret = "cs_" + identity.NewSecret()
+		secretHash = identity.HashSecret(secret)
 	}
-	err = p.db.Tx(ctx, func(ctx context.Context) error {
-		q := p.db.Q(ctx)
-		if err := checkClientRoom(ctx, p.db, caller.OrgID); err != nil {
+	err = s.db.Tx(ctx, func(ctx context.Context) error {
+		q := s.db.Q(ctx)
+		if err := checkClientRoom(ctx, s.db, caller.OrgID); err != nil {
 			return err
 		}
 		if err := q.QueryRow(ctx, `
@@ -137,11 +156,11 @@ func (p *Provider) CreateClient(ctx context.Context, in ClientInput) (Client, st
 			c.ID, c.Name, c.Description, c.RedirectURIs, secretHash, nonNil(c.Scopes), caller.UserID).Scan(&c.CreatedAt); err != nil {
 			return fmt.Errorf("create client: %w", err)
 		}
-		if err := p.setAuditAllowance(ctx, caller, c.ID, in.AllowAuditLogsWrite); err != nil {
+		if err := s.setAuditAllowance(ctx, caller, c.ID, in.AllowAuditLogsWrite); err != nil {
 			return err
 		}
 		c.AuditLogsWrite = in.AllowAuditLogsWrite
-		err := audit.Record(ctx, p.db, audit.Entry{Action: "oauth_client.created", Actor: tenancy.ActorOf(caller),
+		err := audit.Record(ctx, s.db, audit.Entry{Action: "oauth_client.created", Actor: tenancy.ActorOf(caller),
 			Target: audit.Target{Type: "oauth_client", ID: c.ID}, After: clientSnapshot(c)})
 		return err
 	})
@@ -178,15 +197,15 @@ func nonNil(s []string) []string {
 
 // setAuditAllowance records whether the caller's organization lets client
 // receive audit-logs:write.
-func (p *Provider) setAuditAllowance(ctx context.Context, caller *tenancy.Caller, clientID string, allow bool) error {
-	q := p.db.Q(ctx)
+func (s *Service) setAuditAllowance(ctx context.Context, caller *tenancy.Caller, clientID string, allow bool) error {
+	q := s.db.Q(ctx)
 	var err error
 	if allow {
 		_, err = q.Exec(ctx, `INSERT INTO oauth_client_audit_allowances (org_id, client_id, allowed_by)
 			VALUES (app_org_id(), $1, $2) ON CONFLICT DO NOTHING`, clientID, caller.UserID)
 	} else {
 		if _, err = q.Exec(ctx, `DELETE FROM oauth_client_audit_allowances WHERE org_id = app_org_id() AND client_id = $1`, clientID); err == nil {
-			err = stripAllowableScopes(ctx, p.db, clientID)
+			err = stripAllowableScopes(ctx, s.db, clientID)
 		}
 	}
 	return err
@@ -202,11 +221,11 @@ func scanClient(row pgx.Row) (Client, error) {
 }
 
 // Clients lists the caller's organization's clients, newest first.
-func (p *Provider) Clients(ctx context.Context) ([]Client, error) {
+func (s *Service) Clients(ctx context.Context) ([]Client, error) {
 	if _, err := tenancy.Authorize(ctx, manageClients); err != nil {
 		return nil, err
 	}
-	rows, err := p.db.Q(ctx).Query(ctx, `SELECT `+clientColumns+` FROM oauth_clients c WHERE c.org_id = app_org_id() ORDER BY c.id DESC`)
+	rows, err := s.db.Q(ctx).Query(ctx, `SELECT `+clientColumns+` FROM oauth_clients c WHERE c.org_id = app_org_id() ORDER BY c.id DESC`)
 	if err != nil {
 		return nil, fmt.Errorf("list clients: %w", err)
 	}
@@ -214,11 +233,11 @@ func (p *Provider) Clients(ctx context.Context) ([]Client, error) {
 }
 
 // Client returns one of the caller's organization's clients.
-func (p *Provider) Client(ctx context.Context, id string) (Client, error) {
+func (s *Service) Client(ctx context.Context, id string) (Client, error) {
 	if _, err := tenancy.Authorize(ctx, manageClients); err != nil {
 		return Client{}, err
 	}
-	c, err := scanClient(p.db.Q(ctx).QueryRow(ctx, `SELECT `+clientColumns+` FROM oauth_clients c WHERE c.org_id = app_org_id() AND c.id = $1`, id))
+	c, err := scanClient(s.db.Q(ctx).QueryRow(ctx, `SELECT `+clientColumns+` FROM oauth_clients c WHERE c.org_id = app_org_id() AND c.id = $1`, id))
 	if err == pgx.ErrNoRows {
 		return Client{}, errs.NotFound("oauth client")
 	}
@@ -227,7 +246,7 @@ func (p *Provider) Client(ctx context.Context, id string) (Client, error) {
 
 // UpdateClient replaces a client's name, description, redirect URIs and
 // scopes (its type, public or confidential, is fixed).
-func (p *Provider) UpdateClient(ctx context.Context, id string, in ClientInput) (Client, error) {
+func (s *Service) UpdateClient(ctx context.Context, id string, in ClientInput) (Client, error) {
 	caller, err := tenancy.Authorize(ctx, manageClients)
 	if err != nil {
 		return Client{}, err
@@ -237,8 +256,8 @@ func (p *Provider) UpdateClient(ctx context.Context, id string, in ClientInput) 
 	}
 	var c Client
 	// Withdrawing audit-logs:write narrows the client's grants.
-	err = p.storage.changeCredentials(ctx, func(ctx context.Context) error {
-		q := p.db.Q(ctx)
+	err = s.provider.ChangeCredentials(ctx, func(ctx context.Context) error {
+		q := s.db.Q(ctx)
 		tag, err := q.Exec(ctx, `UPDATE oauth_clients SET name = $2, description = $3, redirect_uris = $4, scopes = $5, updated_at = now()
 			WHERE org_id = app_org_id() AND id = $1`, id, in.Name, in.Description, in.RedirectURIs, nonNil(in.Scopes))
 		if err != nil {
@@ -247,13 +266,13 @@ func (p *Provider) UpdateClient(ctx context.Context, id string, in ClientInput) 
 		if tag.RowsAffected() == 0 {
 			return errs.NotFound("oauth client")
 		}
-		if err := p.setAuditAllowance(ctx, caller, id, in.AllowAuditLogsWrite); err != nil {
+		if err := s.setAuditAllowance(ctx, caller, id, in.AllowAuditLogsWrite); err != nil {
 			return err
 		}
 		if c, err = scanClient(q.QueryRow(ctx, `SELECT `+clientColumns+` FROM oauth_clients c WHERE c.org_id = app_org_id() AND c.id = $1`, id)); err != nil {
 			return err
 		}
-		err = audit.Record(ctx, p.db, audit.Entry{Action: "oauth_client.updated", Actor: tenancy.ActorOf(caller),
+		err = audit.Record(ctx, s.db, audit.Entry{Action: "oauth_client.updated", Actor: tenancy.ActorOf(caller),
 			Target: audit.Target{Type: "oauth_client", ID: id}, After: clientSnapshot(c)})
 		return err
 	})
@@ -262,23 +281,23 @@ func (p *Provider) UpdateClient(ctx context.Context, id string, in ClientInput) 
 
 // RotateClientSecret replaces a confidential client's secret and returns
 // the new one, shown only this once; the old one stops working at once.
-func (p *Provider) RotateClientSecret(ctx context.Context, id string) (string, error) {
+func (s *Service) RotateClientSecret(ctx context.Context, id string) (string, error) {
 	caller, err := tenancy.Authorize(ctx, manageClients)
 	if err != nil {
 		return "", err
 	}
-	secret := "cs_" + newSecret()
-	err = p.db.Tx(ctx, func(ctx context.Context) error {
-		q := p.db.Q(ctx)
+	secret := "cs_" + identity.NewSecret()
+	err = s.db.Tx(ctx, func(ctx context.Context) error {
+		q := s.db.Q(ctx)
 		tag, err := q.Exec(ctx, `UPDATE oauth_clients SET secret_hash = $2, updated_at = now()
-			WHERE org_id = app_org_id() AND id = $1 AND secret_hash IS NOT NULL`, id, hashSecret(secret))
+			WHERE org_id = app_org_id() AND id = $1 AND secret_hash IS NOT NULL`, id, identity.HashSecret(secret))
 		if err != nil {
 			return fmt.Errorf("rotate client secret: %w", err)
 		}
 		if tag.RowsAffected() == 0 {
 			return errs.NotFound("oauth client")
 		}
-		err = audit.Record(ctx, p.db, audit.Entry{Action: "oauth_client.secret_rotated", Actor: tenancy.ActorOf(caller),
+		err = audit.Record(ctx, s.db, audit.Entry{Action: "oauth_client.secret_rotated", Actor: tenancy.ActorOf(caller),
 			Target: audit.Target{Type: "oauth_client", ID: id}})
 		return err
 	})
@@ -286,13 +305,13 @@ func (p *Provider) RotateClientSecret(ctx context.Context, id string) (string, e
 }
 
 // DeleteClient removes a client; every grant and token it holds goes with it.
-func (p *Provider) DeleteClient(ctx context.Context, id string) error {
+func (s *Service) DeleteClient(ctx context.Context, id string) error {
 	caller, err := tenancy.Authorize(ctx, manageClients)
 	if err != nil {
 		return err
 	}
-	return p.storage.changeCredentials(ctx, func(ctx context.Context) error {
-		q := p.db.Q(ctx)
+	return s.provider.ChangeCredentials(ctx, func(ctx context.Context) error {
+		q := s.db.Q(ctx)
 		tag, err := q.Exec(ctx, `DELETE FROM oauth_clients WHERE org_id = app_org_id() AND id = $1`, id)
 		if err != nil {
 			return fmt.Errorf("delete client: %w", err)
@@ -300,10 +319,10 @@ func (p *Provider) DeleteClient(ctx context.Context, id string) error {
 		if tag.RowsAffected() == 0 {
 			return errs.NotFound("oauth client")
 		}
-		if err := tenancy.NotifyCredentialsChanged(ctx, p.db); err != nil {
+		if err := tenancy.NotifyCredentialsChanged(ctx, s.db); err != nil {
 			return err
 		}
-		err = audit.Record(ctx, p.db, audit.Entry{Action: "oauth_client.deleted", Actor: tenancy.ActorOf(caller),
+		err = audit.Record(ctx, s.db, audit.Entry{Action: "oauth_client.deleted", Actor: tenancy.ActorOf(caller),
 			Target: audit.Target{Type: "oauth_client", ID: id}})
 		return err
 	})

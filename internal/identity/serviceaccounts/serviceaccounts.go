@@ -1,4 +1,7 @@
-package identity
+// Package serviceaccounts holds an organization's service accounts, its
+// non-human callers, and the public keys whose signed assertions the OAuth
+// provider exchanges for access tokens (the JWT bearer grant, RFC 7523).
+package serviceaccounts
 
 import (
 	"context"
@@ -6,13 +9,10 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
-	jose "github.com/go-jose/go-jose/v4"
 	"github.com/jackc/pgx/v5"
-	"github.com/zitadel/oidc/v3/pkg/op"
 
 	"github.com/assessd/assessd/internal/audit"
 	"github.com/assessd/assessd/internal/platform/errs"
@@ -20,6 +20,13 @@ import (
 	"github.com/assessd/assessd/internal/store"
 	"github.com/assessd/assessd/tenancy"
 )
+
+// Service manages service accounts and their keys, with the caller's
+// permissions, and finds them for the provider (identity.ServiceAccounts).
+type Service struct{ db *store.DB }
+
+// New returns the service on db.
+func New(db *store.DB) *Service { return &Service{db: db} }
 
 // ServiceAccount is a non-human caller of one organization.
 type ServiceAccount struct {
@@ -37,7 +44,7 @@ type ServiceAccount struct {
 const MaxServiceAccounts = 100
 
 // CreateServiceAccount adds a service account with role (not owner).
-func (p *Provider) CreateServiceAccount(ctx context.Context, name string, role tenancy.Role) (ServiceAccount, error) {
+func (s *Service) CreateServiceAccount(ctx context.Context, name string, role tenancy.Role) (ServiceAccount, error) {
 	caller, err := tenancy.Authorize(ctx, tenancy.WriteUsers)
 	if err != nil {
 		return ServiceAccount{}, err
@@ -49,20 +56,20 @@ func (p *Provider) CreateServiceAccount(ctx context.Context, name string, role t
 		return ServiceAccount{}, errs.Invalid("role", "must be admin, teacher or student")
 	}
 	sa := ServiceAccount{ID: ids.New(ids.ServiceAccount), OrgID: caller.OrgID, Name: name, Role: role}
-	err = p.db.Tx(ctx, func(ctx context.Context) error {
-		n, err := p.db.CountLocked(ctx, "service_accounts", `SELECT count(*) FROM service_accounts WHERE org_id = app_org_id()`)
+	err = s.db.Tx(ctx, func(ctx context.Context) error {
+		n, err := s.db.CountLocked(ctx, "service_accounts", `SELECT count(*) FROM service_accounts WHERE org_id = app_org_id()`)
 		if err != nil {
 			return err
 		}
 		if n >= MaxServiceAccounts {
 			return errs.Conflict("SERVICE_ACCOUNT_LIMIT", "an organization has at most %d service accounts; delete one to add another", MaxServiceAccounts)
 		}
-		q := p.db.Q(ctx)
+		q := s.db.Q(ctx)
 		if err := q.QueryRow(ctx, `INSERT INTO service_accounts (id, org_id, name, role) VALUES ($1, app_org_id(), $2, $3) RETURNING created_at`,
 			sa.ID, name, role).Scan(&sa.CreatedAt); err != nil {
 			return fmt.Errorf("create service account: %w", err)
 		}
-		err = audit.Record(ctx, p.db, audit.Entry{Action: "service_account.created", Actor: tenancy.ActorOf(caller),
+		err = audit.Record(ctx, s.db, audit.Entry{Action: "service_account.created", Actor: tenancy.ActorOf(caller),
 			Target: audit.Target{Type: "service_account", ID: sa.ID}, After: map[string]any{"name": name, "role": string(role)}})
 		return err
 	})
@@ -71,11 +78,11 @@ func (p *Provider) CreateServiceAccount(ctx context.Context, name string, role t
 
 // ServiceAccounts lists the caller's organization's service accounts,
 // newest first. Only operators create them, so the list is short.
-func (p *Provider) ServiceAccounts(ctx context.Context) ([]ServiceAccount, error) {
+func (s *Service) ServiceAccounts(ctx context.Context) ([]ServiceAccount, error) {
 	if _, err := tenancy.Authorize(ctx, tenancy.WriteUsers); err != nil {
 		return nil, err
 	}
-	rows, err := p.db.Q(ctx).Query(ctx, `SELECT id, org_id, name, role, created_at, disabled_at IS NOT NULL
+	rows, err := s.db.Q(ctx).Query(ctx, `SELECT id, org_id, name, role, created_at, disabled_at IS NOT NULL
 		FROM service_accounts WHERE org_id = app_org_id() ORDER BY id DESC`)
 	if err != nil {
 		return nil, fmt.Errorf("list service accounts: %w", err)
@@ -93,7 +100,7 @@ const MaxServiceAccountKeys = 10
 
 // AddServiceAccountKey registers a PEM-encoded RSA or ECDSA public key for
 // signing JWT assertions and returns its key id (the assertion's "kid").
-func (p *Provider) AddServiceAccountKey(ctx context.Context, serviceAccountID, publicKeyPEM string) (string, error) {
+func (s *Service) AddServiceAccountKey(ctx context.Context, serviceAccountID, publicKeyPEM string) (string, error) {
 	caller, err := tenancy.Authorize(ctx, tenancy.WriteUsers)
 	if err != nil {
 		return "", err
@@ -105,8 +112,8 @@ func (p *Provider) AddServiceAccountKey(ctx context.Context, serviceAccountID, p
 		return "", errs.NotFound("service account")
 	}
 	keyID := ids.New(ids.ServiceAccountKey)
-	err = p.db.Tx(ctx, func(ctx context.Context) error {
-		n, err := p.db.CountLocked(ctx, "service_account_keys:"+serviceAccountID, `SELECT count(*) FROM service_account_keys
+	err = s.db.Tx(ctx, func(ctx context.Context) error {
+		n, err := s.db.CountLocked(ctx, "service_account_keys:"+serviceAccountID, `SELECT count(*) FROM service_account_keys
 			WHERE org_id = app_org_id() AND service_account_id = $1 AND revoked_at IS NULL`, serviceAccountID)
 		if err != nil {
 			return err
@@ -114,7 +121,7 @@ func (p *Provider) AddServiceAccountKey(ctx context.Context, serviceAccountID, p
 		if n >= MaxServiceAccountKeys {
 			return errs.Conflict("SERVICE_ACCOUNT_KEY_LIMIT", "a service account has at most %d active keys; revoke one to add another", MaxServiceAccountKeys)
 		}
-		tag, err := p.db.Q(ctx).Exec(ctx, `INSERT INTO service_account_keys (id, org_id, service_account_id, public_key_pem)
+		tag, err := s.db.Q(ctx).Exec(ctx, `INSERT INTO service_account_keys (id, org_id, service_account_id, public_key_pem)
 			SELECT $1, app_org_id(), id, $3 FROM service_accounts WHERE org_id = app_org_id() AND id = $2`,
 			keyID, serviceAccountID, publicKeyPEM)
 		if store.ForeignKey(err) != "" { // the account's deletion committed after the SELECT read it
@@ -126,7 +133,7 @@ func (p *Provider) AddServiceAccountKey(ctx context.Context, serviceAccountID, p
 		if tag.RowsAffected() == 0 {
 			return errs.NotFound("service account")
 		}
-		err = audit.Record(ctx, p.db, audit.Entry{Action: "service_account.key_added", Actor: tenancy.ActorOf(caller),
+		err = audit.Record(ctx, s.db, audit.Entry{Action: "service_account.key_added", Actor: tenancy.ActorOf(caller),
 			Target: audit.Target{Type: "service_account", ID: serviceAccountID}, After: map[string]any{"keyId": keyID}})
 		return err
 	})
@@ -141,7 +148,7 @@ type ServiceAccountKey struct {
 }
 
 // ServiceAccountKeys lists a service account's keys, newest first.
-func (p *Provider) ServiceAccountKeys(ctx context.Context, serviceAccountID string) ([]ServiceAccountKey, error) {
+func (s *Service) ServiceAccountKeys(ctx context.Context, serviceAccountID string) ([]ServiceAccountKey, error) {
 	if _, err := tenancy.Authorize(ctx, tenancy.WriteUsers); err != nil {
 		return nil, err
 	}
@@ -149,8 +156,8 @@ func (p *Provider) ServiceAccountKeys(ctx context.Context, serviceAccountID stri
 		return nil, errs.NotFound("service account")
 	}
 	var keys []ServiceAccountKey
-	err := p.db.Tx(ctx, func(ctx context.Context) error {
-		q := p.db.Q(ctx)
+	err := s.db.Tx(ctx, func(ctx context.Context) error {
+		q := s.db.Q(ctx)
 		var exists bool
 		if err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM service_accounts WHERE org_id = app_org_id() AND id = $1)`, serviceAccountID).Scan(&exists); err != nil {
 			return fmt.Errorf("list service account keys: %w", err)
@@ -174,9 +181,9 @@ func (p *Provider) ServiceAccountKeys(ctx context.Context, serviceAccountID stri
 
 // RevokeServiceAccountKey refuses the assertions key signs from now on.
 // Access tokens it already obtained stay valid until they expire (at most
-// JWTAccessTokenTTL); DisableServiceAccount stops those at once. Revoking
-// a revoked key changes nothing.
-func (p *Provider) RevokeServiceAccountKey(ctx context.Context, keyID string) error {
+// identity.JWTAccessTokenTTL); SetServiceAccountDisabled stops those at
+// once. Revoking a revoked key changes nothing.
+func (s *Service) RevokeServiceAccountKey(ctx context.Context, keyID string) error {
 	caller, err := tenancy.Authorize(ctx, tenancy.WriteUsers)
 	if err != nil {
 		return err
@@ -184,10 +191,10 @@ func (p *Provider) RevokeServiceAccountKey(ctx context.Context, keyID string) er
 	if !ids.Valid(ids.ServiceAccountKey, keyID) {
 		return errs.NotFound("service account key")
 	}
-	return p.db.Tx(ctx, func(ctx context.Context) error {
+	return s.db.Tx(ctx, func(ctx context.Context) error {
 		var accountID string
 		var already bool
-		err := p.db.Q(ctx).QueryRow(ctx, `
+		err := s.db.Q(ctx).QueryRow(ctx, `
 			UPDATE service_account_keys k SET revoked_at = coalesce(k.revoked_at, now())
 			  FROM service_account_keys old
 			 WHERE k.org_id = app_org_id() AND k.id = $1 AND old.id = k.id
@@ -198,15 +205,15 @@ func (p *Provider) RevokeServiceAccountKey(ctx context.Context, keyID string) er
 		if err != nil || already {
 			return err
 		}
-		return audit.Record(ctx, p.db, audit.Entry{Action: "service_account.key_revoked", Actor: tenancy.ActorOf(caller),
+		return audit.Record(ctx, s.db, audit.Entry{Action: "service_account.key_revoked", Actor: tenancy.ActorOf(caller),
 			Target: audit.Target{Type: "service_account", ID: accountID}, After: map[string]any{"keyId": keyID}})
 	})
 }
 
 // SetServiceAccountDisabled disables or re-enables a service account. A
 // disabled account obtains no token and its tokens are refused on their
-// next request, since AuthenticateJWT reads the account every time.
-func (p *Provider) SetServiceAccountDisabled(ctx context.Context, serviceAccountID string, disabled bool) error {
+// next request, since the provider reads the account (Enabled) every time.
+func (s *Service) SetServiceAccountDisabled(ctx context.Context, serviceAccountID string, disabled bool) error {
 	caller, err := tenancy.Authorize(ctx, tenancy.WriteUsers)
 	if err != nil {
 		return err
@@ -218,9 +225,9 @@ func (p *Provider) SetServiceAccountDisabled(ctx context.Context, serviceAccount
 	if !ids.Valid(ids.ServiceAccount, serviceAccountID) {
 		return errs.NotFound("service account")
 	}
-	return p.db.Tx(ctx, func(ctx context.Context) error {
+	return s.db.Tx(ctx, func(ctx context.Context) error {
 		var was bool
-		err := p.db.Q(ctx).QueryRow(ctx, `
+		err := s.db.Q(ctx).QueryRow(ctx, `
 			UPDATE service_accounts a SET disabled_at = CASE WHEN $2 THEN coalesce(a.disabled_at, now()) END
 			  FROM service_accounts old
 			 WHERE a.org_id = app_org_id() AND a.id = $1 AND old.id = a.id
@@ -231,16 +238,16 @@ func (p *Provider) SetServiceAccountDisabled(ctx context.Context, serviceAccount
 		if err != nil || was == disabled {
 			return err
 		}
-		return audit.Record(ctx, p.db, audit.Entry{Action: action, Actor: tenancy.ActorOf(caller),
+		return audit.Record(ctx, s.db, audit.Entry{Action: action, Actor: tenancy.ActorOf(caller),
 			Target: audit.Target{Type: "service_account", ID: serviceAccountID}})
 	})
 }
 
 // DeleteServiceAccount removes a service account and its keys. Its
 // assertions are refused from then on, and so are its access tokens on
-// their next request, since AuthenticateJWT reads the account every time.
-// Its audit entries stay, naming it by id.
-func (p *Provider) DeleteServiceAccount(ctx context.Context, serviceAccountID string) error {
+// their next request, since the provider reads the account (Enabled)
+// every time. Its audit entries stay, naming it by id.
+func (s *Service) DeleteServiceAccount(ctx context.Context, serviceAccountID string) error {
 	caller, err := tenancy.Authorize(ctx, tenancy.WriteUsers)
 	if err != nil {
 		return err
@@ -248,10 +255,10 @@ func (p *Provider) DeleteServiceAccount(ctx context.Context, serviceAccountID st
 	if !ids.Valid(ids.ServiceAccount, serviceAccountID) {
 		return errs.NotFound("service account")
 	}
-	return p.db.Tx(ctx, func(ctx context.Context) error {
+	return s.db.Tx(ctx, func(ctx context.Context) error {
 		var name string
 		var role tenancy.Role
-		err := p.db.Q(ctx).QueryRow(ctx, `DELETE FROM service_accounts WHERE org_id = app_org_id() AND id = $1 RETURNING name, role`,
+		err := s.db.Q(ctx).QueryRow(ctx, `DELETE FROM service_accounts WHERE org_id = app_org_id() AND id = $1 RETURNING name, role`,
 			serviceAccountID).Scan(&name, &role)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errs.NotFound("service account")
@@ -259,7 +266,7 @@ func (p *Provider) DeleteServiceAccount(ctx context.Context, serviceAccountID st
 		if err != nil {
 			return fmt.Errorf("delete service account: %w", err)
 		}
-		return audit.Record(ctx, p.db, audit.Entry{Action: "service_account.deleted", Actor: tenancy.ActorOf(caller),
+		return audit.Record(ctx, s.db, audit.Entry{Action: "service_account.deleted", Actor: tenancy.ActorOf(caller),
 			Target: audit.Target{Type: "service_account", ID: serviceAccountID}, Before: map[string]any{"name": name, "role": string(role)}})
 	})
 }
@@ -272,58 +279,30 @@ func parsePublicKey(pemText string) (any, error) {
 	return x509.ParsePKIXPublicKey(block.Bytes)
 }
 
-// serviceAccount returns the organization and role of an enabled service
-// account.
-func (s *storage) serviceAccount(ctx context.Context, id string) (orgID string, role tenancy.Role, err error) {
+// Enabled returns the organization and role of an enabled service
+// account, or errs.NotFound; the provider reads it for each assertion and
+// each of its tokens.
+func (s *Service) Enabled(ctx context.Context, id string) (orgID string, role tenancy.Role, err error) {
 	err = s.db.Unscoped().QueryRow(ctx, `SELECT org_id, role FROM service_account_for_auth($1)`, id).Scan(&orgID, &role)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		err = errNotFound{"service account"}
-	case err != nil:
-		err = unavailable(err)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = errs.NotFound("service account")
 	}
 	return orgID, role, err
 }
 
-// GetKeyByIDAndClientID returns the registered key that signed a JWT
-// assertion (RFC 7523); clientID is the assertion's issuer, the service
-// account id.
-func (s *storage) GetKeyByIDAndClientID(ctx context.Context, keyID, clientID string) (*jose.JSONWebKey, error) {
-	var orgID, saID, pemText, role string
-	err := s.db.Unscoped().QueryRow(ctx, `SELECT org_id, service_account_id, public_key_pem, role FROM service_account_key_for_auth($1)`, keyID).
-		Scan(&orgID, &saID, &pemText, &role)
-	if errors.Is(err, pgx.ErrNoRows) || (err == nil && saID != clientID) {
-		return nil, errNotFound{"key"}
+// PublicKey returns the registered key keyID and the service account it
+// belongs to, or errs.NotFound; the provider checks an assertion's
+// signature with it.
+func (s *Service) PublicKey(ctx context.Context, keyID string) (accountID string, key any, err error) {
+	var pemText string
+	err = s.db.Unscoped().QueryRow(ctx, `SELECT service_account_id, public_key_pem FROM service_account_key_for_auth($1)`, keyID).
+		Scan(&accountID, &pemText)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil, errs.NotFound("service account key")
 	}
 	if err != nil {
-		return nil, unavailable(err)
+		return "", nil, err
 	}
-	key, err := parsePublicKey(pemText)
-	if err != nil {
-		return nil, err
-	}
-	return &jose.JSONWebKey{Key: key, KeyID: keyID, Use: "sig"}, nil
-}
-
-// ValidateJWTProfileScopes narrows the requested scopes to what the
-// service account's role allows (never audit-logs:write); no scope asks
-// for all of them.
-func (s *storage) ValidateJWTProfileScopes(ctx context.Context, serviceAccountID string, requested []string) ([]string, error) {
-	_, role, err := s.serviceAccount(ctx, serviceAccountID)
-	if err != nil {
-		return nil, err
-	}
-	allowed := tenancy.APIKeyScopes(role)
-	var out []string
-	for _, sc := range allowed {
-		if len(requested) == 0 || slices.Contains(requested, string(sc)) {
-			out = append(out, string(sc))
-		}
-	}
-	return out, nil
-}
-
-// JWTProfileTokenType makes service-account access tokens signed JWTs.
-func (s *storage) JWTProfileTokenType(context.Context, op.TokenRequest) (op.AccessTokenType, error) {
-	return op.AccessTokenTypeJWT, nil
+	key, err = parsePublicKey(pemText)
+	return accountID, key, err
 }
