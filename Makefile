@@ -101,6 +101,7 @@ bench: $(BIN)/temporal
 	$(GO) run ./cmd/benchwebhooks
 	$(GO) run ./cmd/benchdeadlines
 	$(GO) run ./cmd/benchexamday
+	$(GO) run ./cmd/benchlti
 	$(GO) test ./internal/pbjson -run '^$$' -bench JSON -benchtime 2s
 	$(GO) test ./internal/assessment/expr -run '^$$' -bench ScoringRules -benchtime 2s
 

@@ -75,6 +75,10 @@ type Config struct {
 	// tenancy.RequestsPerMinute. Benchmarks raise it. An organization's
 	// override (assessd admin org update) takes its place.
 	RequestsPerMinute func(plan string) int
+	// LTIPerMinute bounds one client address's LTI logins, and its
+	// launches, per minute; 0 means ltiflow.DefaultPerMinute. Benchmarks,
+	// all on loopback, raise it.
+	LTIPerMinute int
 	// QuotaPolicyTTL is how long an instance keeps an organization's
 	// quota before reading it again; 0 means ratelimit.PolicyTTL (a
 	// minute). Tests shorten it.
@@ -263,7 +267,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	ltipages.New(idp, tool).Routes(pages)
 	embeds.Routes(pages)
 	embeds.ExportRoutes(pages, transfers)
-	ltiflow.New(tool, embeds, attempts, content, limiter).Routes(pages)
+	ltiflow.New(tool, embeds, attempts, content, limiter, cfg.LTIPerMinute).Routes(pages)
 	h := server.New(server.Config{
 		Logger:  cfg.Logger,
 		Metrics: metrics,

@@ -51,22 +51,28 @@ type Handler struct {
 	assignments Assignments
 	exams       Exams
 	limiter     *ratelimit.Limiter
+	logins      ratelimit.Limit
+	launches    ratelimit.Limit
 }
 
 // New returns the LTI endpoints of tool, opening pages through embeds;
-// limiter bounds the logins and launches of one client address.
-func New(tool *lti.Service, embeds Embeds, assignments Assignments, exams Exams, limiter *ratelimit.Limiter) *Handler {
-	return &Handler{tool: tool, embeds: embeds, assignments: assignments, exams: exams, limiter: limiter}
+// limiter bounds the logins, and the launches, of one client address to
+// perMinute each (0: DefaultPerMinute).
+func New(tool *lti.Service, embeds Embeds, assignments Assignments, exams Exams, limiter *ratelimit.Limiter, perMinute int) *Handler {
+	if perMinute <= 0 {
+		perMinute = DefaultPerMinute
+	}
+	return &Handler{tool: tool, embeds: embeds, assignments: assignments, exams: exams, limiter: limiter,
+		logins:   ratelimit.PerWindow("lti_login", perMinute, time.Minute),
+		launches: ratelimit.PerWindow("lti_launch", perMinute, time.Minute)}
 }
 
-// The limits of one client address's logins and launches (decision
-// 0205): a login keeps a state in Redis for five minutes, so without a
-// bound anyone could fill it. A school behind one address starts a class
-// of hundreds at once: 600 a minute, all at once if need be.
-var (
-	loginLimit  = ratelimit.PerWindow("lti_login", 600, time.Minute)
-	launchLimit = ratelimit.PerWindow("lti_launch", 600, time.Minute)
-)
+// DefaultPerMinute is the limit of one client address's logins, and of its
+// launches (decision 0205): a login keeps a state in Redis for five
+// minutes, so without a bound anyone could fill it. A school behind one
+// address starts a class of hundreds at once: 600 a minute, all at once if
+// need be.
+const DefaultPerMinute = 600
 
 // limited answers 429 with a page when the client address has used up
 // lim, else runs h.
@@ -88,9 +94,9 @@ func (h *Handler) limited(lim ratelimit.Limit, next http.HandlerFunc) http.Handl
 // /lti/launch, GET /lti/jwks, and the deep-linking choice, POST
 // /lti/deep-linking/{id}.
 func (h *Handler) Routes(mux *http.ServeMux) {
-	mux.HandleFunc("GET /lti/login", h.limited(loginLimit, textChecked(h.login)))
-	mux.HandleFunc("POST /lti/login", h.limited(loginLimit, textChecked(h.login)))
-	mux.HandleFunc("POST /lti/launch", h.limited(launchLimit, textChecked(h.launch)))
+	mux.HandleFunc("GET /lti/login", h.limited(h.logins, textChecked(h.login)))
+	mux.HandleFunc("POST /lti/login", h.limited(h.logins, textChecked(h.login)))
+	mux.HandleFunc("POST /lti/launch", h.limited(h.launches, textChecked(h.launch)))
 	mux.HandleFunc("POST /lti/deep-linking/{id}", textChecked(h.chooseLink))
 	mux.HandleFunc("GET /lti/jwks", h.jwks)
 }

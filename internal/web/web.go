@@ -12,13 +12,15 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 )
 
 //go:embed templates/*.html
 var files embed.FS
 
-// framed is never executed: each framed page runs a clone bound to its
-// own CSP nonce (a template cannot be cloned once executed).
+// framed is never executed: each framed page runs on a clone (pagePool)
+// answering the request's CSP nonce (a template cannot be cloned once
+// executed).
 var framed = template.Must(template.New("").Funcs(template.FuncMap{"nonce": func() string { return "" }, "partial": func() bool { return false }, "dict": dict, "add": add}).ParseFS(files, "templates/*.html"))
 
 // dict passes several values to a nested template: dict "K" v "L" w.
@@ -66,20 +68,50 @@ func RenderFramedPostingTo(w http.ResponseWriter, r *http.Request, status int, n
 	renderFramed(w, r, status, name, data, frameAncestors, formAction)
 }
 
+// framedPage is a clone of framed whose nonce and partial functions answer
+// its fields: one request's at a time.
+type framedPage struct {
+	t       *template.Template
+	nonce   string
+	partial bool
+}
+
+// pagePool keeps framed pages for reuse: cloning the templates costs more
+// than rendering a page (half the CPU of an LTI launch, measured by
+// cmd/benchlti), so a clone serves request after request.
+type pagePool struct{ sync.Pool }
+
+var framedPages pagePool
+
+// get returns a free clone of framed, made if there is none.
+func (p *pagePool) get() (*framedPage, error) {
+	if page, ok := p.Get().(*framedPage); ok {
+		return page, nil
+	}
+	page := &framedPage{}
+	t, err := framed.Clone()
+	if err != nil {
+		return nil, err
+	}
+	page.t = t.Funcs(template.FuncMap{"nonce": func() string { return page.nonce }, "partial": func() bool { return page.partial }})
+	return page, nil
+}
+
 func renderFramed(w http.ResponseWriter, r *http.Request, status int, name string, data any, frameAncestors []string, formAction string) {
 	ancestors := "'none'"
 	if len(frameAncestors) > 0 {
 		ancestors = strings.Join(frameAncestors, " ")
 	}
-	nonce := rand.Text()
-	t, err := framed.Clone()
+	page, err := framedPages.get()
 	if err != nil {
 		slog.ErrorContext(r.Context(), "clone page templates", "err", err)
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
 	}
-	partial := r.Header.Get("HX-Request") == "true"
-	t.Funcs(template.FuncMap{"nonce": func() string { return nonce }, "partial": func() bool { return partial }})
+	defer framedPages.Put(page)
+	nonce := rand.Text()
+	page.nonce, page.partial = nonce, r.Header.Get("HX-Request") == "true"
+	t := page.t
 	src := "'self' 'nonce-" + nonce + "'"
 	render(w, r, t, status, name, data, "default-src 'none'; script-src "+src+"; style-src "+src+"; img-src 'self' data:; connect-src 'self'; form-action "+formAction+"; base-uri 'none'; frame-ancestors "+ancestors)
 }
