@@ -406,7 +406,7 @@ export interface paths {
          *      the class: active learners and instructors are added (created on
          *      first sight, matched by issuer and subject), members launched from the
          *      platform that it no longer lists as active are removed, members added
-         *      by hand stay. 409 CLASS_NOT_FROM_LTI for a class no launch made, 409
+         *      by hand stay. 400 CLASS_NOT_FROM_LTI for a class no launch made, 400
          *      ROSTER_UNAVAILABLE before a launch offered the roster, 503
          *      ROSTER_UNAVAILABLE when the platform does not give it. An
          *      instructor's launch also reads it, when it is older than ten minutes.
