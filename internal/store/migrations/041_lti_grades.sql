@@ -17,6 +17,9 @@ CREATE TABLE lti_grade_links (
   PRIMARY KEY (org_id, assignment_id, user_id)
 );
 CREATE INDEX IF NOT EXISTS lti_grade_links_platform ON lti_grade_links (platform_id);
+-- A deleted assignment or user cascades here.
+CREATE INDEX IF NOT EXISTS lti_grade_links_assignment ON lti_grade_links (assignment_id);
+CREATE INDEX IF NOT EXISTS lti_grade_links_user ON lti_grade_links (user_id);
 
 -- A result whose score a line item awaits: the outbox's lti_score subject.
 -- Each grading of the result (its first, a correction) counts in wanted;
