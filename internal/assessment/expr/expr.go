@@ -54,8 +54,9 @@ const (
 	// variable's reference replaced by the expression bound to it.
 	MaxInlined   = 4000
 	MaxDataDepth = 32 // nesting of the JSON it is evaluated against
-	// Timeout is how long a caller waits for one evaluation, from its start.
-	Timeout = 100 * time.Millisecond
+	// Timeout is how long a caller waits for one evaluation, from its start
+	// (ten times longer under the race detector).
+	Timeout = 100 * time.Millisecond * slowdown
 	// SlotWait is how long a caller waits for its evaluation slots: a
 	// burst of submissions queues for them rather than failing its rules.
 	SlotWait = 2 * time.Second

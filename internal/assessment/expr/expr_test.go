@@ -328,13 +328,14 @@ func TestWaitingForASlotIsNotEvaluating(t *testing.T) {
 	}
 	data := map[string]any{"answer": map[string]any{"value": 1.0}}
 	expr.WaitIdle()
+	queued := (expr.Timeout + expr.SlotWait) / 2 // longer than Timeout, within SlotWait
 	release := expr.HoldSlots()
 	go func() {
-		time.Sleep(3 * expr.Timeout)
+		time.Sleep(queued)
 		release()
 	}()
 	if v, err := fast.Eval(context.Background(), "org_queued", data); err != nil || v != 1.0 {
-		t.Fatalf("an evaluation queued for %v: %v, %v", 3*expr.Timeout, v, err)
+		t.Fatalf("an evaluation queued for %v: %v, %v", queued, v, err)
 	}
 
 	release = expr.HoldSlots()
