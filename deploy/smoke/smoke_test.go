@@ -60,6 +60,7 @@ var mayBeEmpty = map[string]string{
 	"Webhook deliveries":                        "the test's traffic registers no webhook endpoint",
 	"Failed webhook deliveries by organization": "the test's traffic registers no webhook endpoint",
 	"Webhook delivery latency p95":              "the test's traffic registers no webhook endpoint",
+	"LTI score posts":                           "the test's LMS launches from no line item",
 	"Activity schedule-to-start p95":            "activities start eagerly on the worker that scheduled them and record none (decision 0123)",
 }
 

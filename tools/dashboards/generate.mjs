@@ -148,7 +148,7 @@ const worker = 'job="assessd-worker", region=~"$region"';
 // org; histograms, Temporal's and the AI provider's metrics do not.
 const workerTenant = `${worker}, org=~"$org"`;
 const grading = dashboard('assessd-grading', 'assessd / Grading by region',
-  'Grading throughput, failures and latency by AI region, the Temporal queues behind them, AI provider calls, grading files, answer-sheet scans, exam generation and regeneration. The org variable filters the counters (results, files, scans, pages, generations, regenerations, webhook deliveries); latency histograms and Temporal\'s and the AI provider\'s metrics carry no org label and show every organization.')
+  'Grading throughput, failures and latency by AI region, the Temporal queues behind them, AI provider calls, grading files, answer-sheet scans, exam generation and regeneration. The org variable filters the counters (results, files, scans, pages, generations, regenerations, webhook deliveries, LTI score posts); latency histograms and Temporal\'s and the AI provider\'s metrics carry no org label and show every organization.')
   .withVariable(labelVariable('region', 'region', 'up{job="assessd-worker"}', 'Region'))
   .withVariable(labelVariable('org', 'org', 'assessd_org_info{job="assessd-worker"}', 'Organization'))
   .withRow(new RowBuilder('Results'))
@@ -207,7 +207,10 @@ const grading = dashboard('assessd-grading', 'assessd / Grading by region',
   .withPanel(ratio('Failed webhook deliveries by organization', 'Share of webhook attempts that failed, by organization: an integrator\'s endpoint is down.',
     `assessd_webhook_deliveries_total{${workerTenant}, outcome="failed"}`, `assessd_webhook_deliveries_total{${workerTenant}}`, 'org'))
   .withPanel(quantile('Webhook delivery latency p95', 'Time from request to the endpoint\'s answer, p95, by region and outcome.',
-    'assessd_webhook_delivery_duration_seconds', `{${worker}}`, 'region, outcome', '{{region}} {{outcome}}'));
+    'assessd_webhook_delivery_duration_seconds', `{${worker}}`, 'region, outcome', '{{region}} {{outcome}}'))
+  .withRow(new RowBuilder('LTI grades'))
+  .withPanel(graph('LTI score posts', 'Scores posted to LMS line items per second, of the selected organizations, by region and outcome: ok, refused (a 4xx other than 429: given up and audited as lti.score_failed), error (retried). Decision 0204.', 'ops',
+    `sum by (region, outcome) (rate(assessd_lti_score_posts_total{${workerTenant}}[${rate}]))`, '{{region}} {{outcome}}'));
 
 const oauth = dashboard('assessd-oauth', 'assessd / OAuth',
   'The OAuth provider: tokens issued, token endpoint errors, logins.')
