@@ -154,6 +154,12 @@ func (s *Service) start(ctx context.Context, caller *tenancy.Caller, assignmentI
 	case !t.now.Before(t.closes):
 		return Attempt{}, false, errs.Conflict("ASSIGNMENT_CLOSED", "the assignment closed at %s", t.closes.UTC().Format(time.RFC3339))
 	case t.used >= t.maxAttempts:
+		// Each statement reads its own snapshot: a start in another tab
+		// may have committed between the look for one in progress and
+		// the count, and that attempt is the answer.
+		if a, err := s.inProgress(ctx, q, assignmentID, student); err == nil || !errors.Is(err, pgx.ErrNoRows) {
+			return a, false, err
+		}
 		return Attempt{}, false, errs.Conflict("ATTEMPTS_EXHAUSTED", "all %d attempts of the assignment were used", t.maxAttempts)
 	}
 	_, sheet, err := s.content.Sheet(ctx, t.ExamID)
