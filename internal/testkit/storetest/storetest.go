@@ -1,6 +1,7 @@
-// Package storetest makes throwaway, freshly migrated PostgreSQL databases
-// on the server named by TEST_DATABASE_URL (default: the local server, user
-// postgres) for tests and benchmarks.
+// Package storetest gives tests and benchmarks migrated PostgreSQL
+// databases of their own on the server named by TEST_DATABASE_URL
+// (default: the local server, user postgres): a test's is a reused slot,
+// emptied (slots.go), a benchmark's a copy of the template (template.go).
 //
 // Their URLs ask pgx for the exec query mode (ExecMode), the one a
 // transaction-pooling PgBouncer supports, so every test proves that each
@@ -105,10 +106,18 @@ func createDatabase(ctx context.Context, conn *pgx.Conn, name string, migrated b
 	}
 }
 
-// NewURL creates a migrated database for t, dropped when t ends.
+// NewURL returns the URL of a migrated database for t alone, empty but
+// for the schema version: a slot (slots.go), freed when t ends, or, when
+// every slot is taken, a database of t's own, dropped when t ends.
 func NewURL(t testing.TB) string {
 	t.Helper()
-	return newURL(t, Create)
+	return newURL(t, func(ctx context.Context, prefix string) (string, func() error, error) {
+		dbURL, release, ok, err := claimSlot(ctx)
+		if ok || err != nil {
+			return dbURL, release, err
+		}
+		return Create(ctx, prefix)
+	})
 }
 
 // NewEmptyURL creates a database without the schema for t, dropped when t
@@ -124,7 +133,7 @@ func newURL(t testing.TB, create func(context.Context, string) (string, func() e
 	if drop != nil {
 		t.Cleanup(func() {
 			if err := drop(); err != nil {
-				t.Errorf("storetest: drop database: %v", err)
+				t.Errorf("storetest: free the database: %v", err)
 			}
 		})
 	}

@@ -109,6 +109,24 @@ func dropStaleTemplates(ctx context.Context, conn *pgx.Conn, keep string) {
 		}
 		_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{tp.name}.Sanitize())
 	}
+	dropOrphanSlots(ctx, conn)
+}
+
+// dropOrphanSlots drops the slots of migrations whose template is gone,
+// but those in use.
+func dropOrphanSlots(ctx context.Context, conn *pgx.Conn) {
+	rows, err := conn.Query(ctx, `SELECT datname FROM pg_database s WHERE datname LIKE 'assessd\_slot\_%'
+		AND NOT EXISTS (SELECT FROM pg_database t WHERE t.datname = 'assessd_template_' || split_part(substr(s.datname, 14), '_', 1))`)
+	if err != nil {
+		return
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return
+	}
+	for _, name := range names {
+		_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize())
+	}
 }
 
 func randomSuffix() string {

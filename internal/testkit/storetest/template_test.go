@@ -102,11 +102,15 @@ func TestTemplatesOfOtherMigrationsAreKeptAWeek(t *testing.T) {
 // since been dropped (as a checkout of other migrations may) finds or
 // builds the current one and goes on.
 func TestATemplateGoneIsBuiltAgain(t *testing.T) {
-	NewURL(t)
+	newCopy := func() string {
+		t.Helper()
+		return newURL(t, Create)
+	}
+	newCopy()
 	template.Lock()
 	template.name = "assessd_template_gone"
 	template.Unlock()
-	if got := schemaVersion(t, NewURL(t), false); got == 0 {
+	if got := schemaVersion(t, newCopy(), false); got == 0 {
 		t.Fatal("the database made after the template went is not migrated")
 	}
 	template.Lock()
