@@ -15,8 +15,8 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// A test or benchmark database is named after the process that made it:
-// <prefix>_<host>_<pid>_<random>. A process that dies without cleaning up
+// A benchmark's database (and a test's, when every slot is taken) is named
+// after the process that made it: <prefix>_<host>_<pid>_<random>. A process that dies without cleaning up
 // (SIGKILL, go test's -timeout) leaves its database behind; the next
 // process of the same host to make one drops those whose process is gone.
 
