@@ -301,7 +301,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 			"/lti/login":                        pages,
 			"POST /lti/launch":                  pages,
 			"GET /lti/jwks":                     pages,
-			"POST /lti/deep-linking/{id}":       pages,
+			"/lti/deep-linking/{id}":            pages,
 			"GET /media/{id}/{name}":            api.MediaFiles(files),
 		},
 		// The OAuth endpoints refuse an oversized form in RFC 6749's shape.

@@ -551,7 +551,7 @@ func TestLTILaunchInABrowser(t *testing.T) {
 }
 
 // TestLTIDeepLinkingLinksAnAssignment: an instructor's deep-linking
-// request offers the organization's exams; the choice makes an assignment
+// request offers the organization's exams, searched by name; the choice makes an assignment
 // of the course's class and answers a signed LtiDeepLinkingResponse, an
 // ltiResourceLink with its line item, auto-posted to the platform, which
 // verifies it with the tool's published keys; the link it made opens the
@@ -574,12 +574,35 @@ func TestLTIDeepLinkingLinksAnAssignment(t *testing.T) {
 		t.Fatalf("deep-linking request: %d %s", res.Status, res.Body)
 	}
 	choose := l.Srv.URL + action[1]
+	// The picker searches the organization's exams by name, keeping the
+	// search through a refused choice.
+	other := apptest.Str(l.Do("POST", "/exams", owner, map[string]any{"name": "Botany", "language": "en"}).Must(t, 200).Body, "id")
+	search := func(q string) string {
+		t.Helper()
+		resp := l.get(t, action[1]+"?q="+url.QueryEscape(q))
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("search %q: %d %s", q, resp.StatusCode, body)
+		}
+		return string(body)
+	}
+	if found := search("bota"); !strings.Contains(found, `<option value="`+other+`"`) || strings.Contains(found, `<option value="`+exam+`"`) ||
+		!strings.Contains(found, `name="q" value="bota"`) {
+		t.Fatalf("searching for bota: %s", found)
+	}
+	if none := search("chemistry"); strings.Contains(none, "<option") || !strings.Contains(none, "No exam") {
+		t.Fatalf("searching for a name no exam has: %s", none)
+	}
 	now := time.Now().UTC().Truncate(time.Minute)
 	form := url.Values{"examId": {exam}, "title": {"Unit 1 quiz"}, "opensAt": {now.Add(-time.Minute).Format("2006-01-02T15:04")},
 		"closesAt": {now.Add(-time.Hour).Format("2006-01-02T15:04")}, "timeLimitMinutes": {"30"}, "maxAttempts": {"2"}}
-	if bad := ltiplatform.Post(t, l.client, choose, form); bad.Status != 400 || !strings.Contains(bad.Body, "closesAt") || !strings.Contains(bad.Body, "Unit 1 quiz") {
+	form.Set("q", "unit")
+	if bad := ltiplatform.Post(t, l.client, choose, form); bad.Status != 400 || !strings.Contains(bad.Body, "closesAt") || !strings.Contains(bad.Body, "Unit 1 quiz") ||
+		!strings.Contains(bad.Body, `name="q" value="unit"`) || strings.Contains(bad.Body, `<option value="`+other+`"`) {
 		t.Fatalf("a close before the open: %d %s", bad.Status, bad.Body)
 	}
+	form.Del("q")
 	form.Set("closesAt", now.Add(time.Hour).Format("2006-01-02T15:04"))
 	answer := ltiplatform.Post(t, l.client, choose, form)
 	if answer.Status != 200 || !strings.Contains(answer.Header.Get("Content-Security-Policy"), "form-action 'self' "+l.platform.URL) {

@@ -44,6 +44,10 @@ const localTime = "2006-01-02T15:04"
 type deepLinkingView struct {
 	ID    string
 	Exams []assessment.Exam
+	// Query is the part of a name the exams were searched by; More says
+	// the organization has exams beyond those listed.
+	Query string
+	More  bool
 	Form  deepLinkingForm
 	Error string
 }
@@ -60,22 +64,42 @@ func (h *Handler) deepLinking(w http.ResponseWriter, r *http.Request, l lti.Laun
 		refusedPage(w, r, "The choice cannot be offered", err)
 		return
 	}
-	now := time.Now().UTC().Truncate(time.Minute)
 	req := lti.DeepLinkingRequest{OrgID: l.OrgID, UserID: l.UserID, FrameOrigins: l.FrameOrigins}
-	h.deepLinkingPage(w, r, http.StatusOK, id, req, deepLinkingForm{OpensAt: now.Format(localTime),
-		ClosesAt: now.Add(7 * 24 * time.Hour).Format(localTime), MaxAttempts: "1"}, "")
+	h.deepLinkingPage(w, r, http.StatusOK, id, req, defaultSettings(), "")
+}
+
+// defaultSettings are the form's values before the instructor's choice:
+// open from now for a week, one attempt.
+func defaultSettings() deepLinkingForm {
+	now := time.Now().UTC().Truncate(time.Minute)
+	return deepLinkingForm{OpensAt: now.Format(localTime), ClosesAt: now.Add(7 * 24 * time.Hour).Format(localTime), MaxAttempts: "1"}
+}
+
+// searchExams shows the form of a kept request with the exams whose name
+// holds the query q: an organization may have more exams than one list
+// shows.
+func (h *Handler) searchExams(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	req, err := h.tool.DeepLinking(r.Context(), id)
+	if err != nil {
+		refusedPage(w, r, "The choice cannot be made", err)
+		return
+	}
+	h.deepLinkingPage(w, r, http.StatusOK, id, req, defaultSettings(), "")
 }
 
 // deepLinkingPage shows the form of request id with the values of f and
-// the problem msg, if any.
+// the problem msg, if any, listing the exams the request's q names.
 func (h *Handler) deepLinkingPage(w http.ResponseWriter, r *http.Request, status int, id string, req lti.DeepLinkingRequest, f deepLinkingForm, msg string) {
 	ctx := tenancy.WithCaller(r.Context(), instructorCaller(req))
-	exams, _, err := h.exams.Exams(ctx, assessment.ExamFilter{}, paging.Page{Size: paging.MaxSize})
+	query := strings.TrimSpace(r.FormValue("q"))
+	exams, next, err := h.exams.Exams(ctx, assessment.ExamFilter{Query: query}, paging.Page{Size: paging.MaxSize})
 	if err != nil {
 		refusedPage(w, r, "The exams cannot be listed", err)
 		return
 	}
-	web.RenderFramed(w, r, status, "lti-deep-linking.html", deepLinkingView{ID: id, Exams: exams, Form: f, Error: msg}, req.FrameOrigins)
+	web.RenderFramed(w, r, status, "lti-deep-linking.html", deepLinkingView{ID: id, Exams: exams, Query: query, More: next != "",
+		Form: f, Error: msg}, req.FrameOrigins)
 }
 
 // chooseLink takes the instructor's choice: the assignment of the course's

@@ -97,6 +97,7 @@ func (h *Handler) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /lti/login", h.limited(h.logins, textChecked(h.login)))
 	mux.HandleFunc("POST /lti/login", h.limited(h.logins, textChecked(h.login)))
 	mux.HandleFunc("POST /lti/launch", h.limited(h.launches, textChecked(h.launch)))
+	mux.HandleFunc("GET /lti/deep-linking/{id}", textChecked(h.searchExams))
 	mux.HandleFunc("POST /lti/deep-linking/{id}", textChecked(h.chooseLink))
 	mux.HandleFunc("GET /lti/jwks", h.jwks)
 }
