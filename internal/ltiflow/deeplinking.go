@@ -79,13 +79,21 @@ func defaultSettings() deepLinkingForm {
 // holds the query q: an organization may have more exams than one list
 // shows.
 func (h *Handler) searchExams(w http.ResponseWriter, r *http.Request) {
+	if id, req, ok := h.keptRequest(w, r); ok {
+		h.deepLinkingPage(w, r, http.StatusOK, id, req, defaultSettings(), "")
+	}
+}
+
+// keptRequest is the kept deep-linking request the path names, or false
+// once the page refusing it is written.
+func (h *Handler) keptRequest(w http.ResponseWriter, r *http.Request) (string, lti.DeepLinkingRequest, bool) {
 	id := r.PathValue("id")
 	req, err := h.tool.DeepLinking(r.Context(), id)
 	if err != nil {
 		refusedPage(w, r, "The choice cannot be made", err)
-		return
+		return "", req, false
 	}
-	h.deepLinkingPage(w, r, http.StatusOK, id, req, defaultSettings(), "")
+	return id, req, true
 }
 
 // deepLinkingPage shows the form of request id with the values of f and
@@ -106,10 +114,8 @@ func (h *Handler) deepLinkingPage(w http.ResponseWriter, r *http.Request, status
 // class, and the signed LtiDeepLinkingResponse for it, posted back to the
 // platform by the page.
 func (h *Handler) chooseLink(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	req, err := h.tool.DeepLinking(r.Context(), id)
-	if err != nil {
-		refusedPage(w, r, "The choice cannot be made", err)
+	id, req, ok := h.keptRequest(w, r)
+	if !ok {
 		return
 	}
 	f := deepLinkingForm{ExamID: r.PostFormValue("examId"), Title: strings.TrimSpace(r.PostFormValue("title")),
